@@ -1,0 +1,74 @@
+"""Entry point of the ``scanmt`` command."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from typing import Sequence
+
+from scanmt.errors import ScanmtError
+
+# command modules under scanmt.cli, in the order ``--help`` lists them
+COMMANDS: tuple[str, ...] = (
+    "demo",
+    "prepare",
+    "train",
+    "translate",
+    "evaluate",
+    "plot_attention",
+)
+
+
+def _load(name: str):
+    return importlib.import_module(f"scanmt.cli.{name}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="scanmt",
+        description="Sparse and constrained attention for neural machine translation.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for mod_name in COMMANDS:
+        try:
+            mod = _load(mod_name)
+        except ModuleNotFoundError as exc:  # a command module not written yet
+            if exc.name == f"scanmt.cli.{mod_name}":
+                continue
+            raise
+        p = sub.add_parser(
+            mod.NAME,
+            help=mod.HELP,
+            description=getattr(mod, "DESCRIPTION", mod.HELP),
+            formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        )
+        mod.add_arguments(p)
+        p.set_defaults(_run=mod.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(message)s",
+        datefmt="%H:%M:%S",
+    )
+    try:
+        return int(args._run(args) or 0)
+    except ScanmtError as exc:
+        print(f"scanmt {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"scanmt {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
