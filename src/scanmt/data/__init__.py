@@ -1,0 +1,1 @@
+"""Corpora, tokenization, subwords, vocabularies, batching, alignment, fertility."""

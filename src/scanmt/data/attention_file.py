@@ -1,0 +1,106 @@
+"""On-disk format for attention matrices written by ``scanmt translate --attention-out``.
+
+One ``.npz`` archive (no pickle) holds every sentence of a test set::
+
+    meta            0-d unicode array: JSON with {"version": 1, "n": N, "transform": ..., "sink": bool}
+    attn_{i}        float32 [T_i, S_i]  attention of output step t over source position j
+                    (S_i includes the <sink> column last when the model has one)
+    src_{i}         unicode [S_i]       source subword tokens (the sink as "<sink>")
+    hyp_{i}         unicode [T_i]       output subword tokens (the final "</s>" included)
+    fert_{i}        float32 [S_i]       optional: fertility upper bounds used (inf for the sink)
+
+Sentence indices are 0-based and follow the input file's line order.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Sequence
+
+import numpy as np
+
+from scanmt.errors import DataError
+
+FORMAT_VERSION = 1
+
+
+@dataclass
+class SentenceAttention:
+    """Attention of one translated sentence.
+
+    Attributes:
+        attention: ``[T, S]`` weights, row t is the distribution at output step t.
+        src: ``S`` source tokens (subwords; the sink last if present).
+        hyp: ``T`` output tokens (subwords).
+        fertility: optional ``[S]`` upper bounds (``inf`` for the sink).
+    """
+
+    attention: np.ndarray
+    src: list[str]
+    hyp: list[str]
+    fertility: np.ndarray | None = None
+
+
+def save_attention(path: str | Path, sentences: Sequence[SentenceAttention], meta: dict | None = None) -> None:
+    """Write ``sentences`` atomically to ``path`` (an ``.npz`` file)."""
+    path = Path(path)
+    arrays: dict[str, np.ndarray] = {}
+    info = {"version": FORMAT_VERSION, "n": len(sentences), **(meta or {})}
+    arrays["meta"] = np.array(json.dumps(info))
+    for i, s in enumerate(sentences):
+        a = np.asarray(s.attention, dtype=np.float32)
+        if a.shape != (len(s.hyp), len(s.src)):
+            raise DataError(
+                f"sentence {i}: attention shape {a.shape} does not match "
+                f"{len(s.hyp)} output x {len(s.src)} source tokens"
+            )
+        arrays[f"attn_{i}"] = a
+        arrays[f"src_{i}"] = np.array(s.src, dtype=str)
+        arrays[f"hyp_{i}"] = np.array(s.hyp, dtype=str)
+        if s.fertility is not None:
+            arrays[f"fert_{i}"] = np.asarray(s.fertility, dtype=np.float32)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            np.savez_compressed(fh, **arrays)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+class AttentionFile:
+    """Lazy reader: ``len(f)``, ``f[i]`` -> :class:`SentenceAttention`, ``f.meta``."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        if not self.path.exists():
+            raise DataError(f"{self.path}: attention file not found")
+        try:
+            self._npz = np.load(self.path, allow_pickle=False)
+            self.meta = json.loads(str(self._npz["meta"]))
+        except (OSError, ValueError, KeyError) as exc:
+            raise DataError(f"{self.path}: not a scanmt attention file ({exc})") from None
+        self.n = int(self.meta["n"])
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> SentenceAttention:
+        if not 0 <= i < self.n:
+            raise DataError(f"{self.path}: sentence index {i} out of range (file has {self.n})")
+        z = self._npz
+        fert = z[f"fert_{i}"] if f"fert_{i}" in z.files else None
+        return SentenceAttention(
+            attention=z[f"attn_{i}"], src=z[f"src_{i}"].tolist(), hyp=z[f"hyp_{i}"].tolist(), fertility=fert
+        )
+
+    def __iter__(self) -> Iterator[SentenceAttention]:
+        for i in range(self.n):
+            yield self[i]
