@@ -1,0 +1,102 @@
+"""Joint subword model (sentencepiece BPE) over Moses-tokenized text.
+
+Pieces carry sentencepiece's word-start marker ``▁`` (U+2581).  A piece that
+starts with ``▁`` opens a new tokenized word; :func:`word_index` maps each
+piece to the index of the tokenized word it belongs to, which is how subword
+attention and alignments are projected to words.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Sequence
+
+import sentencepiece as spm
+
+from scanmt.errors import DataError
+
+WORD_START = "\u2581"
+
+
+def word_index(pieces: Sequence[str]) -> list[int]:
+    """Index of the tokenized word each piece belongs to.
+
+    >>> word_index(["▁ein", "▁Hund", "e", "▁."])
+    [0, 1, 1, 2]
+
+    A first piece without ``▁`` still belongs to word 0.
+    """
+    out: list[int] = []
+    w = -1
+    for i, p in enumerate(pieces):
+        if p.startswith(WORD_START) or i == 0:
+            w += 1
+        out.append(w)
+    return out
+
+
+def merge_pieces(pieces: Sequence[str]) -> str:
+    """Join pieces back into Moses-tokenized text (``▁`` becomes a space)."""
+    return "".join(pieces).replace(WORD_START, " ").strip()
+
+
+def train_subword_model(
+    texts: Sequence[Path], model_prefix: Path, vocab_size: int, *, character_coverage: float = 1.0, seed: int = 1
+) -> Path:
+    """Learn a joint BPE model on the given tokenized text files.
+
+    Writes ``{model_prefix}.model`` and ``{model_prefix}.vocab`` atomically
+    (trained under a temporary prefix, then renamed) and returns the model path.
+    """
+    model_prefix = Path(model_prefix)
+    model_prefix.parent.mkdir(parents=True, exist_ok=True)
+    tmpdir = tempfile.mkdtemp(dir=model_prefix.parent, prefix=".spm.")
+    tmp_prefix = Path(tmpdir) / model_prefix.name
+    try:
+        spm.SentencePieceTrainer.train(
+            input=",".join(str(t) for t in texts),
+            model_prefix=str(tmp_prefix),
+            vocab_size=vocab_size,
+            model_type="bpe",
+            character_coverage=character_coverage,
+            # the NMT vocabulary adds its own specials; sentencepiece keeps <unk> only
+            pad_id=-1,
+            bos_id=-1,
+            eos_id=-1,
+            unk_id=0,
+            split_by_whitespace=True,
+            input_sentence_size=2_000_000,
+            shuffle_input_sentence=True,
+            random_seed=seed,
+            minloglevel=2,
+            num_threads=os.cpu_count() or 1,
+        )
+    except RuntimeError as exc:
+        raise DataError(f"sentencepiece could not learn {vocab_size} subwords from {texts}: {exc}") from None
+    for ext in (".model", ".vocab"):
+        os.replace(f"{tmp_prefix}{ext}", f"{model_prefix}{ext}")
+    os.rmdir(tmpdir)
+    return Path(f"{model_prefix}.model")
+
+
+class SubwordModel:
+    """Encode tokenized text into pieces and back."""
+
+    def __init__(self, model_path: str | Path):
+        model_path = Path(model_path)
+        if not model_path.exists():
+            raise DataError(f"{model_path}: subword model not found")
+        self.path = model_path
+        self.sp = spm.SentencePieceProcessor(model_file=str(model_path))
+
+    def encode(self, tokenized: str) -> list[str]:
+        return self.sp.encode(tokenized, out_type=str)
+
+    def encode_all(self, lines: Sequence[str]) -> list[list[str]]:
+        return self.sp.encode(list(lines), out_type=str)
+
+    @staticmethod
+    def decode(pieces: Sequence[str]) -> str:
+        return merge_pieces(pieces)
