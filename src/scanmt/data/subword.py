@@ -69,7 +69,6 @@ def train_subword_model(
             split_by_whitespace=True,
             input_sentence_size=2_000_000,
             shuffle_input_sentence=True,
-            random_seed=seed,
             minloglevel=2,
             num_threads=os.cpu_count() or 1,
         )

@@ -1,0 +1,62 @@
+"""``scanmt translate``: translate a file with a trained checkpoint."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from scanmt.data.attention_file import SentenceAttention, save_attention
+from scanmt.io import read_lines, write_lines
+
+NAME = "translate"
+HELP = "translate raw text with a checkpoint (beam search or greedy)"
+DESCRIPTION = """Translate a file of raw sentences (one per line) with a trained checkpoint.
+
+  scanmt translate --model runs/softmax/best.pt --input test.de --output test.hyp.en --beam 5
+  scanmt translate ... --attention-out test.attn.npz    # attention matrices for plots and metrics
+
+The output is detokenized text, written atomically."""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", required=True, help="checkpoint (best.pt or last.pt of a run)")
+    p.add_argument("--input", required=True, help="raw source sentences, one per line (UTF-8, .gz allowed)")
+    p.add_argument("--output", required=True, help="where to write the detokenized translations")
+    p.add_argument("--beam", type=int, default=None, help="beam size; 1 = greedy (default: the checkpoint's decode.beam)")
+    p.add_argument("--length-alpha", type=float, default=None,
+                   help="Wu et al. length penalty alpha, lp = ((5+|Y|)/6)^alpha (default: the checkpoint's)")
+    p.add_argument("--batch-size", type=int, default=None, help="sentences per decoding batch")
+    p.add_argument("--attention-out", help="write attention matrices (.npz, one entry per sentence)")
+    p.add_argument("--tokenized-out", help="also write the Moses-tokenized output (for tokenized BLEU, REP)")
+    p.add_argument("--device", default="cpu", help="cpu or cuda[:N]")
+
+
+def run(args: argparse.Namespace) -> int:
+    from scanmt.decoding.translator import Translator
+
+    lines = read_lines(args.input, what="input file")
+    tr = Translator.from_checkpoint(args.model, device=args.device)
+    if args.length_alpha is not None:
+        tr.decode.length_alpha = args.length_alpha
+    if args.batch_size:
+        tr.decode.batch_size = args.batch_size
+    beam = tr.decode.beam if args.beam is None else args.beam
+    t0 = time.time()
+    out = tr.translate_lines(lines, beam=beam, progress=True, source=args.input)
+    dt = time.time() - t0
+    write_lines(args.output, [t.text for t in out])
+    if args.tokenized_out:
+        write_lines(args.tokenized_out, [tr.pipeline.tokenized_target(t.pieces) for t in out])
+    if args.attention_out:
+        sents = []
+        for t in out:
+            src, hyp = t.attention_tokens
+            sents.append(SentenceAttention(t.hypothesis.attention.numpy(), src, hyp))
+        save_attention(args.attention_out, sents, {"transform": tr.model.cfg.attention.transform, "sink": tr.model.sink})
+    n_tok = sum(len(t.pieces) + 1 for t in out)
+    print(f"translated {len(out)} sentences from {args.input} -> {args.output}")
+    print(f"  decoding: {'greedy' if beam <= 1 else f'beam {beam}'}, length alpha {tr.decode.length_alpha}")
+    print(f"  time: {dt:.1f} s, {len(out) / max(dt, 1e-9):.1f} sentences/s, {n_tok / max(dt, 1e-9):.0f} tokens/s")
+    if args.attention_out:
+        print(f"  attention: {args.attention_out}")
+    return 0

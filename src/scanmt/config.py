@@ -1,0 +1,244 @@
+"""Typed experiment configuration: dataclasses loaded from commented YAML.
+
+A config has four sections (``data``, ``model``, ``train``, ``decode``).  Unknown
+keys, wrong types and bad values raise :class:`~scanmt.errors.ConfigError`
+naming the dotted key.  The full config is stored inside every checkpoint so a
+model can always be rebuilt exactly.
+
+``--set section.key=value`` overrides are parsed with YAML rules
+(``--set train.lr=0.5 --set model.attention.transform=csparsemax``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+import yaml
+
+from scanmt.errors import ConfigError
+
+
+@dataclass
+class DataConfig:
+    #: prepared-data directory written by ``scanmt prepare``
+    dir: str = "runs/data/multi30k-de-en"
+    src_lang: str = "de"
+    tgt_lang: str = "en"
+    #: training pairs with more subwords than this (either side) are dropped, with a count logged
+    max_len: int = 80
+    #: token-based batching: at most this many target+source tokens (incl. padding) per batch
+    batch_tokens: int = 4000
+    #: sentences are bucketed by length inside windows of this many batches before shuffling
+    bucket_batches: int = 50
+    #: use only the first N training pairs (0 = all); for tests and smoke runs
+    train_limit: int = 0
+    #: use only the first N validation pairs for BLEU (0 = all)
+    valid_limit: int = 0
+
+
+@dataclass
+class AttentionConfig:
+    #: scores: "general" (Luong bilinear, z = s^T W h) or "mlp" (Bahdanau, v^T tanh(W s + U h))
+    score: str = "general"
+    #: transform from the registry: softmax | sparsemax | csoftmax | csparsemax
+    transform: str = "softmax"
+    #: append a <sink> token (unbounded fertility) to every source; null = on for constrained transforms
+    sink: Optional[bool] = None
+    #: exhaustion strategy: scores z + c * u on real tokens (the paper uses c = 0.2); constrained only
+    exhaustion: float = 0.0
+
+
+@dataclass
+class ModelConfig:
+    emb_size: int = 256
+    hidden_size: int = 256
+    #: layers of the BiLSTM encoder and of the LSTM decoder
+    layers: int = 1
+    dropout: float = 0.3
+    #: tie the generator's output matrix to the target embeddings (needs emb_size == hidden_size)
+    tie_generator: bool = False
+    #: share source and target embeddings (the subword vocabulary is joint)
+    share_embeddings: bool = False
+    attention: AttentionConfig = field(default_factory=AttentionConfig)
+
+
+@dataclass
+class TrainConfig:
+    seed: int = 1
+    #: "sgd" (OpenNMT default: lr 1.0, halved from decay_start) or "adam"
+    optimizer: str = "sgd"
+    lr: float = 1.0
+    #: multiply the lr by this factor ...
+    lr_decay: float = 0.5
+    #: ... at the start of every epoch from this one on (1-based), and whenever validation perplexity stops improving
+    lr_decay_start: int = 8
+    max_grad_norm: float = 5.0
+    #: uniform init range for parameters (OpenNMT: 0.1); 0 keeps torch defaults
+    param_init: float = 0.1
+    label_smoothing: float = 0.0
+    epochs: int = 13
+    #: stop after this many optimizer steps (0 = no limit)
+    max_steps: int = 0
+    #: stop after this many minutes of training (0 = no limit); checked between steps
+    max_minutes: float = 0.0
+    #: validate (perplexity + greedy BLEU) every N steps (0 = once per epoch)
+    valid_every: int = 0
+    #: stop after this many validations without BLEU improvement (0 = never)
+    patience: int = 0
+    #: write the "last" checkpoint every N steps (and at every validation)
+    checkpoint_every: int = 500
+    log_every: int = 50
+    #: "tensorboard", "csv" or "none" (stdout logging is always on)
+    logger: str = "csv"
+    #: torch intra-op threads (0 = torch default)
+    threads: int = 0
+
+
+@dataclass
+class DecodeConfig:
+    beam: int = 5
+    #: Wu et al. length penalty lp(Y) = ((5+|Y|)/6)^alpha; 0 disables
+    length_alpha: float = 0.0
+    #: maximum output length = max_len_a * source_length + max_len_b
+    max_len_a: float = 2.0
+    max_len_b: int = 10
+    batch_size: int = 64
+
+
+@dataclass
+class Config:
+    data: DataConfig = field(default_factory=DataConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    decode: DecodeConfig = field(default_factory=DecodeConfig)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Config":
+        return _build(cls, d, "")
+
+    @classmethod
+    def load(cls, path: str | Path, overrides: Sequence[str] = ()) -> "Config":
+        path = Path(path)
+        if not path.exists():
+            raise ConfigError(f"{path}: config file not found")
+        try:
+            raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{path}: invalid YAML: {exc}") from None
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{path}: top level must be a mapping of sections")
+        apply_overrides(raw, overrides)
+        try:
+            return cls.from_dict(raw)
+        except ConfigError as exc:
+            raise ConfigError(f"{path}: {exc}") from None
+
+    def save_yaml(self, path: str | Path) -> None:
+        from scanmt.io import atomic_open
+
+        with atomic_open(path) as fh:
+            yaml.safe_dump(self.to_dict(), fh, sort_keys=False)
+
+
+def apply_overrides(raw: dict[str, Any], overrides: Sequence[str]) -> None:
+    """Apply ``a.b.c=value`` strings to the nested dict ``raw`` in place."""
+    for item in overrides:
+        if "=" not in item:
+            raise ConfigError(f"--set {item!r}: expected key=value, e.g. train.lr=0.5")
+        key, _, value = item.partition("=")
+        parts = key.strip().split(".")
+        node = raw
+        for p in parts[:-1]:
+            node = node.setdefault(p, {})
+            if not isinstance(node, dict):
+                raise ConfigError(f"--set {item!r}: {p} is not a section")
+        try:
+            node[parts[-1]] = yaml.safe_load(value)
+        except yaml.YAMLError:
+            node[parts[-1]] = value
+
+
+def _is_dataclass_type(tp: Any) -> bool:
+    return isinstance(tp, type) and dataclasses.is_dataclass(tp)
+
+
+def _coerce(tp: Any, value: Any, key: str) -> Any:
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if value is None:
+            return None
+        return _coerce(args[0], value, key)
+    if _is_dataclass_type(tp):
+        if not isinstance(value, dict):
+            raise ConfigError(f"{key}: expected a section (mapping), got {value!r}")
+        return _build(tp, value, key + ".")
+    if origin in (list, tuple):
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"{key}: expected a list, got {value!r}")
+        (inner,) = typing.get_args(tp)[:1] or (Any,)
+        return [_coerce(inner, v, key) for v in value]
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{key}: expected true/false, got {value!r}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{key}: expected an integer, got {value!r}")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{key}: expected a number, got {value!r}")
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{key}: expected a string, got {value!r}")
+        return value
+    return value
+
+
+def _build(cls: type, d: dict[str, Any], prefix: str) -> Any:
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(d) - names)
+    if unknown:
+        raise ConfigError(
+            f"unknown config key {prefix}{unknown[0]!s} (known keys in {prefix.rstrip('.') or 'top level'}: "
+            f"{', '.join(sorted(names))})"
+        )
+    kwargs = {k: _coerce(hints[k], v, prefix + k) for k, v in d.items()}
+    return cls(**kwargs)
+
+
+#: keys whose change makes a checkpoint unusable for a config (architecture)
+ARCHITECTURE_KEYS: tuple[str, ...] = (
+    "model.emb_size",
+    "model.hidden_size",
+    "model.layers",
+    "model.tie_generator",
+    "model.share_embeddings",
+    "model.attention.score",
+)
+
+
+def get_key(d: dict[str, Any], dotted: str) -> Any:
+    node: Any = d
+    for p in dotted.split("."):
+        node = node.get(p) if isinstance(node, dict) else None
+    return node
+
+
+def check_compatible(saved: dict[str, Any], current: dict[str, Any], what: str) -> None:
+    """Raise :class:`ConfigError` if ``current`` changes an architecture key of ``saved``."""
+    for key in ARCHITECTURE_KEYS:
+        a, b = get_key(saved, key), get_key(current, key)
+        if a != b:
+            raise ConfigError(f"{what} was trained with {key}={a!r} but the config says {key}={b!r}")

@@ -1,0 +1,68 @@
+"""Locate (and if needed download) Multi30k task-1 raw files.
+
+Lookup order for ``{split}.{lang}.gz``:
+
+1. the mirror directory given by the caller (``--mirror``),
+2. ``$SCANMT_MULTI30K``,
+3. ``../shared/data/multi30k`` next to the current directory or the repository,
+4. the upstream URL (github.com/multi30k/dataset, ``data/task1/raw``), downloaded
+   into the cache directory ``~/.cache/scanmt/multi30k``.
+"""
+
+from __future__ import annotations
+
+import os
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from scanmt.errors import DataError
+from scanmt.io import atomic_open
+
+UPSTREAM = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/{split}.{lang}.gz"
+SPLITS = ("train", "val", "test_2016_flickr", "test_2017_flickr", "test_2017_mscoco", "test_2018_flickr")
+LANGS = ("de", "en", "fr", "cs")
+#: the names ``prepare`` gives the standard splits
+DEFAULT_SPLITS = {"train": "train", "valid": "val", "test": "test_2016_flickr"}
+
+
+def candidate_dirs(mirror: str | Path | None = None) -> list[Path]:
+    dirs: list[Path] = []
+    if mirror:
+        dirs.append(Path(mirror))
+    if os.environ.get("SCANMT_MULTI30K"):
+        dirs.append(Path(os.environ["SCANMT_MULTI30K"]))
+    repo = Path(__file__).resolve().parents[3]
+    for base in (Path.cwd(), repo):
+        dirs.append(base / ".." / "shared" / "data" / "multi30k")
+        dirs.append(base / "shared" / "data" / "multi30k")
+    return dirs
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "scanmt" / "multi30k"
+
+
+def locate(split: str, lang: str, mirror: str | Path | None = None, *, download: bool = True) -> Path:
+    """Path of ``{split}.{lang}.gz``; downloads it only if no local copy exists."""
+    if split not in SPLITS:
+        raise DataError(f"unknown Multi30k split {split!r} (known: {', '.join(SPLITS)})")
+    if lang not in LANGS:
+        raise DataError(f"unknown Multi30k language {lang!r} (known: {', '.join(LANGS)})")
+    name = f"{split}.{lang}.gz"
+    for d in candidate_dirs(mirror) + [cache_dir()]:
+        if (d / name).is_file():
+            return (d / name).resolve()
+    if not download:
+        raise DataError(f"Multi30k file {name} not found in {[str(d) for d in candidate_dirs(mirror)]}")
+    url = UPSTREAM.format(split=split, lang=lang)
+    target = cache_dir() / name
+    try:
+        with urllib.request.urlopen(url, timeout=60) as resp, atomic_open(target, "wb") as fh:
+            fh.write(resp.read())
+    except (urllib.error.URLError, OSError) as exc:
+        raise DataError(
+            f"Multi30k file {name} is not in any mirror directory and downloading {url} failed ({exc}); "
+            f"pass --mirror DIR or set SCANMT_MULTI30K"
+        ) from None
+    return target

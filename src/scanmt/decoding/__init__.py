@@ -1,0 +1,1 @@
+"""Greedy and batched beam search; penalties are pure functions in :mod:`.penalties`."""

@@ -1,0 +1,140 @@
+"""Translate raw or subword-encoded text with a model (greedy or beam), in input order."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+import torch
+from tqdm import tqdm
+
+from scanmt.config import Config, DecodeConfig
+from scanmt.data.dataset import ParallelData
+from scanmt.data.pipeline import TextPipeline
+from scanmt.data.vocab import EOS
+from scanmt.decoding.search import Hypothesis, beam_search, greedy_search
+from scanmt.errors import ConfigError
+from scanmt.model.nmt import NMTModel
+from scanmt.training.checkpoint import load_checkpoint
+
+#: maps a batch of source subword lists to per-token fertilities (constrained transforms)
+FertilityFn = Callable[[Sequence[Sequence[str]]], Sequence[Sequence[float]]]
+
+
+@dataclass
+class Translation:
+    """One output sentence: detokenized ``text``, its subword ``pieces``, the search result."""
+
+    text: str
+    pieces: list[str]
+    src_pieces: list[str]
+    hypothesis: Hypothesis
+
+    @property
+    def attention_tokens(self) -> tuple[list[str], list[str]]:
+        """(source tokens incl. ``<sink>`` if used, output tokens incl. ``</s>``) labelling ``attention``."""
+        S = self.hypothesis.attention.size(1)
+        src = list(self.src_pieces) + (["<sink>"] if S == len(self.src_pieces) + 1 else [])
+        return src, list(self.pieces) + [EOS]
+
+
+def build_model(cfg: Config, vocab_size: int, state_dict: dict | None = None, what: str = "checkpoint") -> NMTModel:
+    model = NMTModel(cfg.model, vocab_size)
+    if state_dict is not None:
+        try:
+            model.load_state_dict(state_dict)
+        except RuntimeError as exc:
+            first = str(exc).splitlines()[0] if str(exc) else "mismatch"
+            raise ConfigError(f"{what} does not match the model its config describes: {first}") from None
+    return model
+
+
+class Translator:
+    def __init__(
+        self,
+        model: NMTModel,
+        pipeline: TextPipeline,
+        decode: DecodeConfig,
+        *,
+        max_len: int = 0,
+        fertility_fn: FertilityFn | None = None,
+        device: str | torch.device = "cpu",
+    ):
+        self.model = model.to(device).eval()
+        self.pipeline = pipeline
+        self.decode = decode
+        self.max_len = max_len
+        self.fertility_fn = fertility_fn
+        self.device = torch.device(device)
+
+    @classmethod
+    def from_checkpoint(cls, path: str | Path, device: str = "cpu", **kwargs) -> "Translator":
+        ckpt = load_checkpoint(path)
+        cfg = Config.from_dict(ckpt["config"])
+        pipeline = TextPipeline.from_state(ckpt["pipeline"])
+        model = build_model(cfg, len(pipeline.vocab), ckpt["model"], what=str(path))
+        tr = cls(model, pipeline, cfg.decode, max_len=cfg.data.max_len, device=device, **kwargs)
+        tr.config = cfg
+        return tr
+
+    # ------------------------------------------------------------------ core
+    def search(self, data: ParallelData, *, beam: int | None = None, progress: bool = False) -> list[Hypothesis]:
+        """Decode every sentence of ``data``; results in ``data`` order."""
+        beam = self.decode.beam if beam is None else beam
+        order = data.sequential_batches(self.decode.batch_size)
+        out: list[Hypothesis | None] = [None] * len(data)
+        bar = tqdm(total=len(data), desc=f"translate (beam {beam})", unit="sent", disable=not progress, leave=False)
+        for positions in order:
+            batch = data.make_batch(positions).to(self.device)
+            fert = None
+            if self.model.constrained:
+                fert = self._fertility([data.src[i] for i in positions], batch.src.shape)
+            kw = dict(max_len_a=self.decode.max_len_a, max_len_b=self.decode.max_len_b)
+            if beam <= 1:
+                hyps = greedy_search(self.model, batch.src, batch.src_len, fert, **kw)
+            else:
+                hyps = beam_search(
+                    self.model, batch.src, batch.src_len, fert, beam=beam, length_alpha=self.decode.length_alpha, **kw
+                )
+            for p, h in zip(positions, hyps):
+                out[p] = h
+            bar.update(len(positions))
+        bar.close()
+        return out  # type: ignore[return-value]
+
+    def _fertility(self, src_ids: list[list[int]], shape: torch.Size) -> torch.Tensor:
+        if self.fertility_fn is None:
+            raise ConfigError("this model uses a constrained transform: a fertility provider is required")
+        pieces = [self.pipeline.vocab.decode(s) for s in src_ids]
+        values = self.fertility_fn(pieces)
+        fert = torch.zeros(shape, dtype=torch.float32)
+        for b, v in enumerate(values):
+            fert[b, : len(v)] = torch.tensor(list(v), dtype=torch.float32)
+        return fert.to(self.device)
+
+    def translate_pieces(
+        self, src_pieces: Sequence[Sequence[str]], *, beam: int | None = None, progress: bool = False
+    ) -> list[Translation]:
+        vocab = self.pipeline.vocab
+        data = ParallelData([vocab.encode(p) for p in src_pieces], None)
+        hyps = self.search(data, beam=beam, progress=progress)
+        out = []
+        for sp, h in zip(src_pieces, hyps):
+            pieces = self.pipeline.target_pieces(h.tokens)
+            out.append(Translation(self.pipeline.detokenize_target(pieces), pieces, list(sp), h))
+        return out
+
+    def translate_lines(self, lines: Sequence[str], *, beam: int | None = None, progress: bool = False, source: str = "input") -> list[Translation]:
+        """Raw sentences -> translations; sentences longer than the model's max_len are an error."""
+        from scanmt.errors import DataError
+
+        src_pieces = self.pipeline.source_pieces_all(lines)
+        if self.max_len:
+            for i, p in enumerate(src_pieces):
+                if len(p) > self.max_len:
+                    raise DataError(
+                        f"{source}:{i + 1}: sentence has {len(p)} subwords, more than the model's maximum "
+                        f"{self.max_len} (data.max_len); split it or raise the limit"
+                    )
+        return self.translate_pieces(src_pieces, beam=beam, progress=progress)

@@ -1,0 +1,113 @@
+"""Sparsity and coverage statistics of attention matrices.
+
+Every sentence gives an attention matrix ``[T, S]`` (output step × source
+subword, as stored by ``scanmt translate --attention-out``), optionally with a
+``<sink>`` column last and fertility upper bounds ``[S]``.
+
+- ``zero_fraction``: share of exactly-zero entries over all matrices (all
+  rows and columns, sink included: the model's whole distribution).
+- ``mean_attended``: mean over output steps of the number of source positions
+  with non-zero weight (sink included).
+- ``mean_max_cumulative``: mean over sentences of ``max_j Σ_t a[t, j]``, the
+  attention received by the most-attended real source token.
+- ``max_fertility_ratio``: ``max Σ_t a[t, j] / f_j`` over all real source
+  tokens with fertility (≤ 1 when the constraints hold), and
+  ``mean_max_fertility_ratio`` its per-sentence maximum averaged over
+  sentences; ``None`` when no fertility is stored.
+- ``unattended_share``: share of real source tokens whose total attention is
+  below ``threshold`` (0.1: "never attended", coverage analysis).
+
+"Real" source tokens exclude the sink column.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Sequence
+
+import numpy as np
+
+from scanmt.errors import DataError
+
+
+@dataclass(frozen=True)
+class AttentionStats:
+    """Corpus-level attention statistics (see the module docstring)."""
+
+    sentences: int
+    steps: int
+    source_tokens: int
+    zero_fraction: float
+    mean_attended: float
+    mean_max_cumulative: float
+    max_fertility_ratio: float | None
+    mean_max_fertility_ratio: float | None
+    unattended_share: float
+    threshold: float
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def attention_stats(
+    attentions: Sequence[np.ndarray],
+    *,
+    sink: Sequence[bool] | None = None,
+    fertilities: Sequence[np.ndarray | None] | None = None,
+    threshold: float = 0.1,
+) -> AttentionStats:
+    """Compute :class:`AttentionStats`.
+
+    Args:
+        attentions: per sentence ``[T, S]``.
+        sink: per sentence, whether the last column is the sink (default: none).
+        fertilities: per sentence ``[S]`` upper bounds or ``None``.
+        threshold: total attention below which a source token counts as never attended.
+
+    Raises:
+        DataError: no sentences, mismatched lengths, or a fertility of the wrong size.
+    """
+    n = len(attentions)
+    if n == 0:
+        raise DataError("attention statistics: no sentences")
+    sink = list(sink) if sink is not None else [False] * n
+    fertilities = list(fertilities) if fertilities is not None else [None] * n
+    if len(sink) != n or len(fertilities) != n:
+        raise DataError(f"attention statistics: {n} matrices but {len(sink)} sink flags and {len(fertilities)} fertilities")
+    entries = zeros = steps = attended = src_tokens = unattended = 0
+    max_cum: list[float] = []
+    ratios_max: list[float] = []
+    for k, (a, has_sink, fert) in enumerate(zip(attentions, sink, fertilities)):
+        a = np.asarray(a, dtype=np.float64)
+        if a.ndim != 2:
+            raise DataError(f"attention statistics: sentence {k}: expected a [T, S] matrix, got shape {a.shape}")
+        entries += a.size
+        zeros += int((a == 0).sum())
+        steps += a.shape[0]
+        attended += int((a != 0).sum())
+        real = a[:, :-1] if has_sink else a
+        cum = real.sum(axis=0)  # [S_real]
+        src_tokens += cum.size
+        unattended += int((cum < threshold).sum())
+        if cum.size:
+            max_cum.append(float(cum.max()))
+        if fert is not None:
+            f = np.asarray(fert, dtype=np.float64)
+            if f.shape != (a.shape[1],):
+                raise DataError(f"attention statistics: sentence {k}: fertility shape {f.shape}, expected ({a.shape[1]},)")
+            f = f[:-1] if has_sink else f
+            ok = np.isfinite(f) & (f > 0)
+            if ok.any():
+                ratios_max.append(float((cum[ok] / f[ok]).max()))
+    return AttentionStats(
+        sentences=n,
+        steps=steps,
+        source_tokens=src_tokens,
+        zero_fraction=zeros / entries if entries else 0.0,
+        mean_attended=attended / steps if steps else 0.0,
+        mean_max_cumulative=float(np.mean(max_cum)) if max_cum else 0.0,
+        max_fertility_ratio=max(ratios_max) if ratios_max else None,
+        mean_max_fertility_ratio=float(np.mean(ratios_max)) if ratios_max else None,
+        unattended_share=unattended / src_tokens if src_tokens else 0.0,
+        threshold=threshold,
+    )

@@ -1,0 +1,1 @@
+"""Encoder, attention (scores + transform + fertility bounds), decoder, generator, NMT model."""

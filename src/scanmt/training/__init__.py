@@ -1,0 +1,1 @@
+"""Trainer loop, optimizers and schedules, atomic checkpoints with resume, torch.distributed."""

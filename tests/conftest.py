@@ -1,0 +1,63 @@
+"""Shared fixtures: the ../shared data directory and a small prepared Multi30k subset."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = (REPO / ".." / "shared" / "data").resolve()
+MULTI30K = SHARED_DATA / "multi30k"
+
+
+def require_multi30k() -> Path:
+    if not (MULTI30K / "train.de.gz").exists():
+        pytest.skip(f"Multi30k not found at {MULTI30K} (needs ../shared/data/multi30k beside the repo)")
+    return MULTI30K
+
+
+def _head(src: Path, dst: Path, n: int) -> Path:
+    with gzip.open(src, "rt", encoding="utf-8") as fh:
+        lines = [next(fh) for _ in range(n)]
+    dst.write_text("".join(lines), encoding="utf-8")
+    return dst
+
+
+@pytest.fixture(scope="session")
+def small_data_dir(tmp_path_factory) -> Path:
+    """Multi30k De-En: 3000 train / 200 valid / 100 test pairs, prepared with a 2000-piece BPE."""
+    m = require_multi30k()
+    from scanmt.data.prepare import SplitFiles, prepare
+
+    raw = tmp_path_factory.mktemp("raw")
+    splits = {}
+    for name, upstream, n in (("train", "train", 3000), ("valid", "val", 200), ("test", "test_2016_flickr", 100)):
+        splits[name] = SplitFiles(
+            _head(m / f"{upstream}.de.gz", raw / f"{name}.de", n), _head(m / f"{upstream}.en.gz", raw / f"{name}.en", n)
+        )
+    out = tmp_path_factory.mktemp("prepared") / "de-en"
+    prepare(splits, "de", "en", out, vocab_size=2000)
+    return out
+
+
+def tiny_config(data_dir: Path, **overrides):
+    """A very small model config for fast tests."""
+    from scanmt.config import Config
+
+    d = {
+        "data": {"dir": str(data_dir), "batch_tokens": 600, "valid_limit": 30},
+        "model": {"emb_size": 32, "hidden_size": 32, "layers": 1, "dropout": 0.1},
+        "train": {"optimizer": "adam", "lr": 0.005, "epochs": 1, "max_steps": 20, "log_every": 5,
+                  "checkpoint_every": 10, "logger": "none", "threads": 1},
+        "decode": {"beam": 3, "batch_size": 16},
+    }
+    for key, value in overrides.items():
+        sec, _, k = key.partition("__")
+        node = d.setdefault(sec, {})
+        parts = k.split("__")
+        for p in parts[:-1]:
+            node = node.setdefault(p, {})
+        node[parts[-1]] = value
+    return Config.from_dict(d)

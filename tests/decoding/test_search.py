@@ -1,0 +1,81 @@
+import math
+
+import pytest
+import torch
+
+from scanmt.config import ModelConfig
+from scanmt.data.vocab import EOS_ID, PAD_ID
+from scanmt.decoding.penalties import length_penalty
+from scanmt.decoding.search import beam_search, greedy_search
+from scanmt.model.nmt import NMTModel
+
+
+@pytest.fixture(scope="module")
+def model():
+    torch.manual_seed(3)
+    m = NMTModel(ModelConfig(emb_size=16, hidden_size=16, dropout=0.0), 12).eval()
+    return m
+
+
+def _src():
+    return torch.tensor([[5, 6, 7, 8, 9], [9, 10, PAD_ID, PAD_ID, PAD_ID], [7, 7, 7, PAD_ID, PAD_ID]]), torch.tensor([5, 2, 3])
+
+
+def test_beam_one_equals_greedy(model):
+    src, n = _src()
+    g = greedy_search(model, src, n)
+    b = beam_search(model, src, n, beam=1)
+    for x, y in zip(g, b):
+        assert x.tokens == y.tokens
+        assert math.isclose(x.log_prob, y.log_prob, rel_tol=1e-5, abs_tol=1e-5)
+        torch.testing.assert_close(x.attention, y.attention)
+
+
+def test_beam_finds_at_least_greedy_score(model):
+    src, n = _src()
+    g = greedy_search(model, src, n)
+    b = beam_search(model, src, n, beam=5)
+    for x, y in zip(g, b):
+        assert y.log_prob >= x.log_prob - 1e-5
+
+
+def test_hypotheses_respect_max_length_and_shapes(model):
+    src, n = _src()
+    for h, length in zip(beam_search(model, src, n, beam=4, max_len_a=0.0, max_len_b=3), n.tolist()):
+        assert len(h.tokens) + 1 <= 3
+        assert EOS_ID not in h.tokens
+        assert h.attention.shape == (len(h.tokens) + 1, length)
+        torch.testing.assert_close(h.attention.sum(1), torch.ones(len(h.tokens) + 1))
+
+
+def test_finished_hypotheses_are_kept(model):
+    """A hypothesis that ends early must survive even if longer ones keep the beam busy."""
+    src, n = _src()
+    # bias the generator towards </s> at the first step only through a huge bias; the beam
+    # must return a finished (empty) hypothesis whose score equals log P(</s>)
+    with torch.no_grad():
+        model.generator.bias[EOS_ID] += 8.0
+    try:
+        hyps = beam_search(model, src, n, beam=3)
+        g = greedy_search(model, src, n)
+    finally:
+        with torch.no_grad():
+            model.generator.bias[EOS_ID] -= 8.0
+    for h, gh in zip(hyps, g):
+        assert h.tokens == [] and gh.tokens == []
+        assert math.isclose(h.log_prob, gh.log_prob, rel_tol=1e-5)
+
+
+@pytest.mark.parametrize("length, alpha, expected", [(1, 0.0, 1.0), (1, 1.0, 1.0), (7, 1.0, 2.0), (13, 0.5, math.sqrt(3.0)), (3, 0.6, (8 / 6) ** 0.6)])
+def test_length_penalty_formula(length, alpha, expected):
+    assert math.isclose(float(length_penalty(length, alpha)), expected)
+    assert math.isclose(float(length_penalty(torch.tensor([length]), alpha)[0]), expected, rel_tol=1e-6)
+
+
+def test_length_penalty_changes_ranking_towards_longer(model):
+    src, n = _src()
+    short = beam_search(model, src, n, beam=5, length_alpha=0.0)
+    long = beam_search(model, src, n, beam=5, length_alpha=2.0)
+    assert sum(len(h.tokens) for h in long) >= sum(len(h.tokens) for h in short)
+    for h in long:
+        assert math.isclose(h.score, h.log_prob / float(length_penalty(len(h.tokens) + 1, 2.0)), rel_tol=1e-6)
