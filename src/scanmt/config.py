@@ -42,6 +42,22 @@ class DataConfig:
 
 
 @dataclass
+class FertilityConfig:
+    """Fertility upper bounds for constrained transforms (paper Section 4)."""
+
+    #: none | constant | guided | predicted | actual (oracle from the pair's own alignment)
+    strategy: str = "none"
+    #: the constant f (strategy constant)
+    value: float = 2.0
+    #: directory written by `scanmt align` (default: DATA_DIR/align); guided and actual
+    align_dir: str = ""
+    #: checkpoint written by `scanmt fertility train-predictor` (strategy predicted)
+    predictor: str = ""
+    #: added to the predicted expected fertility (the paper adds 1)
+    add: float = 1.0
+
+
+@dataclass
 class AttentionConfig:
     #: scores: "general" (Luong bilinear, z = s^T W h) or "mlp" (Bahdanau, v^T tanh(W s + U h))
     score: str = "general"
@@ -51,6 +67,7 @@ class AttentionConfig:
     sink: Optional[bool] = None
     #: exhaustion strategy: scores z + c * u on real tokens (the paper uses c = 0.2); constrained only
     exhaustion: float = 0.0
+    fertility: FertilityConfig = field(default_factory=FertilityConfig)
 
 
 @dataclass

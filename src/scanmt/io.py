@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import gzip
-import io
 import os
 import tempfile
 from pathlib import Path
@@ -27,6 +26,7 @@ def atomic_open(path: str | Path, mode: str = "w", encoding: str | None = "utf-8
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give the file normal permissions
     binary = "b" in mode
     try:
         with os.fdopen(fd, mode, encoding=None if binary else encoding) as fh:
@@ -38,6 +38,12 @@ def atomic_open(path: str | Path, mode: str = "w", encoding: str | None = "utf-8
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def write_lines(path: str | Path, lines: list[str] | tuple[str, ...]) -> None:
@@ -103,8 +109,3 @@ def check_parallel(src: list[str], tgt: list[str], src_path: str | Path, tgt_pat
         raise DataError(
             f"{src_path} has {len(src)} lines but {tgt_path} has {len(tgt)}: parallel files must match line by line"
         )
-
-
-def open_text(path: str | Path) -> io.StringIO:
-    """Whole file as a text stream (after the same checks as :func:`read_lines`)."""
-    return io.StringIO("\n".join(read_lines(path, allow_empty=True)))

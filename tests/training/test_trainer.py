@@ -46,6 +46,12 @@ def test_checkpoint_round_trip_and_translate(small_data_dir, tmp_path):
     assert len(out) == 2 and all(isinstance(o.text, str) for o in out)
     assert not list((tmp_path / "run").glob("*.tmp")), "temporary checkpoint files left behind"
 
+    # forced decoding of the greedy output reproduces its log-probability and attention
+    greedy = tr.translate_lines(["Ein Hund läuft."], beam=1)[0]
+    forced = tr.force_pieces([greedy.src_pieces], [greedy.pieces])[0]
+    assert abs(forced.hypothesis.log_prob - greedy.hypothesis.log_prob) < 1e-4
+    torch.testing.assert_close(forced.hypothesis.attention, greedy.hypothesis.attention, rtol=1e-5, atol=1e-6)
+
 
 def test_refuses_to_overwrite_and_rejects_incompatible_resume(small_data_dir, tmp_path):
     cfg = tiny_config(small_data_dir, train__max_steps=2)

@@ -14,6 +14,8 @@ from scanmt.errors import ScanmtError
 COMMANDS: tuple[str, ...] = (
     "demo",
     "prepare",
+    "align",
+    "fertility",
     "train",
     "translate",
     "evaluate",

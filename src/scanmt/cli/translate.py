@@ -28,6 +28,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-size", type=int, default=None, help="sentences per decoding batch")
     p.add_argument("--attention-out", help="write attention matrices (.npz, one entry per sentence)")
     p.add_argument("--tokenized-out", help="also write the Moses-tokenized output (for tokenized BLEU, REP)")
+    p.add_argument("--force-target", metavar="FILE",
+                   help="forced decoding of these raw target sentences instead of search: --output gets "
+                        "log P(target|source) per line, --attention-out the attention (for AER/SAER)")
     p.add_argument("--device", default="cpu", help="cpu or cuda[:N]")
 
 
@@ -42,9 +45,18 @@ def run(args: argparse.Namespace) -> int:
         tr.decode.batch_size = args.batch_size
     beam = tr.decode.beam if args.beam is None else args.beam
     t0 = time.time()
-    out = tr.translate_lines(lines, beam=beam, progress=True, source=args.input)
+    if args.force_target:
+        from scanmt.io import check_parallel
+
+        targets = read_lines(args.force_target, what="target file")
+        check_parallel(lines, targets, args.input, args.force_target)
+        out = tr.force(lines, targets, progress=True)
+        write_lines(args.output, [f"{t.hypothesis.log_prob:.4f}" for t in out])
+        beam = 0
+    else:
+        out = tr.translate_lines(lines, beam=beam, progress=True, source=args.input)
+        write_lines(args.output, [t.text for t in out])
     dt = time.time() - t0
-    write_lines(args.output, [t.text for t in out])
     if args.tokenized_out:
         write_lines(args.tokenized_out, [tr.pipeline.tokenized_target(t.pieces) for t in out])
     if args.attention_out:
@@ -55,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
         save_attention(args.attention_out, sents, {"transform": tr.model.cfg.attention.transform, "sink": tr.model.sink})
     n_tok = sum(len(t.pieces) + 1 for t in out)
     print(f"translated {len(out)} sentences from {args.input} -> {args.output}")
-    print(f"  decoding: {'greedy' if beam <= 1 else f'beam {beam}'}, length alpha {tr.decode.length_alpha}")
+    mode = "forced (log-probabilities written)" if args.force_target else ("greedy" if beam <= 1 else f"beam {beam}")
+    print(f"  decoding: {mode}, length alpha {tr.decode.length_alpha}")
     print(f"  time: {dt:.1f} s, {len(out) / max(dt, 1e-9):.1f} sentences/s, {n_tok / max(dt, 1e-9):.0f} tokens/s")
     if args.attention_out:
         print(f"  attention: {args.attention_out}")

@@ -15,8 +15,6 @@ Sentence indices are 0-based and follow the input file's line order.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
@@ -24,6 +22,7 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from scanmt.errors import DataError
+from scanmt.io import atomic_open
 
 FORMAT_VERSION = 1
 
@@ -63,16 +62,8 @@ def save_attention(path: str | Path, sentences: Sequence[SentenceAttention], met
         arrays[f"hyp_{i}"] = np.array(s.hyp, dtype=str)
         if s.fertility is not None:
             arrays[f"fert_{i}"] = np.asarray(s.fertility, dtype=np.float32)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            np.savez_compressed(fh, **arrays)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with atomic_open(path, "wb") as fh:
+        np.savez_compressed(fh, **arrays)
 
 
 class AttentionFile:

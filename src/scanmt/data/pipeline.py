@@ -50,6 +50,9 @@ class TextPipeline:
     def source_pieces_all(self, raw: Sequence[str]) -> list[list[str]]:
         return self.subwords.encode_all([tokenize(r, self.src_lang) for r in raw])
 
+    def target_pieces_all(self, raw: Sequence[str]) -> list[list[str]]:
+        return self.subwords.encode_all([tokenize(r, self.tgt_lang) for r in raw])
+
     def target_pieces(self, ids: Sequence[int]) -> list[str]:
         ids = list(ids)
         if EOS_ID in ids:

@@ -42,10 +42,18 @@ class SplitFiles:
 
 
 def read_meta(data_dir: str | Path) -> dict:
+    """``meta.json`` of a prepared data directory, validated."""
     path = Path(data_dir) / "meta.json"
     if not path.exists():
         raise DataError(f"{data_dir}: not a prepared data directory (no meta.json); run `scanmt prepare` first")
-    return json.loads(path.read_text(encoding="utf-8"))
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path}: not valid JSON ({exc})") from None
+    for key in ("src_lang", "tgt_lang"):
+        if not isinstance(meta.get(key), str):
+            raise DataError(f"{path}: missing {key!r}")
+    return meta
 
 
 def _tokenize_file(lines: list[str], lang: str, desc: str) -> list[str]:

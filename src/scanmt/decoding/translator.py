@@ -125,6 +125,43 @@ class Translator:
             out.append(Translation(self.pipeline.detokenize_target(pieces), pieces, list(sp), h))
         return out
 
+    @torch.no_grad()
+    def force(
+        self, src_lines: Sequence[str], tgt_lines: Sequence[str], *, progress: bool = False
+    ) -> list[Translation]:
+        """Forced decoding: attention and ``log P(tgt|src)`` of given target sentences (raw text).
+
+        Used to extract alignments from attention for AER/SAER against gold links.
+        """
+        return self.force_pieces(
+            self.pipeline.source_pieces_all(src_lines), self.pipeline.target_pieces_all(tgt_lines), progress=progress
+        )
+
+    @torch.no_grad()
+    def force_pieces(
+        self, src_pieces: Sequence[Sequence[str]], tgt_pieces: Sequence[Sequence[str]], *, progress: bool = False
+    ) -> list[Translation]:
+        """:meth:`force` on subword pieces."""
+        vocab = self.pipeline.vocab
+        data = ParallelData([vocab.encode(p) for p in src_pieces], [vocab.encode(p) for p in tgt_pieces])
+        out: list[Translation | None] = [None] * len(data)
+        bar = tqdm(total=len(data), desc="forced decoding", unit="sent", disable=not progress, leave=False)
+        for positions in data.sequential_batches(self.decode.batch_size):
+            batch = data.make_batch(positions).to(self.device)
+            fert = self._fertility([data.src[i] for i in positions], batch.src.shape) if self.model.constrained else None
+            res = self.model(batch.src, batch.src_len, batch.tgt_in, fert)
+            logp = torch.log_softmax(res.logits.float(), -1).gather(2, batch.tgt_out.unsqueeze(2)).squeeze(2)
+            for row, p in enumerate(positions):
+                T = len(data.tgt[p]) + 1
+                S = len(data.src[p]) + int(self.model.sink)
+                lp = float(logp[row, :T].sum())
+                hyp = Hypothesis(data.tgt[p], lp, lp, res.attention[row, :T, :S].float().cpu())
+                text = self.pipeline.detokenize_target(list(tgt_pieces[p]))
+                out[p] = Translation(text, list(tgt_pieces[p]), list(src_pieces[p]), hyp)
+            bar.update(len(positions))
+        bar.close()
+        return out  # type: ignore[return-value]
+
     def translate_lines(self, lines: Sequence[str], *, beam: int | None = None, progress: bool = False, source: str = "input") -> list[Translation]:
         """Raw sentences -> translations; sentences longer than the model's max_len are an error."""
         from scanmt.errors import DataError

@@ -16,30 +16,20 @@ leaves a half-written checkpoint.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from scanmt.errors import ConfigError, DataError
+from scanmt.io import atomic_open
 
 FORMAT_VERSION = 1
 
 
 def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        torch.save({**payload, "version": FORMAT_VERSION}, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with atomic_open(path, "wb") as fh:
+        torch.save({**payload, "version": FORMAT_VERSION}, fh)
 
 
 def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
