@@ -14,7 +14,7 @@ from tests.conftest import tiny_config
 @pytest.mark.slow
 def test_train_then_translate_via_cli(small_data_dir, tmp_path, capsys):
     cfg = tiny_config(
-        small_data_dir, train__max_steps=300, train__logger="csv", train__log_every=25, train__valid_every=150,
+        small_data_dir, train__max_steps=300, train__epochs=10, train__logger="csv", train__log_every=25, train__valid_every=150,
         model__hidden_size=64, model__emb_size=64,
     )
     cfg_path = tmp_path / "cfg.yaml"
