@@ -61,7 +61,7 @@ def test_loss_falls_on_a_tiny_batch():
         opt.zero_grad()
         loss.backward()
         opt.step()
-        losses.append(float(loss))
+        losses.append(float(loss.detach()))
     assert losses[-1] < 0.2 * losses[0]
 
 

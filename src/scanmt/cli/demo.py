@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     for i in range(min(args.samples, len(hyps))):
         print(f"  SRC  {sources[i]}\n  REF  {refs[i]}\n  MT   {hyps[i].text}\n")
     print("demo summary")
-    print(f"  model:       {model_dir / 'best.pt'} (best greedy valid BLEU {progress.best_bleu:.2f} at step {progress.best_step})")
+    print(f"  model:       {model_dir / 'best.pt'} (best greedy valid BLEU {progress.best_score:.2f} at step {progress.best_step})")
     print(f"  training:    {progress.step} steps, {progress.elapsed / 60:.1f} min")
     print(f"  decoding:    {len(hyps)} sentences in {dt:.1f} s ({len(hyps) / max(dt, 1e-9):.1f} sent/s, beam {args.beam})")
     print(f"  test BLEU:   {score.score:.2f}  ({bleu.get_signature()})")

@@ -47,8 +47,8 @@ def print_summary(trainer, p) -> None:
     print(f"  stopped:          {trainer.stop_reason}")
     print(f"  steps / epochs:   {p.step} / {p.epoch - (1 if p.batch_in_epoch == 0 else 0)}")
     print(f"  parameters:       {n_params:,}")
-    print(f"  train time:       {p.elapsed / 60:.1f} min, {p.target_tokens / max(p.elapsed, 1e-9):.0f} target tok/s")
-    print(f"  best valid BLEU:  {p.best_bleu:.2f} (greedy, step {p.best_step}) -> {trainer.out / 'best.pt'}")
+    print(f"  train time:       {p.elapsed / 60:.1f} min, {p.units / max(p.elapsed, 1e-9):.0f} target tok/s")
+    print(f"  best valid BLEU:  {p.best_score:.2f} (greedy, step {p.best_step}) -> {trainer.out / 'best.pt'}")
     if trainer.dist.enabled:
         d = trainer.replica_divergence
         print(f"  distributed:      {trainer.dist.world_size} processes, replicas {'in sync' if d == 0 else f'DIVERGED by {d:g}'}")

@@ -28,6 +28,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-size", type=int, default=None, help="sentences per decoding batch")
     p.add_argument("--attention-out", help="write attention matrices (.npz, one entry per sentence)")
     p.add_argument("--tokenized-out", help="also write the Moses-tokenized output (for tokenized BLEU, REP)")
+    p.add_argument("--fertility", metavar="FILE",
+                   help="fertility bounds for a constrained model, one line per input sentence with one positive "
+                        "number per source subword (overrides the checkpoint's fertility strategy)")
     p.add_argument("--force-target", metavar="FILE",
                    help="forced decoding of these raw target sentences instead of search: --output gets "
                         "log P(target|source) per line, --attention-out the attention (for AER/SAER)")
@@ -44,6 +47,12 @@ def run(args: argparse.Namespace) -> int:
     if args.batch_size:
         tr.decode.batch_size = args.batch_size
     beam = tr.decode.beam if args.beam is None else args.beam
+    fertility = None
+    if args.fertility:
+        from scanmt.data.fertility import read_fertility
+
+        lens = [len(p) for p in tr.pipeline.source_pieces_all(lines)]
+        fertility = read_fertility(args.fertility, src_lens=lens, src_path=args.input)
     t0 = time.time()
     if args.force_target:
         from scanmt.io import check_parallel
@@ -54,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         write_lines(args.output, [f"{t.hypothesis.log_prob:.4f}" for t in out])
         beam = 0
     else:
-        out = tr.translate_lines(lines, beam=beam, progress=True, source=args.input)
+        out = tr.translate_lines(lines, beam=beam, progress=True, source=args.input, fertility=fertility)
         write_lines(args.output, [t.text for t in out])
     dt = time.time() - t0
     if args.tokenized_out:

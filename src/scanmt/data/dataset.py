@@ -7,6 +7,7 @@ A :class:`Batch` holds padded tensors::
     tgt_in     [B, T]  <s> y_1 ... y_n        (decoder input)
     tgt_out    [B, T]  y_1 ... y_n </s>       (prediction targets, PAD elsewhere)
     index      [B]     0-based line numbers in the split
+    fertility  [B, S]  per-token fertility bounds (0 at padding), or None
 
 Batch order is a pure function of ``(seed, epoch)``, so a resumed run sees
 exactly the batches the killed run would have seen.
@@ -36,6 +37,7 @@ class Batch:
     tgt_in: torch.Tensor | None
     tgt_out: torch.Tensor | None
     index: torch.Tensor
+    fertility: torch.Tensor | None = None
 
     @property
     def n_tgt_tokens(self) -> int:
@@ -44,7 +46,10 @@ class Batch:
 
     def to(self, device: torch.device | str) -> "Batch":
         move = lambda t: None if t is None else t.to(device, non_blocking=True)  # noqa: E731
-        return Batch(move(self.src), move(self.src_len), move(self.tgt_in), move(self.tgt_out), move(self.index))
+        return Batch(
+            move(self.src), move(self.src_len), move(self.tgt_in), move(self.tgt_out), move(self.index),
+            move(self.fertility),
+        )
 
 
 def _pad(seqs: Sequence[Sequence[int]], prefix: int | None = None, suffix: int | None = None) -> torch.Tensor:
@@ -57,23 +62,52 @@ def _pad(seqs: Sequence[Sequence[int]], prefix: int | None = None, suffix: int |
     return out
 
 
-def collate(src: Sequence[Sequence[int]], tgt: Sequence[Sequence[int]] | None, index: Sequence[int]) -> Batch:
+def collate(
+    src: Sequence[Sequence[int]],
+    tgt: Sequence[Sequence[int]] | None,
+    index: Sequence[int],
+    fertility: Sequence[Sequence[float]] | None = None,
+) -> Batch:
     src_t = _pad(src)
     src_len = torch.tensor([len(s) for s in src], dtype=torch.long)
     tgt_in = tgt_out = None
     if tgt is not None:
         tgt_in = _pad(tgt, prefix=BOS_ID)
         tgt_out = _pad(tgt, suffix=EOS_ID)
-    return Batch(src_t, src_len, tgt_in, tgt_out, torch.tensor(list(index), dtype=torch.long))
+    fert = None
+    if fertility is not None:
+        fert = torch.zeros(src_t.shape, dtype=torch.float32)
+        for i, f in enumerate(fertility):
+            fert[i, : len(f)] = torch.tensor(list(f), dtype=torch.float32)
+    return Batch(src_t, src_len, tgt_in, tgt_out, torch.tensor(list(index), dtype=torch.long), fert)
 
 
 class ParallelData:
     """Id-encoded sentence pairs of one split (target optional)."""
 
-    def __init__(self, src: list[list[int]], tgt: list[list[int]] | None, index: list[int] | None = None):
+    def __init__(
+        self,
+        src: list[list[int]],
+        tgt: list[list[int]] | None,
+        index: list[int] | None = None,
+        fertility: list[list[float]] | None = None,
+    ):
         self.src = src
         self.tgt = tgt
         self.index = index if index is not None else list(range(len(src)))
+        self.fertility = fertility
+
+    def with_fertility(self, per_line: Sequence[Sequence[float]], source: str = "fertility") -> "ParallelData":
+        """Attach fertilities given for every line of the split (indexed by ``self.index``)."""
+        fert = []
+        for pos, line in enumerate(self.index):
+            f = list(per_line[line])
+            if len(f) != len(self.src[pos]):
+                raise DataError(
+                    f"{source}:{line + 1}: {len(f)} fertilities for a sentence of {len(self.src[pos])} subwords"
+                )
+            fert.append(f)
+        return ParallelData(self.src, self.tgt, self.index, fert)
 
     def __len__(self) -> int:
         return len(self.src)
@@ -170,6 +204,7 @@ class ParallelData:
             [self.src[i] for i in positions],
             [self.tgt[i] for i in positions] if self.tgt is not None else None,
             [self.index[i] for i in positions],
+            [self.fertility[i] for i in positions] if self.fertility is not None else None,
         )
 
     def iter_batches(self, positions_list: list[list[int]]) -> Iterator[Batch]:

@@ -409,6 +409,21 @@ def _read_split_links(align_dir: Path, split: str, src: list[list[str]], data_di
     return [sure for sure, _ in read_links(path, src_lens=[len(s) for s in src])]
 
 
+def train_guided(data_dir: str | Path, align_dir: str | Path | None = None) -> GuidedFertility:
+    """The guided table learned from ``data_dir``'s training source and its subword alignment."""
+    data_dir = Path(data_dir)
+    meta = read_meta(data_dir)
+    align_dir = Path(align_dir) if align_dir else data_dir / ALIGN_DIR
+    train_src = data_dir / f"train.bpe.{meta['src_lang']}"
+    train_align = alignment_path(align_dir, "train")
+    if not train_align.exists():
+        raise DataError(f"{train_align}: no training alignment; run `scanmt align --data {data_dir}` first")
+    train = [ln.split() for ln in read_lines(train_src, what="source file")]
+    guided = GuidedFertility.train(train, _read_split_links(align_dir, "train", train, data_dir))
+    log.info("guided fertility: %d source types from %d training pairs", len(guided.table), len(train))
+    return guided
+
+
 def compute_fertility(
     data_dir: str | Path,
     split: str,
@@ -460,11 +475,7 @@ def compute_fertility(
         params = {"align": file_digest(train_align)[:16], "train_src": file_digest(train_src)[:16]}
 
         def compute(src: list[list[str]]) -> Fertilities:
-            train = [ln.split() for ln in read_lines(train_src, what="source file")]
-            links = _read_split_links(align_dir, "train", train, data_dir)
-            guided = GuidedFertility.train(train, links)
-            log.info("guided fertility: %d source types from %d training pairs", len(guided.table), len(train))
-            return guided.apply(src)
+            return train_guided(data_dir, align_dir).apply(src)
 
         return cached_fertility(data_dir, split, strategy, params, src_path, compute, force=force)
 

@@ -15,6 +15,7 @@ from scanmt.data.pipeline import TextPipeline
 from scanmt.data.vocab import EOS
 from scanmt.decoding.search import Hypothesis, beam_search, greedy_search
 from scanmt.errors import ConfigError
+from scanmt.model.fertility import provider_from_state
 from scanmt.model.nmt import NMTModel
 from scanmt.training.checkpoint import load_checkpoint
 
@@ -74,7 +75,11 @@ class Translator:
         cfg = Config.from_dict(ckpt["config"])
         pipeline = TextPipeline.from_state(ckpt["pipeline"])
         model = build_model(cfg, len(pipeline.vocab), ckpt["model"], what=str(path))
+        provider = provider_from_state(ckpt.get("fertility"))
+        if provider is not None and provider != "actual" and "fertility_fn" not in kwargs:
+            kwargs["fertility_fn"] = provider.apply
         tr = cls(model, pipeline, cfg.decode, max_len=cfg.data.max_len, device=device, **kwargs)
+        tr.fertility_strategy = ckpt.get("fertility", {}).get("strategy")
         tr.config = cfg
         return tr
 
@@ -87,8 +92,8 @@ class Translator:
         bar = tqdm(total=len(data), desc=f"translate (beam {beam})", unit="sent", disable=not progress, leave=False)
         for positions in order:
             batch = data.make_batch(positions).to(self.device)
-            fert = None
-            if self.model.constrained:
+            fert = batch.fertility
+            if self.model.constrained and fert is None:
                 fert = self._fertility([data.src[i] for i in positions], batch.src.shape)
             kw = dict(max_len_a=self.decode.max_len_a, max_len_b=self.decode.max_len_b)
             if beam <= 1:
@@ -105,7 +110,10 @@ class Translator:
 
     def _fertility(self, src_ids: list[list[int]], shape: torch.Size) -> torch.Tensor:
         if self.fertility_fn is None:
-            raise ConfigError("this model uses a constrained transform: a fertility provider is required")
+            raise ConfigError(
+                "this model uses a constrained transform and its checkpoint carries no fertility provider "
+                "(strategy 'actual' is an oracle): give fertilities explicitly (scanmt translate --fertility FILE)"
+            )
         pieces = [self.pipeline.vocab.decode(s) for s in src_ids]
         values = self.fertility_fn(pieces)
         fert = torch.zeros(shape, dtype=torch.float32)
@@ -114,10 +122,18 @@ class Translator:
         return fert.to(self.device)
 
     def translate_pieces(
-        self, src_pieces: Sequence[Sequence[str]], *, beam: int | None = None, progress: bool = False
+        self,
+        src_pieces: Sequence[Sequence[str]],
+        *,
+        beam: int | None = None,
+        progress: bool = False,
+        fertility: Sequence[Sequence[float]] | None = None,
     ) -> list[Translation]:
+        """Translate subword sentences; ``fertility`` (one list per sentence) overrides the model's provider."""
         vocab = self.pipeline.vocab
         data = ParallelData([vocab.encode(p) for p in src_pieces], None)
+        if fertility is not None:
+            data = data.with_fertility(fertility)
         hyps = self.search(data, beam=beam, progress=progress)
         out = []
         for sp, h in zip(src_pieces, hyps):
@@ -148,7 +164,9 @@ class Translator:
         bar = tqdm(total=len(data), desc="forced decoding", unit="sent", disable=not progress, leave=False)
         for positions in data.sequential_batches(self.decode.batch_size):
             batch = data.make_batch(positions).to(self.device)
-            fert = self._fertility([data.src[i] for i in positions], batch.src.shape) if self.model.constrained else None
+            fert = batch.fertility
+            if self.model.constrained and fert is None:
+                fert = self._fertility([data.src[i] for i in positions], batch.src.shape)
             res = self.model(batch.src, batch.src_len, batch.tgt_in, fert)
             logp = torch.log_softmax(res.logits.float(), -1).gather(2, batch.tgt_out.unsqueeze(2)).squeeze(2)
             for row, p in enumerate(positions):
@@ -162,7 +180,15 @@ class Translator:
         bar.close()
         return out  # type: ignore[return-value]
 
-    def translate_lines(self, lines: Sequence[str], *, beam: int | None = None, progress: bool = False, source: str = "input") -> list[Translation]:
+    def translate_lines(
+        self,
+        lines: Sequence[str],
+        *,
+        beam: int | None = None,
+        progress: bool = False,
+        source: str = "input",
+        fertility: Sequence[Sequence[float]] | None = None,
+    ) -> list[Translation]:
         """Raw sentences -> translations; sentences longer than the model's max_len are an error."""
         from scanmt.errors import DataError
 
@@ -174,4 +200,4 @@ class Translator:
                         f"{source}:{i + 1}: sentence has {len(p)} subwords, more than the model's maximum "
                         f"{self.max_len} (data.max_len); split it or raise the limit"
                     )
-        return self.translate_pieces(src_pieces, beam=beam, progress=progress)
+        return self.translate_pieces(src_pieces, beam=beam, progress=progress, fertility=fertility)

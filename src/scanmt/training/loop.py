@@ -1,0 +1,260 @@
+"""The generic training loop shared by the NMT model and the fertility predictor.
+
+A :class:`Task` says what a batch is, how to compute its loss, and how to
+validate; :class:`TrainLoop` does everything else: SGD/Adam with the OpenNMT lr
+schedule, gradient clipping, a progress bar, CSV/TensorBoard logging, periodic
+validation, early stopping on the task's score, atomic ``best.pt``/``last.pt``
+checkpoints and exact resume.
+
+Resuming reloads ``last.pt``: weights, optimizer, lr, the position inside the
+epoch and the RNG states, so the continued run produces the same parameters as
+an uninterrupted one.  At most ``checkpoint_every`` steps are lost when a run
+is killed.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+from torch.nn.parallel import DistributedDataParallel
+from tqdm import tqdm
+
+from scanmt.config import TrainConfig
+from scanmt.errors import ConfigError, DataError
+from scanmt.training import distributed
+from scanmt.training.checkpoint import load_checkpoint, save_checkpoint
+from scanmt.training.logger import MetricLogger
+from scanmt.training.optim import build_optimizer, epoch_lr, set_lr
+
+log = logging.getLogger("scanmt.train")
+
+
+class Task(Protocol):
+    """What :class:`TrainLoop` needs to know about a model and its data."""
+
+    #: the model being trained
+    model: torch.nn.Module
+    #: key of ``validate()``'s result that early stopping maximises (e.g. "valid/bleu")
+    score_key: str
+    #: key of ``validate()``'s result whose failure to decrease starts lr decay (e.g. "valid/ppl"), or None
+    decay_key: str | None
+
+    def epoch_batches(self, epoch: int) -> list[Any]:
+        """The epoch's batches (deterministic in the seed and ``epoch``), as cheap descriptors."""
+
+    def make_batch(self, descriptor: Any, device: torch.device) -> Any:
+        """Materialise one batch on ``device``."""
+
+    def loss(self, net: torch.nn.Module, batch: Any) -> tuple[torch.Tensor, int]:
+        """Summed loss of the batch and the number of units it is summed over."""
+
+    def validate(self) -> dict[str, float]:
+        """Validation metrics (the model is put back in train mode by the loop)."""
+
+    def describe_validation(self, metrics: dict[str, float]) -> str:
+        """One log line for a validation."""
+
+    def checkpoint_extras(self) -> dict[str, Any]:
+        """What else goes into checkpoints (config, vocabulary, ...)."""
+
+    def saved_config(self) -> dict[str, Any]:
+        """The config stored in checkpoints (checked for compatibility on resume)."""
+
+
+@dataclass
+class Progress:
+    step: int = 0
+    epoch: int = 1
+    batch_in_epoch: int = 0
+    lr: float = 0.0
+    decay_started: bool = False
+    best_score: float = -math.inf
+    best_step: int = 0
+    best_decay_metric: float = math.inf
+    bad_validations: int = 0
+    elapsed: float = 0.0
+    units: int = 0
+    history: list[dict] = field(default_factory=list)
+
+
+class TrainLoop:
+    def __init__(self, task: Task, cfg: TrainConfig, out_dir: str | Path, *, resume: bool = False,
+                 dist: distributed.DistInfo | None = None, unit: str = "tok"):
+        self.task = task
+        self.cfg = cfg
+        self.out = Path(out_dir)
+        self.dist = dist or distributed.setup()
+        self.unit = unit
+        last = self.out / "last.pt"
+        if last.exists() and not resume:
+            raise ConfigError(f"{self.out} already holds a run (last.pt); pass --resume to continue it or pick another --out")
+        if resume and not last.exists():
+            raise ConfigError(f"--resume: {last} not found")
+        self.model = task.model.to(self.dist.device)
+        self.optimizer = build_optimizer(self.model.parameters(), cfg)
+        self.progress = Progress(lr=cfg.lr)
+        if resume:
+            self._restore(load_checkpoint(last, map_location=self.dist.device))
+        self.net: torch.nn.Module = self.model
+        if self.dist.enabled:
+            self.net = DistributedDataParallel(
+                self.model, device_ids=[self.dist.device.index] if self.dist.device.type == "cuda" else None
+            )
+        if self.dist.is_main:
+            self.out.mkdir(parents=True, exist_ok=True)
+        self.logger = MetricLogger(self.out, cfg.logger, enabled=self.dist.is_main,
+                                   resume_step=self.progress.step if resume else None)
+        self.stop_reason = ""
+        self.replica_divergence = 0.0
+
+    # ----------------------------------------------------------- checkpoints
+    def _payload(self) -> dict:
+        return {
+            **self.task.checkpoint_extras(),
+            "config": self.task.saved_config(),
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "progress": self.progress.__dict__.copy(),
+            "rng": {"torch": torch.get_rng_state(), "python": random.getstate()},
+        }
+
+    def _save(self, name: str) -> None:
+        if self.dist.is_main:
+            save_checkpoint(self.out / name, self._payload())
+
+    def _restore(self, ckpt: dict) -> None:
+        from scanmt.config import check_compatible
+
+        check_compatible(ckpt["config"], self.task.saved_config(), str(self.out / "last.pt"))
+        self.model.load_state_dict(ckpt["model"])
+        self.optimizer.load_state_dict(ckpt["optimizer"])
+        self.progress = Progress(**ckpt["progress"])
+        torch.set_rng_state(ckpt["rng"]["torch"])
+        random.setstate(ckpt["rng"]["python"])
+        p = self.progress
+        log.info("resumed from step %d (epoch %d, batch %d)", p.step, p.epoch, p.batch_in_epoch)
+
+    # ----------------------------------------------------------- one step
+    def train_step(self, batch: Any) -> tuple[float, int]:
+        self.net.train()
+        loss, n = self.task.loss(self.net, batch)
+        self.optimizer.zero_grad(set_to_none=True)
+        (loss / max(n, 1)).backward()
+        if self.cfg.max_grad_norm > 0:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.max_grad_norm)
+        self.optimizer.step()
+        return float(loss.detach()), n
+
+    def _batches(self, epoch: int) -> list[Any]:
+        batches = self.task.epoch_batches(epoch)
+        if self.dist.enabled:  # equal shards so every rank takes the same number of steps
+            n = len(batches) // self.dist.world_size * self.dist.world_size
+            batches = batches[self.dist.rank : n : self.dist.world_size]
+        return batches
+
+    # ----------------------------------------------------------- validation
+    def _validate(self) -> None:
+        p = self.progress
+        self.model.eval()
+        with torch.no_grad():
+            metrics = self.task.validate()
+        self.model.train()
+        p.history.append({"step": p.step, "epoch": p.epoch, **metrics})
+        key = self.task.decay_key
+        if key is not None:
+            if metrics[key] >= p.best_decay_metric and p.step > 0:
+                p.decay_started = True
+            p.best_decay_metric = min(p.best_decay_metric, metrics[key])
+        improved = metrics[self.task.score_key] > p.best_score
+        if improved:
+            p.best_score, p.best_step, p.bad_validations = metrics[self.task.score_key], p.step, 0
+        else:
+            p.bad_validations += 1
+        self.logger.log(p.step, metrics)
+        log.info("step %d epoch %d: %s%s", p.step, p.epoch, self.task.describe_validation(metrics),
+                 " (best)" if improved else "")
+        if improved:
+            self._save("best.pt")
+
+    def _should_stop(self, t0: float) -> str | None:
+        c, p = self.cfg, self.progress
+        if c.max_steps and p.step >= c.max_steps:
+            return f"reached train.max_steps={c.max_steps}"
+        if c.max_minutes and (p.elapsed + time.time() - t0) >= c.max_minutes * 60:
+            return f"reached train.max_minutes={c.max_minutes:g}"
+        if c.patience and p.bad_validations >= c.patience:
+            return f"no improvement of {self.task.score_key} in {c.patience} validations (early stopping)"
+        if p.epoch > c.epochs:
+            return f"finished {c.epochs} epochs"
+        return None
+
+    # ----------------------------------------------------------- loop
+    def run(self) -> Progress:
+        c, p = self.cfg, self.progress
+        t0 = time.time()
+        stop = self._should_stop(t0)
+        win_units, win_loss, win_t = 0, 0.0, time.time()
+        while stop is None:
+            batches = self._batches(p.epoch)
+            if p.batch_in_epoch == 0:
+                p.lr = epoch_lr(p.lr, p.epoch, c, p.decay_started)
+            set_lr(self.optimizer, p.lr)
+            bar = tqdm(total=len(batches), initial=p.batch_in_epoch, desc=f"epoch {p.epoch}", unit="batch",
+                       disable=not self.dist.is_main, leave=False, mininterval=2.0)
+            while p.batch_in_epoch < len(batches):
+                loss, n = self.train_step(self.task.make_batch(batches[p.batch_in_epoch], self.dist.device))
+                if not math.isfinite(loss):
+                    raise DataError(f"training diverged at step {p.step + 1} (loss {loss}); lower train.lr")
+                p.step += 1
+                p.batch_in_epoch += 1
+                p.units += n
+                win_units += n
+                win_loss += loss
+                bar.update(1)
+                if p.step % c.log_every == 0:
+                    tot_loss, tot_units = distributed.all_reduce_sum([win_loss, win_units], self.dist)
+                    rate = tot_units / max(time.time() - win_t, 1e-9)
+                    vals = {"train/loss": tot_loss / max(tot_units, 1), f"train/{self.unit}_per_s": rate, "train/lr": p.lr}
+                    vals["train/ppl"] = math.exp(min(vals["train/loss"], 50.0))
+                    bar.set_postfix(loss=f"{vals['train/loss']:.3f}", **{f"{self.unit}/s": f"{rate:.0f}"}, lr=f"{p.lr:g}")
+                    self.logger.log(p.step, vals)
+                    win_units, win_loss, win_t = 0, 0.0, time.time()
+                validate = c.valid_every and p.step % c.valid_every == 0
+                end_of_epoch = p.batch_in_epoch >= len(batches)
+                if end_of_epoch:
+                    p.epoch += 1
+                    p.batch_in_epoch = 0
+                if validate or (end_of_epoch and not c.valid_every):
+                    p.elapsed += time.time() - t0
+                    t0 = time.time()
+                    self._validate()
+                    self._save("last.pt")
+                elif p.step % c.checkpoint_every == 0 or end_of_epoch:
+                    p.elapsed += time.time() - t0
+                    t0 = time.time()
+                    self._save("last.pt")
+                stop = self._should_stop(t0)
+                if stop or end_of_epoch:
+                    break
+            bar.close()
+        p.elapsed += time.time() - t0
+        if not p.history or p.history[-1]["step"] != p.step:
+            self._validate()
+        self._save("last.pt")
+        if not (self.out / "best.pt").exists():
+            self._save("best.pt")
+        self.logger.close()
+        self.replica_divergence = distributed.replica_divergence(self.model, self.dist)
+        if self.dist.enabled:
+            log.info("replicas: max |param - rank0 param| = %g over %d processes", self.replica_divergence,
+                     self.dist.world_size)
+        log.info("stopped: %s", stop)
+        self.stop_reason = stop or ""
+        return p
