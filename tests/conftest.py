@@ -61,3 +61,13 @@ def tiny_config(data_dir: Path, **overrides):
             node = node.setdefault(p, {})
         node[parts[-1]] = value
     return Config.from_dict(d)
+
+
+@pytest.fixture(scope="session")
+def aligned_data_dir(small_data_dir) -> Path:
+    """``small_data_dir`` with subword alignments in ``DIR/align`` (eflomal, a few seconds)."""
+    from scanmt.cli.main import main
+
+    if not (small_data_dir / "align" / "train.subword.align").exists():
+        assert main(["align", "--data", str(small_data_dir), "--level", "subword"]) == 0
+    return small_data_dir

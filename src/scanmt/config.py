@@ -235,6 +235,38 @@ def _build(cls: type, d: dict[str, Any], prefix: str) -> Any:
     return cls(**kwargs)
 
 
+@dataclass
+class PredictorModelConfig:
+    emb_size: int = 128
+    hidden_size: int = 128
+    layers: int = 1
+    dropout: float = 0.3
+    #: classes 0..max_fertility; larger aligner counts are capped
+    max_fertility: int = 5
+
+
+def _predictor_train_defaults() -> "TrainConfig":
+    return TrainConfig(optimizer="adam", lr=0.002, epochs=8, patience=2, lr_decay_start=6, label_smoothing=0.0)
+
+
+@dataclass
+class PredictorConfig:
+    """Config of the fertility predictor (``scanmt fertility --train-predictor``)."""
+
+    data: DataConfig = field(default_factory=DataConfig)
+    #: `scanmt align` output with {train,valid}.subword.align (default: data.dir/align)
+    align_dir: str = ""
+    model: PredictorModelConfig = field(default_factory=PredictorModelConfig)
+    train: TrainConfig = field(default_factory=_predictor_train_defaults)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "PredictorConfig":
+        return _build(cls, d, "")
+
+
 #: keys whose change makes a checkpoint unusable for a config (architecture)
 ARCHITECTURE_KEYS: tuple[str, ...] = (
     "model.emb_size",

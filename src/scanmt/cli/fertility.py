@@ -4,8 +4,13 @@ Writes ``DIR/fertility/{split}.{strategy}-{tag}.fert`` (one line per sentence,
 one number per source subword; see :mod:`scanmt.data.fertility`) and prints a
 summary.  ``guided`` and ``actual`` need the subword alignments written by
 ``scanmt align --data DIR`` (``DIR/align/{split}.subword.align``).  Cached files
-are reused when the parameters and inputs have not changed.  The ``predicted``
-strategy is computed by the fertility predictor, not by this command.
+are reused when the parameters and inputs have not changed.
+
+The ``predicted`` strategy needs a trained predictor (a BiLSTM tagger over the
+aligner's fertilities)::
+
+    scanmt fertility --data DIR --train-predictor runs/fertility-predictor
+    scanmt fertility --data DIR --strategy predicted --predictor runs/fertility-predictor/best.pt --add 1
 """
 
 from __future__ import annotations
@@ -24,19 +29,56 @@ DESCRIPTION = __doc__
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", type=Path, required=True, help="prepared data directory")
-    p.add_argument("--strategy", required=True, choices=BUILTIN + ("predicted",))
+    p.add_argument("--strategy", choices=BUILTIN + ("predicted",), help="the fertility strategy to compute")
     p.add_argument("--value", type=float, help="the fertility of every token (constant only)")
+    p.add_argument("--predictor", type=Path, help="predictor checkpoint (predicted only)")
+    p.add_argument("--add", type=float, default=1.0, help="added to the expected predicted fertility (predicted only)")
+    p.add_argument("--train-predictor", type=Path, metavar="OUT",
+                   help="train the fertility predictor into OUT (uses DIR/align or --align-dir) and exit")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="predictor config override, e.g. --set train.epochs=5 --set model.hidden_size=256")
+    p.add_argument("--resume", action="store_true", help="continue a killed --train-predictor run")
     p.add_argument("--splits", nargs="+", help="splits to compute [all in meta.json]")
     p.add_argument("--align-dir", type=Path, help="where `scanmt align` wrote its links [DIR/align]")
     p.add_argument("--force", action="store_true", help="recompute even if cached")
 
 
+def _train_predictor(args: argparse.Namespace) -> int:
+    from scanmt.config import PredictorConfig, apply_overrides
+    from scanmt.training.fertility_trainer import train_predictor
+
+    meta = read_meta(args.data)
+    raw: dict = {"data": {"dir": str(args.data), "src_lang": meta["src_lang"], "tgt_lang": meta["tgt_lang"]}}
+    if args.align_dir:
+        raw["align_dir"] = str(args.align_dir)
+    apply_overrides(raw, args.set)
+    cfg = PredictorConfig.from_dict(raw)
+    res = train_predictor(cfg, args.train_predictor, resume=args.resume)
+    best = max(res.progress.history, key=lambda h: h["valid/accuracy"])
+    print(f"\nfertility predictor summary ({args.train_predictor})")
+    print(f"  stopped:         {res.stop_reason}")
+    print(f"  steps:           {res.progress.step}, {res.progress.elapsed / 60:.1f} min")
+    print(f"  best validation: accuracy {best['valid/accuracy']:.2f}%, MAE {best['valid/mae']:.3f} (step {best['step']})")
+    print(f"  checkpoint:      {res.checkpoint}")
+    return 0
+
+
+def _predicted_kwargs(args: argparse.Namespace) -> dict:
+    from scanmt.data.fertility import file_digest, require_predictor
+    from scanmt.model.fertility import PredictedFertility
+    from scanmt.training.checkpoint import load_checkpoint
+
+    path = require_predictor(args.predictor, key="--predictor")
+    provider = PredictedFertility.from_checkpoint_state(load_checkpoint(path), args.add)
+    return {"predictor": provider.apply, "predictor_id": f"{file_digest(path)[:16]}-add{args.add:g}"}
+
+
 def run(args: argparse.Namespace) -> int:
-    if args.strategy == "predicted":
-        raise ConfigError(
-            "fertility strategy 'predicted' comes from a trained fertility predictor; "
-            "train the predictor first (its fertilities are cached by the training pipeline)"
-        )
+    if args.train_predictor:
+        return _train_predictor(args)
+    if args.strategy is None:
+        raise ConfigError("give --strategy (constant, guided, actual, predicted) or --train-predictor OUT")
+    extra = _predicted_kwargs(args) if args.strategy == "predicted" else {}
     if args.strategy == "constant" and args.value is None:
         raise ConfigError("--strategy constant needs --value F (e.g. --value 2)")
     if args.strategy != "constant" and args.value is not None:
@@ -48,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"  {'split':<8} {'sents':>7} {'tokens':>8} {'mean':>6} {'max':>5} {'=1':>6}  file")
     for split in splits:
         res = compute_fertility(
-            args.data, split, args.strategy, value=args.value, align_dir=args.align_dir, force=args.force
+            args.data, split, args.strategy, value=args.value, align_dir=args.align_dir, force=args.force, **extra
         )
         st = fertility_stats(res.values)
         note = " (cached)" if res.reused else ""

@@ -1,0 +1,81 @@
+"""Every constrained transform x fertility strategy trains on a small real subset and translates."""
+
+import pytest
+import torch
+
+from scanmt.cli.main import main
+from scanmt.config import PredictorConfig
+from scanmt.decoding.translator import Translator
+from scanmt.errors import ConfigError
+from scanmt.training.fertility_trainer import train_predictor
+from scanmt.training.trainer import Trainer
+from tests.conftest import tiny_config
+
+
+@pytest.fixture(scope="module")
+def predictor(aligned_data_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("predictor")
+    cfg = PredictorConfig.from_dict({
+        "data": {"dir": str(aligned_data_dir), "batch_tokens": 800},
+        "model": {"emb_size": 32, "hidden_size": 32},
+        "train": {"max_steps": 40, "epochs": 2, "logger": "none", "log_every": 10, "checkpoint_every": 20},
+    })
+    res = train_predictor(cfg, out)
+    hist = res.progress.history
+    assert hist and 0 <= hist[-1]["valid/accuracy"] <= 100 and hist[-1]["valid/mae"] >= 0
+    return res.checkpoint
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("transform", ["csoftmax", "csparsemax"])
+@pytest.mark.parametrize("strategy", ["constant", "guided", "predicted", "actual"])
+def test_constrained_training_per_strategy(aligned_data_dir, predictor, tmp_path, transform, strategy):
+    fert = {"strategy": strategy, "value": 2.0, "predictor": str(predictor)}
+    cfg = tiny_config(aligned_data_dir, train__max_steps=6, model__attention__transform=transform,
+                      model__attention__exhaustion=0.2, model__attention__fertility=fert)
+    t = Trainer(cfg, tmp_path / "run")
+    assert t.model.sink and t.model.constrained
+    first = t.data.train.make_batch([0, 1])
+    assert first.fertility is not None and torch.all(first.fertility[0, : first.src_len[0]] > 0)
+    p = t.train()
+    assert p.step == 6 and p.history
+    tr = Translator.from_checkpoint(tmp_path / "run" / "best.pt")
+    lines = ["Ein Mann fährt Fahrrad.", "Zwei Hunde spielen im Schnee."]
+    if strategy == "actual":
+        with pytest.raises(ConfigError, match="--fertility FILE"):
+            tr.translate_lines(lines, beam=2)
+        fert_values = [[1.0] * len(p) for p in tr.pipeline.source_pieces_all(lines)]
+        out = tr.translate_lines(lines, beam=2, fertility=fert_values)
+    else:
+        out = tr.translate_lines(lines, beam=2)
+    for o in out:
+        beta = o.hypothesis.attention.sum(0)[:-1]
+        assert beta.shape[0] == len(o.src_pieces)
+
+
+def test_config_errors_for_fertility(aligned_data_dir, tmp_path):
+    bad = tiny_config(aligned_data_dir, model__attention__transform="csparsemax")
+    with pytest.raises(ConfigError, match="csparsemax needs fertility bounds"):
+        Trainer(bad, tmp_path / "a")
+    bad = tiny_config(aligned_data_dir, model__attention__fertility={"strategy": "constant"})
+    with pytest.raises(ConfigError, match="only applies to constrained transforms"):
+        Trainer(bad, tmp_path / "b")
+    bad = tiny_config(aligned_data_dir, model__attention__transform="csoftmax",
+                      model__attention__fertility={"strategy": "predicted"})
+    with pytest.raises(ConfigError, match="needs a trained fertility predictor"):
+        Trainer(bad, tmp_path / "c")
+
+
+def test_translate_cli_fertility_file_errors(aligned_data_dir, tmp_path, capsys):
+    cfg = tiny_config(aligned_data_dir, train__max_steps=2, model__attention__transform="csparsemax",
+                      model__attention__fertility={"strategy": "constant", "value": 2.0})
+    Trainer(cfg, tmp_path / "run").train()
+    src = tmp_path / "in.de"
+    src.write_text("Ein Hund .\nZwei Katzen schlafen .\n")
+    fert = tmp_path / "f.txt"
+    fert.write_text("1 1 1\n1 0 1\n")
+    rc = main(["translate", "--model", str(tmp_path / "run" / "best.pt"), "--input", str(src),
+               "--output", str(tmp_path / "out.en"), "--fertility", str(fert)])
+    err = capsys.readouterr().err
+    assert rc == 2 and "f.txt:" in err
+    assert not (tmp_path / "out.en").exists()
