@@ -103,6 +103,22 @@ def read_lines(path: str | Path, *, allow_empty: bool = False, what: str = "file
     return lines
 
 
+def read_json(path: str | Path, *, missing: str) -> dict:
+    """A JSON object from ``path``; ``missing`` is the error message when the file does not exist."""
+    import json
+
+    path = Path(path)
+    if not path.exists():
+        raise DataError(missing)
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(obj, dict):
+        raise DataError(f"{path}: expected a JSON object")
+    return obj
+
+
 def check_parallel(src: list[str], tgt: list[str], src_path: str | Path, tgt_path: str | Path) -> None:
     """Raise :class:`DataError` unless the two sides have the same number of lines."""
     if len(src) != len(tgt):

@@ -53,7 +53,7 @@ from typing import Sequence, Union
 from scanmt.data.subword import word_index
 from scanmt.data.symmetrize import METHODS, get_method
 from scanmt.errors import ConfigError, DataError
-from scanmt.io import atomic_open, read_lines
+from scanmt.io import atomic_open, read_json, read_lines
 from scanmt.metrics.links import format_links, read_links
 
 log = logging.getLogger(__name__)
@@ -332,13 +332,10 @@ class Aligner:
     def read_meta(directory: str | Path) -> dict:
         """The parsed ``aligner.json`` of a saved model (checked)."""
         path = Path(directory) / MODEL_FILE
-        if not path.exists():
-            raise DataError(f"{directory}: not a saved aligner (no {MODEL_FILE}); run `scanmt align --data ...` first")
-        try:
-            meta = json.loads(path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise DataError(f"{path}: not valid JSON ({exc})") from None
-        if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        meta = read_json(
+            path, missing=f"{directory}: not a saved aligner (no {MODEL_FILE}); run `scanmt align --data ...` first"
+        )
+        if meta.get("format") != FORMAT:
             raise DataError(f"{path}: not a scanmt aligner file")
         if meta.get("version") != FORMAT_VERSION:
             raise DataError(f"{path}: aligner format version {meta.get('version')!r}, this scanmt reads {FORMAT_VERSION}")

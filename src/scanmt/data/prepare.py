@@ -28,7 +28,7 @@ from scanmt.data.subword import SubwordModel, train_subword_model
 from scanmt.data.tokenize import tokenize
 from scanmt.data.vocab import Vocab
 from scanmt.errors import DataError
-from scanmt.io import atomic_open, check_parallel, read_lines, write_lines
+from scanmt.io import atomic_open, check_parallel, read_json, read_lines, write_lines
 
 log = logging.getLogger(__name__)
 
@@ -44,12 +44,9 @@ class SplitFiles:
 def read_meta(data_dir: str | Path) -> dict:
     """``meta.json`` of a prepared data directory, validated."""
     path = Path(data_dir) / "meta.json"
-    if not path.exists():
-        raise DataError(f"{data_dir}: not a prepared data directory (no meta.json); run `scanmt prepare` first")
-    try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise DataError(f"{path}: not valid JSON ({exc})") from None
+    meta = read_json(
+        path, missing=f"{data_dir}: not a prepared data directory (no meta.json); run `scanmt prepare` first"
+    )
     for key in ("src_lang", "tgt_lang"):
         if not isinstance(meta.get(key), str):
             raise DataError(f"{path}: missing {key!r}")
