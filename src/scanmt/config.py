@@ -71,6 +71,19 @@ class AttentionConfig:
 
 
 @dataclass
+class CoverageConfig:
+    """CovVector: the coverage models of Tu et al. (2016) in the attention scores."""
+
+    #: none | linguistic (C = sum of attention) | linguistic_fertility (update divided by Phi_j = N*sigmoid(U_f h_j))
+    #: | nn (tanh RNN coverage) | nn_gru (GRU-gated NN coverage)
+    type: str = "none"
+    #: coverage dimension d of the NN-based models (1 or 10 in the paper); linguistic models use 1
+    dim: int = 1
+    #: N in Phi_j = N * sigmoid(U_f h_j) (linguistic_fertility)
+    fertility_scale: float = 2.0
+
+
+@dataclass
 class ModelConfig:
     emb_size: int = 256
     hidden_size: int = 256
@@ -82,6 +95,7 @@ class ModelConfig:
     #: share source and target embeddings (the subword vocabulary is joint)
     share_embeddings: bool = False
     attention: AttentionConfig = field(default_factory=AttentionConfig)
+    coverage: CoverageConfig = field(default_factory=CoverageConfig)
 
 
 @dataclass
@@ -125,6 +139,12 @@ class DecodeConfig:
     max_len_a: float = 2.0
     max_len_b: int = 10
     batch_size: int = 64
+    #: CovPenalty (Wu et al. 2016): beta in cp = beta * sum_j log max(eps, min(1, sum_t alpha_tj)); 0 disables
+    coverage_beta: float = 0.0
+    #: eps of the coverage penalty (the paper's extension; 0.1)
+    coverage_eps: float = 0.1
+    #: where the penalties apply: "rescore" (finished hypotheses only) or "step" (every step, when ranking the beam)
+    penalty_mode: str = "rescore"
 
 
 @dataclass
@@ -275,6 +295,8 @@ ARCHITECTURE_KEYS: tuple[str, ...] = (
     "model.tie_generator",
     "model.share_embeddings",
     "model.attention.score",
+    "model.coverage.type",
+    "model.coverage.dim",
 )
 
 
