@@ -147,6 +147,36 @@ class DecodeConfig:
     penalty_mode: str = "rescore"
 
 
+COVERAGE_TYPES: tuple[str, ...] = ("none", "linguistic", "linguistic_fertility", "nn", "nn_gru")
+PENALTY_MODES: tuple[str, ...] = ("rescore", "step")
+
+
+def check_coverage_config(c: "CoverageConfig", prefix: str = "model.coverage") -> None:
+    """Raise :class:`ConfigError` naming the key for a bad ``model.coverage`` section."""
+    if c.type not in COVERAGE_TYPES:
+        raise ConfigError(f"{prefix}.type: unknown coverage model {c.type!r} (known: {', '.join(COVERAGE_TYPES)})")
+    if c.dim < 1:
+        raise ConfigError(f"{prefix}.dim must be >= 1, got {c.dim}")
+    if c.type in ("linguistic", "linguistic_fertility") and c.dim != 1:
+        raise ConfigError(
+            f"{prefix}.dim={c.dim} applies to the NN-based models (nn, nn_gru); {c.type} coverage is a scalar (dim 1)"
+        )
+    if not c.fertility_scale > 0:
+        raise ConfigError(f"{prefix}.fertility_scale must be > 0, got {c.fertility_scale}")
+
+
+def check_penalty_config(d: "DecodeConfig", prefix: str = "decode") -> None:
+    """Raise :class:`ConfigError` naming the key for bad length/coverage penalty settings."""
+    if d.penalty_mode not in PENALTY_MODES:
+        raise ConfigError(f"{prefix}.penalty_mode: unknown mode {d.penalty_mode!r} (known: {', '.join(PENALTY_MODES)})")
+    if d.coverage_beta < 0:
+        raise ConfigError(f"{prefix}.coverage_beta must be >= 0 (0 disables the coverage penalty), got {d.coverage_beta}")
+    if not 0 < d.coverage_eps <= 1:
+        raise ConfigError(f"{prefix}.coverage_eps must be in (0, 1] so that the penalty is finite, got {d.coverage_eps}")
+    if d.length_alpha < 0:
+        raise ConfigError(f"{prefix}.length_alpha must be >= 0, got {d.length_alpha}")
+
+
 @dataclass
 class Config:
     data: DataConfig = field(default_factory=DataConfig)
@@ -159,7 +189,10 @@ class Config:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Config":
-        return _build(cls, d, "")
+        cfg = _build(cls, d, "")
+        check_coverage_config(cfg.model.coverage)
+        check_penalty_config(cfg.decode)
+        return cfg
 
     @classmethod
     def load(cls, path: str | Path, overrides: Sequence[str] = ()) -> "Config":

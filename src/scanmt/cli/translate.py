@@ -25,6 +25,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--beam", type=int, default=None, help="beam size; 1 = greedy (default: the checkpoint's decode.beam)")
     p.add_argument("--length-alpha", type=float, default=None,
                    help="Wu et al. length penalty alpha, lp = ((5+|Y|)/6)^alpha (default: the checkpoint's)")
+    p.add_argument("--coverage-beta", type=float, default=None,
+                   help="coverage penalty weight beta, cp = beta * sum_j log max(eps, min(1, sum_t a_tj)); "
+                        "0 disables (default: the checkpoint's)")
+    p.add_argument("--coverage-eps", type=float, default=None, help="eps of the coverage penalty (default: the checkpoint's)")
+    p.add_argument("--penalty-mode", choices=("rescore", "step"), default=None,
+                   help="penalties only rank finished hypotheses (rescore) or rank the beam at every step (step)")
+    p.add_argument("--penalties", metavar="FILE",
+                   help="length/coverage penalty settings written by `scanmt tune-penalties` (the options above "
+                        "override it)")
     p.add_argument("--batch-size", type=int, default=None, help="sentences per decoding batch")
     p.add_argument("--attention-out", help="write attention matrices (.npz, one entry per sentence)")
     p.add_argument("--tokenized-out", help="also write the Moses-tokenized output (for tokenized BLEU, REP)")
@@ -42,8 +51,17 @@ def run(args: argparse.Namespace) -> int:
 
     lines = read_lines(args.input, what="input file")
     tr = Translator.from_checkpoint(args.model, device=args.device)
-    if args.length_alpha is not None:
-        tr.decode.length_alpha = args.length_alpha
+    if args.penalties:
+        from scanmt.cli.tune_penalties import load_penalties
+
+        for k, v in load_penalties(args.penalties).items():
+            setattr(tr.decode, k, v)
+    for key in ("length_alpha", "coverage_beta", "coverage_eps", "penalty_mode"):
+        if getattr(args, key) is not None:
+            setattr(tr.decode, key, getattr(args, key))
+    from scanmt.config import check_penalty_config
+
+    check_penalty_config(tr.decode)
     if args.batch_size:
         tr.decode.batch_size = args.batch_size
     beam = tr.decode.beam if args.beam is None else args.beam
@@ -77,7 +95,12 @@ def run(args: argparse.Namespace) -> int:
     n_tok = sum(len(t.pieces) + 1 for t in out)
     print(f"translated {len(out)} sentences from {args.input} -> {args.output}")
     mode = "forced (log-probabilities written)" if args.force_target else ("greedy" if beam <= 1 else f"beam {beam}")
-    print(f"  decoding: {mode}, length alpha {tr.decode.length_alpha}")
+    d = tr.decode
+    pen = "" if beam <= 1 or args.force_target else (
+        f", length alpha {d.length_alpha:g}, coverage beta {d.coverage_beta:g} (eps {d.coverage_eps:g}), "
+        f"penalties: {d.penalty_mode}"
+    )
+    print(f"  decoding: {mode}{pen}")
     print(f"  time: {dt:.1f} s, {len(out) / max(dt, 1e-9):.1f} sentences/s, {n_tok / max(dt, 1e-9):.0f} tokens/s")
     if args.attention_out:
         print(f"  attention: {args.attention_out}")

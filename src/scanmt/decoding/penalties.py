@@ -1,8 +1,18 @@
-"""Scoring penalties for beam search (Wu et al. 2016, Section 7).
+"""Scoring penalties for beam search (Wu et al. 2016, Section 7; the paper's footnote 5).
 
 ``lp(Y) = ((5 + |Y|) / 6) ** alpha`` — the length penalty; ``|Y|`` counts the
-output tokens including the final ``</s>``.  The final hypothesis score is
-``log P(Y|X) / lp(Y)``.
+output tokens including the final ``</s>``.
+
+``cp(X; Y) = beta * sum_j log max(eps, min(1, sum_t alpha_tj))`` — the coverage
+penalty over the real source tokens ``j`` (padding and the ``<sink>`` are
+masked out; ``t`` runs over every output step including ``</s>``).  The paper
+adds ``eps`` (0.1) so that the penalty stays finite when sparse attention gives
+a source token exactly zero attention; with ``eps > 0`` it is always finite and
+lies in ``[beta * J * log(eps), 0]``.
+
+The hypothesis score is ``s(Y, X) = log P(Y|X) / lp(Y) + cp(X; Y)``
+(:func:`hypothesis_score`).  Where it is applied (``decode.penalty_mode``) is
+decided by :mod:`scanmt.decoding.search`.
 """
 
 from __future__ import annotations
@@ -15,3 +25,41 @@ def length_penalty(length: torch.Tensor | int | float, alpha: float) -> torch.Te
     if isinstance(length, torch.Tensor):
         return ((5.0 + length.to(torch.float32)) / 6.0) ** alpha
     return ((5.0 + float(length)) / 6.0) ** alpha
+
+
+def coverage_penalty(beta: torch.Tensor, mask: torch.Tensor, beta_weight: float, eps: float = 0.1) -> torch.Tensor:
+    """``beta_weight * sum_j log max(eps, min(1, beta_j))`` over positions where ``mask`` is True.
+
+    Args:
+        beta: ``[N, S]`` cumulative attention ``sum_t alpha_tj`` of ``N`` hypotheses.
+        mask: ``[N, S]`` bool, True at the source words that count (not padding, not the sink).
+        beta_weight: the weight beta (0 disables: the result is exactly 0).
+        eps: the floor (> 0), 0.1 in the paper.
+
+    Returns:
+        ``[N]`` float32 penalties (<= 0, always finite).
+    """
+    if not eps > 0:
+        raise ValueError(f"coverage penalty eps must be > 0 to stay finite, got {eps}")
+    b = beta.to(torch.float32).clamp(min=eps, max=1.0)
+    logs = torch.where(mask, torch.log(b), torch.zeros_like(b))
+    return beta_weight * logs.sum(dim=-1)
+
+
+def hypothesis_score(
+    log_prob: torch.Tensor | float,
+    length: torch.Tensor | int,
+    beta: torch.Tensor | None,
+    mask: torch.Tensor | None,
+    *,
+    length_alpha: float,
+    beta_weight: float,
+    eps: float = 0.1,
+) -> torch.Tensor | float:
+    """``log P / lp(|Y|) + cp`` (``beta``/``mask`` ``[N, S]`` or ``[S]``; cp skipped when ``beta_weight == 0``)."""
+    score = log_prob / length_penalty(length, length_alpha)
+    if beta_weight and beta is not None:
+        squeeze = beta.dim() == 1
+        cp = coverage_penalty(beta.reshape(-1, beta.size(-1)), mask.reshape(-1, mask.size(-1)), beta_weight, eps)
+        score = score + (float(cp[0]) if squeeze else cp)
+    return score

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 import torch
 from tqdm import tqdm
 
-from scanmt.config import Config, DecodeConfig
-from scanmt.data.dataset import ParallelData
+from scanmt.config import Config, DecodeConfig, check_penalty_config
+from scanmt.data.dataset import Batch, ParallelData
 from scanmt.data.pipeline import TextPipeline
 from scanmt.data.vocab import EOS
-from scanmt.decoding.search import Hypothesis, beam_search, greedy_search
+from scanmt.decoding.search import Hypothesis, beam_search, beam_search_encoded, greedy_search
 from scanmt.errors import ConfigError
+from scanmt.model.decoder import DecoderState, EncoderOutput
 from scanmt.model.fertility import provider_from_state
 from scanmt.model.nmt import NMTModel
 from scanmt.training.checkpoint import load_checkpoint
@@ -38,6 +39,16 @@ class Translation:
         S = self.hypothesis.attention.size(1)
         src = list(self.src_pieces) + (["<sink>"] if S == len(self.src_pieces) + 1 else [])
         return src, list(self.pieces) + [EOS]
+
+
+@dataclass
+class EncodedBatch:
+    """One decoding batch encoded once (``positions`` index the ``ParallelData``)."""
+
+    positions: list[int]
+    enc: EncoderOutput
+    state: DecoderState
+    src_len: torch.Tensor
 
 
 def build_model(cfg: Config, vocab_size: int, state_dict: dict | None = None, what: str = "checkpoint") -> NMTModel:
@@ -84,29 +95,72 @@ class Translator:
         return tr
 
     # ------------------------------------------------------------------ core
-    def search(self, data: ParallelData, *, beam: int | None = None, progress: bool = False) -> list[Hypothesis]:
-        """Decode every sentence of ``data``; results in ``data`` order."""
-        beam = self.decode.beam if beam is None else beam
-        order = data.sequential_batches(self.decode.batch_size)
-        out: list[Hypothesis | None] = [None] * len(data)
-        bar = tqdm(total=len(data), desc=f"translate (beam {beam})", unit="sent", disable=not progress, leave=False)
-        for positions in order:
+    def _batches(self, data: ParallelData) -> Iterator[tuple[list[int], Batch, torch.Tensor | None]]:
+        """``(positions, batch on device, fertility or None)`` in decoding order."""
+        for positions in data.sequential_batches(self.decode.batch_size):
             batch = data.make_batch(positions).to(self.device)
             fert = batch.fertility
             if self.model.constrained and fert is None:
                 fert = self._fertility([data.src[i] for i in positions], batch.src.shape)
-            kw = dict(max_len_a=self.decode.max_len_a, max_len_b=self.decode.max_len_b)
+            yield positions, batch, fert
+
+    def search_kwargs(self, beam: int) -> dict:
+        """Keyword arguments of the beam search functions from ``self.decode``."""
+        d = self.decode
+        return dict(beam=beam, length_alpha=d.length_alpha, coverage_beta=d.coverage_beta, coverage_eps=d.coverage_eps,
+                    penalty_mode=d.penalty_mode, max_len_a=d.max_len_a, max_len_b=d.max_len_b)
+
+    def search(self, data: ParallelData, *, beam: int | None = None, progress: bool = False) -> list[Hypothesis]:
+        """Decode every sentence of ``data``; results in ``data`` order.
+
+        ``beam <= 1`` is greedy search (no penalties); otherwise beam search with the
+        length and coverage penalties of ``self.decode``.
+        """
+        beam = self.decode.beam if beam is None else beam
+        check_penalty_config(self.decode)
+        out: list[Hypothesis | None] = [None] * len(data)
+        bar = tqdm(total=len(data), desc=f"translate (beam {beam})", unit="sent", disable=not progress, leave=False)
+        kw = self.search_kwargs(beam)
+        for positions, batch, fert in self._batches(data):
             if beam <= 1:
-                hyps = greedy_search(self.model, batch.src, batch.src_len, fert, **kw)
-            else:
-                hyps = beam_search(
-                    self.model, batch.src, batch.src_len, fert, beam=beam, length_alpha=self.decode.length_alpha, **kw
+                hyps = greedy_search(
+                    self.model, batch.src, batch.src_len, fert, max_len_a=kw["max_len_a"], max_len_b=kw["max_len_b"]
                 )
+            else:
+                hyps = beam_search(self.model, batch.src, batch.src_len, fert, **kw)
             for p, h in zip(positions, hyps):
                 out[p] = h
             bar.update(len(positions))
         bar.close()
         return out  # type: ignore[return-value]
+
+    @torch.no_grad()
+    def encode_all(self, data: ParallelData) -> list[EncodedBatch]:
+        """Encode every batch of ``data`` once, to run many searches from it (:meth:`search_encoded`)."""
+        out = []
+        for positions, batch, fert in self._batches(data):
+            enc, state = self.model.encode(batch.src, batch.src_len, fert)
+            out.append(EncodedBatch(positions, enc, state, batch.src_len))
+        return out
+
+    def search_encoded(
+        self, encoded: Sequence[EncodedBatch], n: int, *, beam: int | None = None
+    ) -> list[list[Hypothesis]]:
+        """Beam search (penalties of ``self.decode``) from :meth:`encode_all`; all finished
+        hypotheses per sentence, best first, in ``data`` order (``n = len(data)``)."""
+        beam = self.decode.beam if beam is None else beam
+        check_penalty_config(self.decode)
+        kw = self.search_kwargs(beam)
+        out: list[list[Hypothesis] | None] = [None] * n
+        for e in encoded:
+            for p, h in zip(e.positions, beam_search_encoded(self.model, e.enc, e.state, e.src_len, **kw)):
+                out[p] = h
+        return out  # type: ignore[return-value]
+
+    def texts(self, hyps: Sequence[Hypothesis]) -> list[str]:
+        """Detokenized output text of each hypothesis."""
+        pipe = self.pipeline
+        return [pipe.detokenize_target(pipe.target_pieces(h.tokens)) for h in hyps]
 
     def _fertility(self, src_ids: list[list[int]], shape: torch.Size) -> torch.Tensor:
         if self.fertility_fn is None:

@@ -10,6 +10,13 @@ as in OpenNMT's global attention):
 With fertility bounds ``u`` (constrained transforms), the exhaustion strategy
 adds ``c * u_j`` to the scores of real tokens (never the sink, whose bound is
 infinite).
+
+With a coverage model (CovVector, :mod:`scanmt.model.coverage`), the term
+``V C_{t-1,j}`` is added to the keys before scoring, for both scores and before
+any transform (padding stays masked)::
+
+    general:  z_j = s^T (W h_j + V C_j)                 (the paper, Section 5)
+    mlp:      z_j = v^T tanh(W s + U h_j + V C_j)       (Tu et al. 2016, Section 3.2)
 """
 
 from __future__ import annotations
@@ -54,6 +61,7 @@ class Attention(nn.Module):
         memory: torch.Tensor,
         mask: torch.Tensor,
         bounds: torch.Tensor | None = None,
+        coverage: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """One decoder step.
 
@@ -63,10 +71,13 @@ class Attention(nn.Module):
             memory: ``[B, S, Hm]`` encoder states.
             mask: ``[B, S]`` bool, True for real tokens (and the sink).
             bounds: ``[B, S]`` upper bounds ``u = f - beta`` (``inf`` for the sink), or None.
+            coverage: ``[B, S, Hq]`` coverage term ``V C_{t-1}`` added to the keys, or None.
 
         Returns:
             context ``[B, Hm]`` and attention ``[B, S]`` (exactly 0 at padding).
         """
+        if coverage is not None:
+            keys = keys + coverage
         z = self.scores(query, keys)
         if bounds is not None and self.exhaustion:
             z = z + self.exhaustion * torch.where(torch.isfinite(bounds), bounds, torch.zeros_like(bounds))

@@ -7,6 +7,7 @@ One step, for the previous output word ``y`` and state ``(h, c, feed, beta)``::
     ctx, a   = attention(s, memory, mask, u)
     h~       = tanh(W_c [ctx; s])                    # attentional state, fed to the generator
     feed'    = h~;  beta' = beta + a                 # cumulative attention
+    cov'     = coverage.update(cov, a, s)            # CovVector only; V cov enters the next scores
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import torch
 from torch import nn
 
 from scanmt.model.attention import Attention
+from scanmt.model.coverage import Coverage
 
 
 @dataclass
@@ -26,17 +28,24 @@ class DecoderState:
     Attributes:
         h, c: ``[B, layers, H]`` LSTM states.
         feed: ``[B, H]`` previous attentional state h~ (input feeding).
-        beta: ``[B, S]`` cumulative attention over source positions.
+        beta: ``[B, S]`` cumulative attention over source positions (fertility bounds,
+            coverage penalty).
+        cov: ``[B, S, d]`` coverage state of a CovVector model, or None without one.
     """
 
     h: torch.Tensor
     c: torch.Tensor
     feed: torch.Tensor
     beta: torch.Tensor
+    cov: torch.Tensor | None = None
 
     def index_select(self, idx: torch.Tensor) -> "DecoderState":
         """Reorder / expand along the batch dimension (beam backpointers)."""
-        return replace(self, **{f.name: getattr(self, f.name).index_select(0, idx) for f in fields(self)})
+        return replace(self, **{f.name: _select(getattr(self, f.name), idx) for f in fields(self)})
+
+
+def _select(t: torch.Tensor | None, idx: torch.Tensor) -> torch.Tensor | None:
+    return None if t is None else t.index_select(0, idx)
 
 
 @dataclass
@@ -48,20 +57,32 @@ class EncoderOutput:
         keys: ``[B, S, H]`` attention keys (projected memory).
         mask: ``[B, S]`` True at real tokens and the sink.
         fertility: ``[B, S]`` upper bounds f (``inf`` at the sink, 0 at padding), or None.
+        coverage: ``[B, S, k]`` per-token features of the coverage model computed once per
+            sentence (``Phi_j`` of linguistic coverage with fertility, ``U h_j + b`` of the
+            NN-based models), or None.
     """
 
     memory: torch.Tensor
     keys: torch.Tensor
     mask: torch.Tensor
     fertility: torch.Tensor | None
+    coverage: torch.Tensor | None = None
 
     def index_select(self, idx: torch.Tensor) -> "EncoderOutput":
-        sel = lambda t: None if t is None else t.index_select(0, idx)  # noqa: E731
-        return EncoderOutput(sel(self.memory), sel(self.keys), sel(self.mask), sel(self.fertility))
+        """Reorder / expand along the batch dimension (one copy per beam hypothesis)."""
+        return replace(self, **{f.name: _select(getattr(self, f.name), idx) for f in fields(self)})
 
 
 class Decoder(nn.Module):
-    def __init__(self, emb: nn.Embedding, hidden_size: int, layers: int, dropout: float, attention: Attention):
+    def __init__(
+        self,
+        emb: nn.Embedding,
+        hidden_size: int,
+        layers: int,
+        dropout: float,
+        attention: Attention,
+        coverage: Coverage | None = None,
+    ):
         super().__init__()
         self.emb = emb
         self.hidden_size = hidden_size
@@ -70,6 +91,8 @@ class Decoder(nn.Module):
             [nn.LSTMCell((emb.embedding_dim + hidden_size) if i == 0 else hidden_size, hidden_size) for i in range(layers)]
         )
         self.attention = attention
+        #: the CovVector model (None: no parameters, state dicts as without coverage)
+        self.coverage = coverage
         self.W_c = nn.Linear(2 * hidden_size, hidden_size, bias=False)
         self.dropout = nn.Dropout(dropout)
 
@@ -82,6 +105,7 @@ class Decoder(nn.Module):
             c=c.transpose(0, 1).contiguous(),
             feed=enc.memory.new_zeros(B, self.hidden_size),
             beta=enc.memory.new_zeros(B, S),
+            cov=self.coverage.init(enc.memory) if self.coverage is not None else None,
         )
 
     def step(
@@ -105,7 +129,12 @@ class Decoder(nn.Module):
         bounds = None
         if enc.fertility is not None:
             bounds = (enc.fertility - state.beta).clamp_min(0.0)
-        ctx, alpha = self.attention(x, enc.keys, enc.memory, enc.mask, bounds)
+        cov_term, cov = None, None
+        if self.coverage is not None:
+            cov_term = self.coverage.score_term(state.cov)
+        ctx, alpha = self.attention(x, enc.keys, enc.memory, enc.mask, bounds, cov_term)
+        if self.coverage is not None:
+            cov = self.coverage.update(state.cov, alpha, enc.coverage, x, enc.mask)
         h_tilde = self.dropout(torch.tanh(self.W_c(torch.cat([ctx, x], dim=1))))
-        new = DecoderState(torch.stack(hs, 1), torch.stack(cs, 1), h_tilde, state.beta + alpha)
+        new = DecoderState(torch.stack(hs, 1), torch.stack(cs, 1), h_tilde, state.beta + alpha, cov)
         return h_tilde, alpha, new

@@ -3,7 +3,8 @@
 Data flow for a batch::
 
     src [B, S] --(+<sink>)--> BiLSTM --> memory [B, S', H], keys = attention.keys(memory)
-    for t: h~_t, a_t = decoder.step(emb(y_{t-1}), state)          # input feeding, cumulative attention
+    for t: h~_t, a_t = decoder.step(emb(y_{t-1}), state)          # input feeding, cumulative attention,
+                                                                  # coverage state (model.coverage)
     logits [B, T, V] = generator(h~)                              # one matmul after the loop
 """
 
@@ -19,6 +20,7 @@ from scanmt.config import ModelConfig
 from scanmt.data.vocab import PAD_ID, SINK_ID
 from scanmt.errors import ConfigError
 from scanmt.model.attention import Attention
+from scanmt.model.coverage import build_coverage
 from scanmt.model.decoder import Decoder, DecoderState, EncoderOutput
 from scanmt.model.encoder import BiLSTMEncoder
 from scanmt.model.transforms import get_transform
@@ -61,7 +63,8 @@ class NMTModel(nn.Module):
         attention = Attention(
             cfg.hidden_size, cfg.hidden_size, cfg.attention.score, cfg.attention.transform, cfg.attention.exhaustion
         )
-        self.decoder = Decoder(tgt_emb, cfg.hidden_size, cfg.layers, cfg.dropout, attention)
+        coverage = build_coverage(cfg.coverage, cfg.hidden_size, cfg.hidden_size)
+        self.decoder = Decoder(tgt_emb, cfg.hidden_size, cfg.layers, cfg.dropout, attention, coverage)
         self.generator = nn.Linear(cfg.hidden_size, vocab_size)
         if cfg.tie_generator:
             self.generator.weight = tgt_emb.weight
@@ -107,7 +110,14 @@ class NMTModel(nn.Module):
         fert = None
         if self.constrained:
             fert = torch.where(mask, fertility.to(memory.dtype), torch.zeros_like(memory[..., 0]))
-        enc = EncoderOutput(memory=memory, keys=self.decoder.attention.keys(memory), mask=mask, fertility=fert)
+        cov = self.decoder.coverage
+        enc = EncoderOutput(
+            memory=memory,
+            keys=self.decoder.attention.keys(memory),
+            mask=mask,
+            fertility=fert,
+            coverage=cov.precompute(memory) if cov is not None else None,
+        )
         return enc, self.decoder.init_state(enc, final)
 
     # ----------------------------------------------------------------- training
