@@ -18,8 +18,10 @@ COMMANDS: tuple[str, ...] = (
     "fertility",
     "train",
     "translate",
+    "tune_penalties",
     "evaluate",
     "plot_attention",
+    "experiment",
 )
 
 
