@@ -106,6 +106,8 @@ class PredictorResult:
 
 
 def train_predictor(cfg: PredictorConfig, out_dir: str | Path, *, resume: bool = False) -> PredictorResult:
+    if cfg.train.threads:
+        torch.set_num_threads(cfg.train.threads)
     data_dir = Path(cfg.data.dir)
     meta = read_meta(data_dir)
     align_dir = Path(cfg.align_dir) if cfg.align_dir else data_dir / ALIGN_DIR

@@ -1,0 +1,270 @@
+"""``scanmt experiment``: run a grid of systems x seeds (``run``) and write its report (``report``)."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import time
+from pathlib import Path
+
+from scanmt.errors import ConfigError
+
+NAME = "experiment"
+HELP = "run a grid of systems x seeds end to end (resumable) and report it like the paper's tables"
+DESCRIPTION = """Reproduce the paper's tables: one command runs every system of a grid file for N seeds,
+another writes the Markdown report.
+
+  scanmt experiment run experiments/table1.yaml --data multi30k --pair de-en --preset cpu-small --seeds 3 --out runs/table1
+  scanmt experiment run experiments/table1.yaml ... --set train.max_minutes=6 --workers 2
+  scanmt experiment run experiments/table1.yaml ... --dry-run          # check the grid and print the plan
+  scanmt experiment report runs/table1 --out docs/
+
+Shared work (data preparation, alignment, fertility predictor) is done once under OUT/shared/; each run
+(system x seed) lives in OUT/runs/SYSTEM/seedK/ with its config, checkpoints, translations, attention,
+metrics.json and the exact commands (command.txt). Rerunning the same command skips finished runs and
+resumes interrupted ones, so it is safe to kill at any moment."""
+
+
+class _Formatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """Defaults in the help, and the description's line breaks kept."""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.formatter_class = _Formatter
+    sub = p.add_subparsers(dest="action", metavar="ACTION")
+    sub.required = True
+    fmt = _Formatter
+    r = sub.add_parser("run", help="run (or continue) every system x seed of a grid file", formatter_class=fmt,
+                       description="Run a grid: shared steps once, then each system x seed in its own folder.")
+    r.add_argument("grid", type=Path, help="grid YAML file (experiments/table1.yaml, table2.yaml, tiny.yaml)")
+    r.add_argument("--out", type=Path, required=True, help="experiment directory (shared/, runs/, grids/)")
+    r.add_argument("--data", default="multi30k", help="'multi30k' (prepared under OUT/shared/data) or an already "
+                   "prepared data directory (scanmt prepare)")
+    r.add_argument("--pair", default=None, help="language pair SRC-TGT [de-en for multi30k; a prepared --data's own]")
+    r.add_argument("--mirror", help="local directory with Multi30k's {split}.{lang}.gz files")
+    r.add_argument("--vocab-size", type=int, default=8000, help="joint BPE size when preparing Multi30k")
+    r.add_argument("--preset", default="cpu-small", help="config preset name or YAML path every system starts from")
+    r.add_argument("--seeds", type=int, default=1, help="seeds 1..N per system")
+    r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="config override for every system, applied last (e.g. train.max_minutes=6; repeatable)")
+    r.add_argument("--predictor-set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override for the fertility predictor's config, after the grid's predictor_set")
+    r.add_argument("--systems", nargs="+", metavar="NAME", help="run only these systems (and those they reuse models from)")
+    r.add_argument("--split", default="test", help="the prepared split to translate and score")
+    r.add_argument("--workers", type=int, default=None,
+                   help="runs in parallel, each in its own process with max(1, CPUs // workers) threads [1; with "
+                        "several GPUs: one per GPU]")
+    r.add_argument("--dry-run", action="store_true", help="check the grid and every config, print the plan, do nothing")
+
+    q = sub.add_parser("report", help="write a grid's results as Markdown (Table 1/2, Figure 2, Appendix B analogues)",
+                       formatter_class=fmt, description="Write DOCS/experiments-GRID.md (+ attention map PNGs).")
+    q.add_argument("dir", type=Path, help="experiment directory of `scanmt experiment run --out`")
+    q.add_argument("--out", type=Path, default=Path("docs"), help="directory for the Markdown file and figures")
+    q.add_argument("--grid", help="report only this grid of DIR [every grid recorded there]")
+    q.add_argument("--name", help="file name stem [experiments-GRID]")
+    q.add_argument("--baseline", help="system for the significance column [the grid's baseline]")
+    q.add_argument("--bootstrap-samples", type=int, default=1000, help="paired bootstrap resamples")
+    q.add_argument("--figures", type=int, default=2, help="attention-map figures (Figure 2 analogue)")
+    q.add_argument("--examples", type=int, default=5, help="translation examples (Appendix B analogue)")
+    q.add_argument("--max-figure-words", type=int, default=25, help="longest source (words) for figures and examples")
+    q.add_argument("--max-figure-tokens", type=int, default=30, help="longest source (subwords) for figures")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.action == "run":
+        return _run(args)
+    return _report(args)
+
+
+# --------------------------------------------------------------------------- run
+
+
+def canonical_command(args: argparse.Namespace) -> str:
+    argv = ["experiment", "run", str(args.grid), "--data", args.data]
+    if args.pair:
+        argv += ["--pair", args.pair]
+    if args.mirror:
+        argv += ["--mirror", args.mirror]
+    if args.data == "multi30k" and args.vocab_size != 8000:
+        argv += ["--vocab-size", str(args.vocab_size)]
+    argv += ["--preset", args.preset, "--seeds", str(args.seeds), "--out", str(args.out)]
+    if args.split != "test":
+        argv += ["--split", args.split]
+    for s in args.set:
+        argv += ["--set", s]
+    for s in args.predictor_set:
+        argv += ["--predictor-set", s]
+    if args.systems:
+        argv += ["--systems", *args.systems]
+    if args.workers:
+        argv += ["--workers", str(args.workers)]
+    return "scanmt " + shlex.join(argv)
+
+
+def _threads_key(overrides: list[str]) -> str | None:
+    found = None
+    for o in overrides:
+        key, _, value = o.partition("=")
+        if key.strip() == "train.threads":
+            found = value.strip()
+    return found
+
+
+def _run(args: argparse.Namespace) -> int:
+    from scanmt.config import Config
+    from scanmt.data.prepare import read_meta
+    from scanmt.experiments import grid as grid_mod
+    from scanmt.experiments import report as report_mod
+    from scanmt.experiments import runner, shared
+    from scanmt.presets import preset_path
+
+    say = lambda msg: print(msg, flush=True)  # noqa: E731
+    t_start = time.time()
+    g = grid_mod.load_grid(args.grid)
+    for item in args.set:
+        grid_mod.check_override(item, "--set")
+    for item in args.predictor_set:
+        grid_mod.check_override(item, "--predictor-set", allow_runner_keys=True)
+    if args.seeds < 1:
+        raise ConfigError(f"--seeds {args.seeds}: need at least 1")
+    if args.workers is not None and args.workers < 1:
+        raise ConfigError(f"--workers {args.workers}: need at least 1")
+    systems = grid_mod.select_systems(g, args.systems)
+    preset = preset_path(args.preset).resolve()
+    Config.load(preset)  # the preset itself must load
+    out = args.out.resolve()
+    paths = shared.SharedPaths(out)
+    if args.data != "multi30k":
+        meta = read_meta(args.data)
+        src, tgt = meta["src_lang"], meta["tgt_lang"]
+    else:
+        from scanmt.cli.prepare import parse_pair
+
+        src, tgt = parse_pair(args.pair or "de-en")
+    commit = runner.git_commit()
+    ctx = runner.RunContext(
+        out=out, preset=preset, data_dir=paths.data, src_lang=src, tgt_lang=tgt, cli_set=list(args.set),
+        split=args.split, command=canonical_command(args), commit=commit, align_model=paths.word_aligner,
+        predictor=paths.predictor,
+    )
+    seeds = list(range(1, args.seeds + 1))
+    specs = runner.plan_runs(g, systems, seeds, ctx)  # every config checked before any heavy work
+    need_predictor = any(
+        s.train_argv is not None and runner.run_status(s) != "done"
+        and s.config["model"]["attention"]["fertility"]["strategy"] == "predicted"
+        and s.config["model"]["attention"]["fertility"]["predictor"] == str(paths.predictor)
+        for s in specs
+    )
+    workers = args.workers or 1
+    gpus = runner.visible_gpus()
+    if args.workers is None and len(gpus) > 1:
+        workers = len(gpus)
+    cpus = runner.cpu_count()
+    threads = {s.key: (s.config["train"]["threads"] or max(1, cpus // workers)) for s in specs}
+
+    say(f"scanmt experiment run: grid {g.name} ({g.path}), {len(systems)} systems x {len(seeds)} seeds = "
+        f"{len(specs)} runs in {out}")
+    say(f"  data {args.data} ({src}->{tgt}), preset {preset}, split {args.split}, commit {commit}")
+    say(f"  {workers} worker(s)" + (f" on GPUs {', '.join(gpus)}" if gpus else " on CPU")
+        + f", {cpus} CPUs; predictor: {'yes' if need_predictor else 'not needed'}")
+    if args.dry_run:
+        say("\nplan (dry run: nothing is done)")
+        for spec in specs:
+            say(f"  {spec.key:<32} {runner.run_status(spec):<7} "
+                + (f"model of {Path(spec.model_from).parent.name}" if spec.model_from else "trains")
+                + (", tunes penalties" if spec.tune_penalties else ""))
+        shown = [specs[0]] + [s for s in specs if s.tune_argv][:1]
+        for spec in shown if specs else []:
+            say(f"\nsteps of {spec.key}:")
+            for argv in (spec.train_argv, spec.tune_argv, spec.translate_argv, spec.evaluate_argv):
+                if argv:
+                    say("  " + runner.cmdline(argv))
+        return 0
+
+    out.mkdir(parents=True, exist_ok=True)
+    with runner.file_lock(out / ".lock") as locked:
+        if not locked:
+            raise ConfigError(f"{out} is in use by another `scanmt experiment run` (lock {out / '.lock'})")
+        threads_value = _threads_key(list(g.set) + list(args.set))
+        if threads_value is not None and threads_value.isdigit() and int(threads_value) > 0:
+            import torch
+
+            torch.set_num_threads(int(threads_value))  # the shared steps run in this process
+        # shared work, each step skipped when done before
+        shared.prepare_data(paths, args.data, args.pair, mirror=args.mirror, vocab_size=args.vocab_size, say=say)
+        shared.align(paths, g.align_args(), say)
+        if need_predictor:
+            pred_set = list(g.predictor_set) + list(args.predictor_set)
+            if threads_value is not None and _threads_key(pred_set) is None:
+                pred_set.insert(0, f"train.threads={threads_value}")
+            shared.train_predictor(paths, pred_set, say)
+        ferts = [s.config["model"]["attention"]["fertility"] for s in specs
+                 if s.train_argv is not None and runner.run_status(s) != "done"
+                 and s.config["model"]["attention"]["fertility"]["strategy"] != "none"]
+        shared.cache_fertility(paths, ferts, say)
+        _record(out, g, args, ctx, seeds, specs)
+
+        say(f"\nruns ({len(specs)}):")
+        results = runner.run_pool(specs, workers=workers, gpus=gpus if gpus else [], threads=threads, say=say)
+
+    failed = [r for r in results if r.status in ("failed", "busy")]
+    rec = next(r for r in report_mod.grid_records(out) if r["name"] == g.name)
+    say(f"\nsummary: grid {g.name}, {len(results) - len(failed)}/{len(specs)} runs finished, "
+        f"{(time.time() - t_start) / 60:.1f} min (mean ± std over finished seeds)")
+    rows = report_mod.summary_rows(out, rec)
+    say(report_mod.format_rows(["system", "seeds", "BLEU", "METEOR", "REP", "DROP"], rows))
+    if failed:
+        say(f"\n{len(failed)} run(s) did not finish:")
+        for r in failed:
+            say(f"  {r.spec.key}: {r.status}: {r.message}")
+        say("rerun the same command to retry them (finished runs are skipped)")
+        return 1
+    say(f"\nreport: scanmt experiment report {out} --out docs/")
+    return 0
+
+
+def _record(out: Path, g, args: argparse.Namespace, ctx, seeds: list[int], specs) -> None:
+    """OUT/grids/NAME.{yaml,json}: the grid file as run and what the report needs to know."""
+    from scanmt.experiments.runner import write_json
+    from scanmt.io import atomic_open
+
+    with atomic_open(out / "grids" / f"{g.name}.yaml") as fh:
+        fh.write(g.text)
+    path = out / "grids" / f"{g.name}.json"
+    old = {}
+    if path.exists():
+        from scanmt.experiments.runner import read_json
+
+        old = read_json(path) or {}
+    all_seeds = sorted(set(seeds) | set(old.get("seeds") or [])) if old.get("preset") == str(ctx.preset) else seeds
+    record = {
+        **g.as_dict(),
+        "systems": [s.as_dict() for s in g.systems],
+        "transforms": {s.system: s.config["model"]["attention"]["transform"] for s in specs},
+        "seeds": all_seeds,
+        "data": args.data, "pair": f"{ctx.src_lang}-{ctx.tgt_lang}", "src_lang": ctx.src_lang, "tgt_lang": ctx.tgt_lang,
+        "split": ctx.split, "preset": str(ctx.preset), "set": list(g.set) + list(args.set),
+        "command": ctx.command, "commit": ctx.commit, "updated": time.strftime("%Y-%m-%d %H:%M:%S"),
+    }
+    record["transforms"] = {**old.get("transforms", {}), **record["transforms"]}
+    write_json(path, record)
+
+
+# --------------------------------------------------------------------------- report
+
+
+def _report(args: argparse.Namespace) -> int:
+    from scanmt.experiments.report import ReportOptions, write_reports
+
+    argv = ["experiment", "report", str(args.dir), "--out", str(args.out)]
+    for opt in ("grid", "name", "baseline"):
+        if getattr(args, opt):
+            argv += [f"--{opt}", getattr(args, opt)]
+    opts = ReportOptions(baseline=args.baseline, samples=args.bootstrap_samples, figures=args.figures,
+                         examples=args.examples, max_figure_words=args.max_figure_words,
+                         max_figure_tokens=args.max_figure_tokens,
+                         command="scanmt " + shlex.join(argv))
+    files = write_reports(args.dir.resolve(), args.out, grid=args.grid, name=args.name, opts=opts)
+    for f in files:
+        print(f"wrote {f}")
+    return 0

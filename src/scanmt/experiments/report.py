@@ -1,0 +1,541 @@
+"""``scanmt experiment report``: a grid's results as Markdown, laid out like the paper's tables.
+
+For each grid recorded in ``OUT/grids/`` (by ``scanmt experiment run``) it writes
+``DOCS/experiments-{grid}.md`` (or ``--name``) with:
+
+- the main table (Table 1 / Table 2 analogue): tokenized BLEU, METEOR, REP and
+  DROP per system as mean ± sample standard deviation over the finished seeds,
+  the best mean of each column in bold (higher BLEU/METEOR, lower REP/DROP),
+  sacreBLEU for reference, the paired-bootstrap p-value of each system's
+  tokenized BLEU against the baseline (seed-1 outputs), and per row the git
+  commit and a link to the exact commands;
+- attention statistics (sparsity) and per-run details (steps, minutes, tuned
+  penalties);
+- Figure 2 analogues: attention maps of the baseline and a constrained system,
+  side by side, for test sentences where the baseline repeats words (chosen
+  automatically with the REP sentence score), as PNGs in
+  ``DOCS/experiments-{grid}/``;
+- an Appendix B analogue: source, reference and every system's output for a few
+  test sentences;
+- the commands, and the runs that are missing or unfinished.
+
+Every file is written atomically.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from scanmt.errors import ConfigError, DataError
+from scanmt.io import atomic_open, read_lines
+
+#: (metric key, column title, higher is better)
+COLUMNS: tuple[tuple[str, str, bool], ...] = (
+    ("bleu", "BLEU", True),
+    ("meteor", "METEOR", True),
+    ("rep", "REP", False),
+    ("drop", "DROP", False),
+    ("sacrebleu", "sacreBLEU", True),
+)
+MAX_FIGURE_BYTES = 150_000
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def grid_records(out: Path) -> list[dict[str, Any]]:
+    """The grids recorded in ``OUT/grids/*.json`` by ``scanmt experiment run``."""
+    d = out / "grids"
+    if not out.is_dir():
+        raise DataError(f"{out}: experiment directory not found")
+    recs = []
+    for p in sorted(d.glob("*.json")) if d.is_dir() else []:
+        try:
+            rec = json.loads(p.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise DataError(f"{p}: not valid JSON ({exc})") from None
+        recs.append(rec)
+    if not recs:
+        raise DataError(f"{out}: no grid recorded (no {d}/*.json); run `scanmt experiment run GRID --out {out}` first")
+    return recs
+
+
+@dataclass
+class SystemResults:
+    name: str
+    label: str
+    runs: list[dict[str, Any]] = field(default_factory=list)  # metrics.json of finished seeds, by seed
+    unfinished: list[str] = field(default_factory=list)  # "seed2 (training)" ...
+    commands: str = ""
+
+    def seed(self, k: int) -> dict[str, Any] | None:
+        return next((r for r in self.runs if r["seed"] == k), None)
+
+    def values(self, key: str) -> list[float]:
+        return [float(r[key]) for r in self.runs if r.get(key) is not None]
+
+
+def _stage(run: Path) -> str:
+    """Where an unfinished run stopped, with the last line of its log (often the error)."""
+    where = "not started"
+    if (run / "last.pt").exists():
+        where = "stopped during training"
+    elif (run / "log.txt").exists():
+        where = "stopped before its first checkpoint"
+    for stage in ("evaluate", "translate", "tune", "train"):
+        if (run / ".stages" / f"{stage}.done").exists():
+            where = f"stopped after {stage}"
+            break
+    try:
+        lines = [ln.strip() for ln in (run / "log.txt").read_text(encoding="utf-8", errors="replace").splitlines()
+                 if ln.strip() and not ln.startswith("#####")]
+    except OSError:
+        lines = []
+    if lines:
+        where += f"; last log line: {lines[-1][-200:]}"
+    return where
+
+
+def collect(out: Path, rec: dict[str, Any]) -> list[SystemResults]:
+    seeds = list(rec.get("seeds") or [])
+    res = []
+    for s in rec["systems"]:
+        sr = SystemResults(s["name"], s.get("label") or s["name"])
+        base = out / "runs" / s["name"]
+        dirs = sorted(base.glob("seed*"), key=lambda p: int(p.name[4:]) if p.name[4:].isdigit() else 0) \
+            if base.is_dir() else []
+        found = set()
+        for d in dirs:
+            if not d.name[4:].isdigit():
+                continue
+            k = int(d.name[4:])
+            found.add(k)
+            m = None
+            if (d / "DONE").exists():
+                try:
+                    m = json.loads((d / "metrics.json").read_text(encoding="utf-8"))
+                except (OSError, json.JSONDecodeError):
+                    m = None
+            if m is not None:
+                sr.runs.append(m)
+            else:
+                sr.unfinished.append(f"seed{k} ({md_escape(_stage(d))})")
+        for k in seeds:
+            if k not in found:
+                sr.unfinished.append(f"seed{k} (not started)")
+        first = min((r["seed"] for r in sr.runs), default=None)
+        if first is not None and (base / f"seed{first}" / "command.txt").exists():
+            sr.commands = (base / f"seed{first}" / "command.txt").read_text(encoding="utf-8")
+        res.append(sr)
+    return res
+
+
+# --------------------------------------------------------------------------- numbers
+
+
+def mean_std(values: Sequence[float]) -> tuple[float, float | None]:
+    m = statistics.fmean(values)
+    return m, (statistics.stdev(values) if len(values) > 1 else None)
+
+
+def fmt(values: Sequence[float]) -> str:
+    if not values:
+        return "–"
+    m, s = mean_std(values)
+    return f"{m:.2f}" if s is None else f"{m:.2f} ± {s:.2f}"
+
+
+def best_means(systems: Sequence[SystemResults]) -> dict[str, str]:
+    """Per column, the best mean formatted to 2 decimals (ties are all bold)."""
+    best = {}
+    for key, _, higher in COLUMNS:
+        means = [mean_std(s.values(key))[0] for s in systems if s.values(key)]
+        if means:
+            best[key] = f"{(max(means) if higher else min(means)):.2f}"
+    return best
+
+
+def _tokenize_all(lines: Sequence[str], lang: str) -> list[str]:
+    from scanmt.data.tokenize import tokenize
+
+    return [tokenize(x, lang) if x.strip() else "" for x in lines]
+
+
+@dataclass
+class Texts:
+    """Test-set text shared by all systems: raw and tokenized source and reference."""
+
+    src: list[str]
+    ref: list[str]
+    ref_tok: list[str]
+    tgt_lang: str
+
+
+def load_texts(out: Path, rec: dict[str, Any]) -> Texts:
+    data = out / "shared" / "data"
+    split, s, t = rec["split"], rec["src_lang"], rec["tgt_lang"]
+    src = read_lines(data / f"{split}.raw.{s}", what="source file")
+    ref = read_lines(data / f"{split}.raw.{t}", what="reference file")
+    return Texts(src, ref, _tokenize_all(ref, t), t)
+
+
+def hyp_lines(out: Path, rec: dict[str, Any], system: str, seed: int) -> list[str] | None:
+    p = out / "runs" / system / f"seed{seed}" / f"{rec['split']}.hyp.{rec['tgt_lang']}"
+    return read_lines(p, allow_empty=True, what="hypothesis file") if p.exists() else None
+
+
+def significance(out: Path, rec: dict[str, Any], texts: Texts, systems: Sequence[SystemResults], baseline: str,
+                 samples: int) -> dict[str, float | None]:
+    """p-value of each system's tokenized BLEU against ``baseline`` (sacrebleu paired bootstrap, seed-1 outputs)."""
+    from scanmt.metrics.bleu import paired_bootstrap
+
+    base = next((s for s in systems if s.name == baseline), None)
+    if base is None or base.seed(1) is None:
+        return {}
+    base_hyp = hyp_lines(out, rec, baseline, 1)
+    if base_hyp is None:
+        return {}
+    base_tok = _tokenize_all(base_hyp, texts.tgt_lang)
+    p: dict[str, float | None] = {}
+    for s in systems:
+        if s.name == baseline or s.seed(1) is None:
+            continue
+        hyp = hyp_lines(out, rec, s.name, 1)
+        if hyp is None:
+            p[s.name] = None
+            continue
+        b = paired_bootstrap(base_tok, _tokenize_all(hyp, texts.tgt_lang), texts.ref_tok, tokenized=True,
+                             samples=samples)
+        # sacrebleu counts resampled differences strictly above the observed one, so a zero difference
+        # (e.g. identical outputs) would get p = 1/(samples+1); no difference is never significant
+        p[s.name] = 1.0 if b.score1 == b.score2 else b.p_value
+    return p
+
+
+# --------------------------------------------------------------------------- figure 2 and examples
+
+
+def repetition_scores(hyps_tok: Sequence[str], refs_tok: Sequence[str]) -> list[float]:
+    """REP sentence score σ(t, r) (repeated bigrams and doubled words beyond the reference) per sentence."""
+    from scanmt.metrics.rep import rep_sentence
+
+    return [rep_sentence(h.split(), r.split()) for h, r in zip(hyps_tok, refs_tok)]
+
+
+def choose_sentences(base_tok: Sequence[str], other_tok: Sequence[str] | None, texts: Texts, k: int, *,
+                     max_src_words: int, max_hyp_words: int = 40, src_tokens: Sequence[int] | None = None,
+                     max_src_tokens: int = 0) -> list[int]:
+    """Test sentences where the baseline repeats words (σ > 0), those the other system repeats least first.
+
+    Ranked by (σ_baseline − σ_other, σ_baseline), short sources only (readable maps):
+    at most ``max_src_words`` words and, with ``src_tokens`` (subwords per source,
+    from the attention file), at most ``max_src_tokens`` subwords.
+    """
+    rb = repetition_scores(base_tok, texts.ref_tok)
+    ro = repetition_scores(other_tok, texts.ref_tok) if other_tok is not None else [0.0] * len(rb)
+    cands = [
+        i for i in range(len(rb))
+        if rb[i] > 0 and len(texts.src[i].split()) <= max_src_words
+        and (src_tokens is None or src_tokens[i] <= max_src_tokens)
+        and len(base_tok[i].split()) <= max_hyp_words
+        and (other_tok is None or len(other_tok[i].split()) <= max_hyp_words)
+    ]
+    cands.sort(key=lambda i: (-(rb[i] - ro[i]), -rb[i], len(texts.src[i].split()), i))
+    return cands[:k]
+
+
+def draw_figure(out_png: Path, panels: list[tuple[str, Any]], title: str) -> int:
+    """Attention maps side by side (scanmt.viz.attention_map), at a dpi that keeps the PNG small."""
+    from scanmt.viz.attention_map import Panel, figure_pixels, plot_attention_maps
+
+    ps = [Panel(name=name, attention=s.attention, src=list(s.src), hyp=list(s.hyp)) for name, s in panels]
+    w, _ = figure_pixels(ps, 100)
+    dpi = max(40, min(100, int(100 * 1400 / max(w, 1))))
+    for _ in range(5):
+        plot_attention_maps(ps, out_png, title=title, dpi=dpi)
+        size = out_png.stat().st_size
+        if size <= MAX_FIGURE_BYTES or dpi <= 40:
+            return size
+        dpi = max(40, int(dpi * 0.75))
+    return out_png.stat().st_size
+
+
+def md_escape(text: str) -> str:
+    """Text safe inside a Markdown table cell."""
+    text = text.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+    for ch in "*_`[]":
+        text = text.replace(ch, "\\" + ch)
+    return text.replace("\n", " ")
+
+
+# --------------------------------------------------------------------------- markdown
+
+
+@dataclass
+class ReportOptions:
+    baseline: str | None = None
+    samples: int = 1000
+    figures: int = 2
+    examples: int = 5
+    max_figure_words: int = 25
+    max_figure_tokens: int = 30
+    command: str = ""
+
+
+def _anchor(name: str) -> str:
+    return "cmd-" + "".join(c if c.isalnum() else "-" for c in name.lower())
+
+
+def _p_cell(name: str, baseline: str, p: dict[str, float | None], has_base: bool) -> str:
+    if name == baseline:
+        return "baseline"
+    if not has_base:
+        return "n/a"
+    v = p.get(name)
+    if v is None:
+        return "n/a"
+    return f"{v:.3f}" + (" †" if v < 0.05 else "")
+
+
+def figure_systems(rec: dict[str, Any], systems: Sequence[SystemResults], baseline: str) -> tuple[str, str] | None:
+    names = [s.name for s in systems]
+    fig = rec.get("figure") or []
+    if len(fig) == 2:
+        return fig[0], fig[1]
+    transforms = rec.get("transforms", {})
+    other = next((n for n in names if n != baseline and transforms.get(n) == "csparsemax"), None)
+    other = other or next((n for n in names if n != baseline), None)
+    return (baseline, other) if other else None
+
+
+def render(out: Path, rec: dict[str, Any], docs: Path, stem: str, opts: ReportOptions) -> tuple[str, list[Path]]:
+    """The Markdown text and the figure files written for one grid record."""
+    from scanmt.data.attention_file import AttentionFile
+
+    systems = collect(out, rec)
+    names = [s.name for s in systems]
+    baseline = opts.baseline or rec.get("baseline") or ("softmax" if "softmax" in names else names[0])
+    if baseline not in names:
+        raise ConfigError(f"--baseline {baseline!r} is not a system of grid {rec['name']} ({', '.join(names)})")
+    texts = load_texts(out, rec)
+    base = next(s for s in systems if s.name == baseline)
+    has_base = base.seed(1) is not None
+    pvals = significance(out, rec, texts, systems, baseline, opts.samples) if has_base else {}
+    best = best_means(systems)
+    n_done = sum(len(s.runs) for s in systems)
+    commits = sorted({c for s in systems for r in s.runs for c in (r.get("commits") or [r["commit"]])})
+    L: list[str] = []
+    title = rec.get("title") or f"Experiments: grid {rec['name']}"
+    L += [f"# {title}", ""]
+    if rec.get("description"):
+        L += [rec["description"].strip(), ""]
+    L += [
+        f"Generated by `{opts.command or 'scanmt experiment report'}` on {time.strftime('%Y-%m-%d %H:%M')} from "
+        f"`{out}`: {n_done} finished runs of {len(systems)} systems. Test set: `{rec['split']}` of `{rec['data']}` "
+        f"({rec['src_lang']}→{rec['tgt_lang']}, {len(texts.ref)} sentences); preset `{rec['preset']}`; "
+        f"seeds requested: {len(rec.get('seeds') or [])}; commit(s): {', '.join(f'`{c}`' for c in commits) or '–'}.",
+        "",
+        f"Grid command: `{rec.get('command', '')}`",
+        "",
+    ]
+    if rec.get("set"):
+        L += ["Overrides for every system (grid `set:`, then `--set`; later ones win): "
+              + ", ".join(f"`{x}`" for x in rec["set"]), ""]
+
+    # main table
+    L += ["## Results", ""]
+    head = ["system", *[c[1] for c in COLUMNS], f"p (BLEU vs {md_escape(base.label)})", "seeds", "commit", "command"]
+    L += ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * (len(COLUMNS) + 2) + ["---", "---"]) + "|"]
+    for s in systems:
+        cells = [md_escape(s.label)]
+        for key, _, _ in COLUMNS:
+            vals = s.values(key)
+            cell = fmt(vals)
+            if vals and f"{mean_std(vals)[0]:.2f}" == best.get(key) and len([x for x in systems if x.values(key)]) > 1:
+                cell = f"**{cell}**"
+            cells.append(cell)
+        cells.append(_p_cell(s.name, baseline, pvals, has_base))
+        cells.append(str(len(s.runs)) + (f" (+{len(s.unfinished)} unfinished)" if s.unfinished else ""))
+        cs = sorted({c for r in s.runs for c in (r.get("commits") or [r["commit"]])})
+        cells.append(", ".join(f"`{c[:10]}{'+dirty' if c.endswith('+dirty') else ''}`" for c in cs) or "–")
+        cells.append(f"[commands](#{_anchor(s.name)})" if s.runs else "–")
+        L.append("| " + " | ".join(cells) + " |")
+    sig = next((r.get("bleu_signature") for s in systems for r in s.runs), "")
+    L += [
+        "",
+        f"BLEU: tokenized (Moses), lowercased, as the paper's multi-bleu -lc (sacrebleu `{sig}`); sacreBLEU: "
+        "detokenized, cased, for reference. METEOR: nltk with WordNet synonyms. REP and DROP: the paper's "
+        "Section 5 scores, lower is better (DROP uses the word-level eflomal aligner of `OUT/shared`). "
+        "Values are mean ± sample standard deviation over the finished seeds (no ± with one seed); the best mean "
+        "of each column is in bold. p: sacrebleu paired bootstrap resampling "
+        f"({opts.samples} resamples) of each system's tokenized BLEU against {md_escape(base.label)}, on the seed-1 "
+        "outputs; † marks p < 0.05.",
+        "",
+    ]
+    if not has_base:
+        L += [f"No p-values: the baseline {md_escape(base.label)} has no finished seed-1 run.", ""]
+
+    # attention statistics and per-run details
+    L += ["## Attention statistics", "",
+          "| system | exact zeros (%) | attended source tokens / step | never-attended source tokens (%) |",
+          "|---|---:|---:|---:|"]
+    for s in systems:
+        z = [100 * r["attention"]["zero_fraction"] for r in s.runs if r.get("attention")]
+        a = [r["attention"]["mean_attended"] for r in s.runs if r.get("attention")]
+        u = [100 * r["attention"]["unattended_share"] for r in s.runs if r.get("attention")]
+        L.append(f"| {md_escape(s.label)} | {fmt(z)} | {fmt(a)} | {fmt(u)} |")
+    L += ["", "Means over seeds, test set, subword attention including the <sink> column of constrained models.", ""]
+    L += ["## Runs", "", "| system | seed | steps | train min | best valid BLEU | BLEU | METEOR | REP | DROP | penalties (α, β) |",
+          "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for s in systems:
+        for r in sorted(s.runs, key=lambda r: r["seed"]):
+            t = r.get("train") or {}
+            pen = r.get("penalties")
+            pen_s = f"{pen['length_alpha']:g}, {pen['coverage_beta']:g}" if pen else "–"
+            steps = t.get("steps")
+            mins = t.get("minutes")
+            vb = t.get("best_valid_bleu")
+            reuse = f" (model of {Path(r['model_from']).parent.name})" if r.get("model_from") else ""
+            L.append(
+                f"| {md_escape(s.label)} | {r['seed']} | {steps if steps is not None else '–'}{reuse} | "
+                f"{mins if mins is not None else '–'} | {f'{vb:.2f}' if isinstance(vb, (int, float)) else '–'} | "
+                f"{r['bleu']:.2f} | {r['meteor']:.2f} | {r['rep']:.2f} | {r['drop']:.2f} | {pen_s} |"
+            )
+    L.append("")
+
+    # figure 2 analogue
+    files: list[Path] = []
+    chosen: list[int] = []
+    L += ["## Attention maps (Figure 2 analogue)", ""]
+    pair = figure_systems(rec, systems, baseline)
+    fig_dir = docs / stem
+    if opts.figures <= 0:
+        L += ["No figures requested (`--figures 0`).", ""]
+    elif pair is None:
+        L += ["No figure: the grid needs two systems.", ""]
+    else:
+        a_name, b_name = pair
+        a_sys = next((s for s in systems if s.name == a_name), None)
+        b_sys = next((s for s in systems if s.name == b_name), None)
+        ha = hyp_lines(out, rec, a_name, 1) if a_sys and a_sys.seed(1) else None
+        hb = hyp_lines(out, rec, b_name, 1) if b_sys and b_sys.seed(1) else None
+        if ha is None or hb is None:
+            L += [f"No figure: {a_name} and {b_name} need finished seed-1 runs.", ""]
+        else:
+            ta, tb = _tokenize_all(ha, texts.tgt_lang), _tokenize_all(hb, texts.tgt_lang)
+            fa = AttentionFile(out / "runs" / a_name / "seed1" / f"{rec['split']}.attn.npz")
+            fb = AttentionFile(out / "runs" / b_name / "seed1" / f"{rec['split']}.attn.npz")
+            src_tokens = [len(fa[i].src) for i in range(len(fa))]
+            chosen = choose_sentences(ta, tb, texts, opts.figures, max_src_words=opts.max_figure_words,
+                                      src_tokens=src_tokens, max_src_tokens=opts.max_figure_tokens)
+            if not chosen:
+                L += [f"No figure: {md_escape(a_sys.label)} repeats no word (REP sentence score 0) in the test "
+                      f"sentences of at most {opts.max_figure_words} words and {opts.max_figure_tokens} subwords.", ""]
+            else:
+                L += [f"Test sentences where {md_escape(a_sys.label)} repeats words (REP sentence score σ > 0, those "
+                      f"{md_escape(b_sys.label)} repeats least first), chosen automatically from the seed-1 outputs "
+                      f"among sources of at most {opts.max_figure_tokens} subwords. Source subwords on the x axis, "
+                      "output subwords on the y axis, white is exactly zero.", ""]
+                ra = repetition_scores(ta, texts.ref_tok)
+                rb = repetition_scores(tb, texts.ref_tok)
+                for i in chosen:
+                    png = fig_dir / f"attention-{i + 1}.png"
+                    size = draw_figure(png, [(a_sys.label, fa[i]), (b_sys.label, fb[i])],
+                                       f"{rec['split']} sentence {i + 1}")
+                    files.append(png)
+                    L += [
+                        f"**Sentence {i + 1}** (σ {a_sys.label} = {ra[i]:g}, σ {b_sys.label} = {rb[i]:g}; "
+                        f"{size // 1024} KB)",
+                        "",
+                        f"![attention maps, sentence {i + 1}]({stem}/{png.name})",
+                        "",
+                        "| | |", "|---|---|",
+                        f"| source | {md_escape(texts.src[i])} |",
+                        f"| reference | {md_escape(texts.ref[i])} |",
+                        f"| {md_escape(a_sys.label)} | {md_escape(ha[i])} |",
+                        f"| {md_escape(b_sys.label)} | {md_escape(hb[i])} |",
+                        "",
+                    ]
+
+    # appendix B analogue
+    L += ["## Translation examples (Appendix B analogue)", ""]
+    outputs = {s.name: hyp_lines(out, rec, s.name, 1) for s in systems if s.seed(1) is not None}
+    if not outputs or opts.examples <= 0:
+        L += ["No examples: no system has a finished seed-1 run.", ""]
+    else:
+        base_out = outputs.get(baseline)
+        picks = list(chosen)
+        if base_out is not None:
+            more = choose_sentences(_tokenize_all(base_out, texts.tgt_lang), None, texts, len(texts.ref),
+                                    max_src_words=opts.max_figure_words)
+            picks += [i for i in more if i not in picks]
+        picks += [i for i in range(len(texts.ref)) if i not in picks and len(texts.src[i].split()) <= opts.max_figure_words]
+        picks = picks[: opts.examples]
+        L += ["Seed-1 outputs; sentences where the baseline repeats words first, then the first short test sentences.", ""]
+        for i in picks:
+            L += [f"**Sentence {i + 1}**", "", "| | |", "|---|---|",
+                  f"| source | {md_escape(texts.src[i])} |", f"| reference | {md_escape(texts.ref[i])} |"]
+            for s in systems:
+                if s.name in outputs and outputs[s.name] is not None:
+                    L.append(f"| {md_escape(s.label)} | {md_escape(outputs[s.name][i])} |")
+            L.append("")
+
+    # commands and missing runs
+    L += ["## Commands", "",
+          "The exact commands of each system's first finished seed (`command.txt` in its run directory): the grid "
+          "command, then one `scanmt` line per step; other seeds differ only in `train.seed` and paths.", ""]
+    for s in systems:
+        if not s.runs:
+            continue
+        L += [f'<a id="{_anchor(s.name)}"></a>', "", f"### {md_escape(s.label)}", "", "```", s.commands.strip(), "```", ""]
+    missing = [(s, u) for s in systems for u in s.unfinished]
+    L += ["## Missing or unfinished runs", ""]
+    if missing:
+        L += [f"- {md_escape(s.label)}: {u}" for s, u in missing]
+        L += ["", "Rerun the grid command to finish them (finished runs are skipped, interrupted ones resume).", ""]
+    else:
+        L += ["None: every requested run finished.", ""]
+    return "\n".join(L), files
+
+
+def write_reports(out: Path, docs: Path, *, grid: str | None = None, name: str | None = None,
+                  opts: ReportOptions | None = None) -> list[Path]:
+    """Write one Markdown report per recorded grid (or only ``grid``); returns the files written."""
+    opts = opts or ReportOptions()
+    recs = grid_records(out)
+    if grid is not None:
+        recs = [r for r in recs if r["name"] == grid]
+        if not recs:
+            known = ", ".join(r["name"] for r in grid_records(out))
+            raise ConfigError(f"--grid {grid}: not recorded in {out} (recorded: {known})")
+    if name is not None and len(recs) > 1:
+        raise ConfigError(f"--name needs a single grid, but {out} holds {len(recs)}: add --grid NAME")
+    written = []
+    for rec in recs:
+        stem = name or f"experiments-{rec['name']}"
+        text, files = render(out, rec, docs, stem, opts)
+        md = docs / f"{stem}.md"
+        with atomic_open(md) as fh:
+            fh.write(text)
+        written += [md, *files]
+    return written
+
+
+def summary_rows(out: Path, rec: dict[str, Any]) -> list[list[str]]:
+    """Rows for a plain-text summary (system, seeds, BLEU, METEOR, REP, DROP)."""
+    rows = []
+    for s in collect(out, rec):
+        rows.append([s.label, str(len(s.runs)), *[fmt(s.values(k)) for k in ("bleu", "meteor", "rep", "drop")]])
+    return rows
+
+
+def format_rows(head: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(head[k]), *(len(r[k]) for r in rows)) if rows else len(head[k]) for k in range(len(head))]
+    line = lambda cells: "  ".join(c.ljust(w) if k == 0 else c.rjust(w) for k, (c, w) in enumerate(zip(cells, widths)))  # noqa: E731
+    return "\n".join([line(head), line(["-" * w for w in widths]), *[line(r) for r in rows]])
+

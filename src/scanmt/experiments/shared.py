@@ -1,0 +1,221 @@
+"""Work shared by every run of a grid, done once under ``OUT/shared/`` and reused.
+
+- ``OUT/shared/data``: the prepared corpus. ``--data multi30k`` prepares it there
+  (``scanmt prepare``); ``--data PATH`` mirrors an already prepared directory
+  with symbolic links to its files, so that alignments and fertility caches are
+  written under ``OUT`` and never into ``PATH``.
+- ``OUT/shared/data/align``: ``scanmt align --level both`` (subword links for
+  guided/predicted fertility, the word-level aligner for DROP).
+- ``OUT/shared/predictor``: the fertility predictor (``scanmt fertility
+  --train-predictor``), only when a system uses predicted fertility.
+- ``OUT/shared/data/fertility``: the fertility caches of train and valid for
+  every strategy the systems use, so parallel runs only read them.
+
+Each step writes ``OUT/shared/.done/STEP.json`` (atomically, last) holding its
+parameters; a step whose marker holds the same parameters is skipped, any other
+is (re)run, and the commands underneath reuse or resume what they can.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from scanmt.errors import ConfigError, DataError
+from scanmt.io import atomic_open
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SharedPaths:
+    out: Path
+
+    @property
+    def root(self) -> Path:
+        return self.out / "shared"
+
+    @property
+    def data(self) -> Path:
+        return self.root / "data"
+
+    @property
+    def align(self) -> Path:
+        return self.data / "align"
+
+    @property
+    def word_aligner(self) -> Path:
+        return self.align / "word"
+
+    @property
+    def predictor_dir(self) -> Path:
+        return self.root / "predictor"
+
+    @property
+    def predictor(self) -> Path:
+        return self.predictor_dir / "best.pt"
+
+    def marker(self, step: str) -> Path:
+        return self.root / ".done" / f"{step}.json"
+
+
+def _done(paths: SharedPaths, step: str, params: dict) -> bool:
+    m = paths.marker(step)
+    if not m.exists():
+        return False
+    try:
+        return json.loads(m.read_text(encoding="utf-8")).get("params") == params
+    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+        return False
+
+
+def _mark(paths: SharedPaths, step: str, params: dict, seconds: float) -> None:
+    with atomic_open(paths.marker(step)) as fh:
+        json.dump({"params": params, "seconds": round(seconds, 1), "finished": time.strftime("%Y-%m-%d %H:%M:%S")},
+                  fh, indent=2)
+        fh.write("\n")
+
+
+def _cli(argv: list[str], what: str) -> None:
+    from scanmt.cli.main import main
+
+    rc = main(argv)
+    if rc != 0:
+        raise DataError(f"shared step {what} failed: `scanmt {' '.join(argv)}` exited with status {rc}")
+
+
+def _step(paths: SharedPaths, step: str, params: dict, say: Callable[[str], None], work: Callable[[], None]) -> None:
+    if _done(paths, step, params):
+        say(f"[shared] {step}: done before, reused")
+        return
+    say(f"[shared] {step}: running")
+    t0 = time.time()
+    work()
+    _mark(paths, step, params, time.time() - t0)
+    say(f"[shared] {step}: finished in {time.time() - t0:.0f} s")
+
+
+# --------------------------------------------------------------------------- data
+
+
+def mirror_prepared(src: Path, dst: Path) -> None:
+    """Make ``dst`` a directory of symbolic links to the files of the prepared directory ``src``."""
+    from scanmt.data.prepare import read_meta
+
+    src = src.resolve()
+    read_meta(src)  # a clear error if src is not a prepared directory
+    dst.mkdir(parents=True, exist_ok=True)
+    origin = dst / ".mirror-of"
+    if origin.exists() and origin.read_text(encoding="utf-8").strip() != str(src):
+        raise ConfigError(
+            f"{dst} mirrors {origin.read_text(encoding='utf-8').strip()}, not {src}: use another --out for other data"
+        )
+    for f in sorted(src.iterdir()):
+        if not f.is_file():
+            continue  # align/, fertility/ of the source are not used: ours are built under OUT
+        link = dst / f.name
+        if link.is_symlink() or link.exists():
+            if link.is_symlink() and Path(os.readlink(link)) == f:
+                continue
+            link.unlink()
+        link.symlink_to(f)
+    with atomic_open(origin) as fh:
+        fh.write(f"{src}\n")
+
+
+def prepare_data(paths: SharedPaths, data: str, pair: str | None, *, mirror: str | None, vocab_size: int,
+                 say: Callable[[str], None]) -> tuple[str, str]:
+    """Prepare (or mirror) the data into ``paths.data``; returns ``(src_lang, tgt_lang)``."""
+    from scanmt.cli.prepare import parse_pair
+    from scanmt.data.prepare import read_meta
+
+    if data == "multi30k":
+        src, tgt = parse_pair(pair or "de-en")
+        params = {"data": "multi30k", "pair": f"{src}-{tgt}", "vocab_size": vocab_size, "mirror": mirror}
+
+        def work() -> None:
+            from scanmt.cli.prepare import multi30k_splits
+            from scanmt.data.prepare import prepare
+
+            prepare(multi30k_splits(src, tgt, mirror), src, tgt, paths.data, vocab_size=vocab_size)
+
+        _step(paths, "prepare", params, say, work)
+        return src, tgt
+    source = Path(data)
+    if not source.is_dir():
+        raise ConfigError(f"--data {data}: neither 'multi30k' nor a prepared data directory")
+    meta = read_meta(source)
+    src, tgt = meta["src_lang"], meta["tgt_lang"]
+    if pair and parse_pair(pair) != (src, tgt):
+        raise ConfigError(f"--pair {pair}: {data} was prepared for {src}-{tgt}")
+    params = {"data": str(source.resolve()), "pair": f"{src}-{tgt}"}
+    _step(paths, "prepare", params, say, lambda: mirror_prepared(source, paths.data))
+    read_meta(paths.data)
+    return src, tgt
+
+
+# --------------------------------------------------------------------------- alignment, predictor, fertility
+
+
+def align(paths: SharedPaths, align_args: Sequence[str], say: Callable[[str], None]) -> None:
+    """``scanmt align --data OUT/shared/data --level both`` (its own manifest reuses what it can)."""
+    argv = ["align", "--data", str(paths.data), "--level", "both", *align_args]
+    _step(paths, "align", {"argv": argv}, say, lambda: _cli(argv, "align"))
+    from scanmt.data.align import MODEL_FILE
+
+    if not (paths.word_aligner / MODEL_FILE).exists():
+        raise DataError(f"{paths.word_aligner}: `scanmt align` left no word-level aligner ({MODEL_FILE})")
+
+
+def train_predictor(paths: SharedPaths, overrides: Sequence[str], say: Callable[[str], None]) -> Path:
+    """Train (or resume, or reuse) the fertility predictor; returns its ``best.pt``."""
+    argv = ["fertility", "--data", str(paths.data), "--train-predictor", str(paths.predictor_dir)]
+    for o in overrides:
+        argv += ["--set", o]
+
+    def work() -> None:
+        resume = (paths.predictor_dir / "last.pt").exists()
+        _cli(argv + (["--resume"] if resume else []), "fertility predictor")
+
+    _step(paths, "predictor", {"argv": argv}, say, work)
+    if not paths.predictor.exists():
+        raise DataError(f"{paths.predictor}: the fertility predictor was not written")
+    return paths.predictor
+
+
+def fertility_argv(paths: SharedPaths, fert: dict[str, Any]) -> list[str] | None:
+    """The ``scanmt fertility`` command caching train/valid fertilities for one fertility config."""
+    strategy = fert["strategy"]
+    if strategy in ("none", "actual"):
+        return None
+    argv = ["fertility", "--data", str(paths.data), "--strategy", strategy, "--splits", "train", "valid"]
+    if strategy == "constant":
+        argv += ["--value", f"{fert['value']:g}"]
+    elif strategy == "predicted":
+        argv += ["--predictor", str(fert["predictor"]), "--add", f"{fert['add']:g}"]
+    if fert.get("align_dir"):
+        argv += ["--align-dir", str(fert["align_dir"])]
+    return argv
+
+
+def cache_fertility(paths: SharedPaths, ferts: Sequence[dict[str, Any]], say: Callable[[str], None]) -> None:
+    """Compute the fertility caches of every distinct fertility config once, before the runs start."""
+    seen: list[list[str]] = []
+    for fert in ferts:
+        argv = fertility_argv(paths, fert)
+        if argv is None or argv in seen:
+            continue
+        seen.append(argv)
+        label = f"fertility-{fert['strategy']}" + (f"-{fert['value']:g}" if fert["strategy"] == "constant" else "")
+        if fert["strategy"] == "predicted":
+            label += f"-add{fert['add']:g}"
+        params = {"argv": argv}
+        if fert["strategy"] == "predicted":  # a retrained predictor changes the fertilities
+            p = Path(fert["predictor"])
+            params["predictor_mtime"] = p.stat().st_mtime if p.exists() else None
+        _step(paths, label, params, say, lambda argv=argv: _cli(argv, "fertility cache"))

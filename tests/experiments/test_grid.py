@@ -1,0 +1,183 @@
+"""Grid files: structure checks with clear errors, the shipped grids, and config checks before any work."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from scanmt.cli.main import main
+from scanmt.experiments import runner
+from scanmt.experiments.grid import GridError, load_grid, normalize_overrides, select_systems
+
+REPO = Path(__file__).resolve().parents[2]
+GRIDS = REPO / "experiments"
+
+
+def write(tmp_path: Path, text: str, name: str = "grid.yaml") -> Path:
+    p = tmp_path / name
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+GOOD = """
+name: g
+systems:
+  - name: softmax
+    set: [model.attention.transform=softmax]
+  - name: cov
+    set: [model.attention.transform=softmax]
+    reuse_model: softmax
+    tune_penalties: true
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("name: [unclosed", "invalid YAML"),
+        ("- a\n- b\n", "expected a mapping"),
+        ("systems: [{name: a}]\n", "missing 'name'"),
+        ("name: g\nsystem: []\n", "unknown top-level key 'system'"),
+        ("name: g\nsystems: []\n", "'systems' must be a non-empty list"),
+        ("name: a/b\nsystems: [{name: s}]\n", "name: 'a/b': use letters, digits"),
+        ("name: g\nsystems: [{set: []}]\n", "systems[0]: missing 'name'"),
+        ("name: g\nsystems: [{name: s}, {name: s}]\n", "system 's' is listed twice"),
+        ("name: g\nsystems: [{name: s, sett: []}]\n", "system 's': unknown key 'sett'"),
+        ("name: g\nsystems: [{name: s, tune_penalties: 'yes'}]\n", "system 's': tune_penalties: expected true/false"),
+        ("name: g\nsystems: [{name: s, set: [model.emb_size]}]\n", "system 's': set: 'model.emb_size': expected key=value"),
+        ("name: g\nsystems: [{name: s, set: ['emb_size=3']}]\n", "is not a dotted config key"),
+        ("name: g\nsystems: [{name: s, set: model.emb_size=3}]\n", "expected a list of 'key=value' strings"),
+        ("name: g\nsystems: [{name: s, set: [data.dir=/x]}]\n", "data.dir is set by `scanmt experiment run` itself"),
+        ("name: g\nset: [train.seed=3]\nsystems: [{name: s}]\n", "train.seed is set by `scanmt experiment run` itself"),
+        ("name: g\nsystems: [{name: s, reuse_model: t}]\n", "reuse_model 't' is not a system of this grid"),
+        ("name: g\nsystems: [{name: s, reuse_model: s}]\n", "reuse_model names the system itself"),
+        ("name: g\nsystems: [{name: a}, {name: b, reuse_model: a}, {name: c, reuse_model: b}]\n",
+         "reuse_model 'b' itself reuses 'a'"),
+        ("name: g\nbaseline: nope\nsystems: [{name: s}]\n", "baseline 'nope' is not a system of this grid"),
+        ("name: g\nfigure: [s]\nsystems: [{name: s}]\n", "figure: expected two system names"),
+        ("name: g\nfigure: [s, t]\nsystems: [{name: s}]\n", "figure: 't' is not a system"),
+        ("name: g\nalign: {sampler: 1}\nsystems: [{name: s}]\n", "align: unknown option 'sampler'"),
+        ("name: g\nalign: {samplers: 1.5}\nsystems: [{name: s}]\n", "align.samplers: expected an integer"),
+    ],
+)
+def test_grid_errors_name_file_system_and_key(tmp_path, text, message):
+    path = write(tmp_path, text)
+    with pytest.raises(GridError) as exc:
+        load_grid(path)
+    assert message in str(exc.value)
+    assert str(path) in str(exc.value)
+
+
+def test_missing_grid_file(tmp_path):
+    with pytest.raises(GridError, match="grid file not found"):
+        load_grid(tmp_path / "nope.yaml")
+
+
+def test_good_grid_and_mapping_overrides(tmp_path):
+    g = load_grid(write(tmp_path, GOOD))
+    assert g.names == ["softmax", "cov"] and g.baseline_name == "softmax"
+    assert g.system("cov").reuse_model == "softmax" and g.system("cov").tune_penalties
+    assert g.system("softmax").label == "softmax"
+    assert [s.name for s in select_systems(g, ["cov"])] == ["softmax", "cov"]  # its model's system comes along
+    with pytest.raises(GridError, match="no system named 'x'"):
+        select_systems(g, ["x"])
+    assert normalize_overrides({"model.attention.transform": "csparsemax", "train.lr": 0.5, "x.y": "a: b"}, "set") == [
+        "model.attention.transform=csparsemax", "train.lr=0.5", 'x.y="a: b"']
+
+
+def test_shipped_grids():
+    t1 = load_grid(GRIDS / "table1.yaml")
+    assert t1.names == ["softmax", "softmax-covpenalty", "softmax-covvector", "sparsemax", "sparsemax-covpenalty",
+                        "sparsemax-covvector", "csoftmax", "csparsemax"]
+    assert [s.name for s in t1.systems if s.tune_penalties] == ["softmax-covpenalty", "sparsemax-covpenalty"]
+    assert t1.baseline_name == "softmax" and t1.figure == ["softmax", "csparsemax"]
+    t2 = load_grid(GRIDS / "table2.yaml")
+    assert len(t2.systems) == 5
+    # the same system in both grids, so one --out shares its runs
+    assert t2.system("csparsemax").set == t1.system("csparsemax").set and t2.set == t1.set
+    tiny = load_grid(GRIDS / "tiny.yaml")
+    assert tiny.names == ["softmax", "csparsemax"] and tiny.align_args()
+
+
+def dry_run(grid: Path, out: Path, *extra: str) -> list[str]:
+    return ["experiment", "run", str(grid), "--out", str(out), "--dry-run", "--set", "train.threads=1", *extra]
+
+
+def test_dry_run_checks_every_config_before_any_work(tmp_path, capsys):
+    out = tmp_path / "exp"
+    assert main(dry_run(GRIDS / "table1.yaml", out, "--seeds", "2")) == 0
+    text = capsys.readouterr().out
+    assert "8 systems x 2 seeds = 16 runs" in text
+    assert "softmax-covpenalty/seed2" in text and "model of softmax, tunes penalties" in text
+    assert "scanmt tune-penalties --model" in text and "--penalties" in text
+    assert "predictor: yes" in text  # csoftmax and csparsemax use predicted fertility
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("system_set", "message"),
+    [
+        ("[model.attention.transfom=softmax]", "unknown config key model.attention.transfom"),
+        ("[model.attention.transform=softmaxx]", "softmaxx"),
+        ("[model.attention.transform=csparsemax]", "csparsemax needs model.attention.fertility.strategy"),
+        ("[model.attention.transform=csparsemax, model.attention.fertility.strategy=actual]", "strategy=actual"),
+        ("[model.attention.fertility.strategy=constant]", "only applies to constrained transforms"),
+        ("[model.emb_size=abc]", "model.emb_size: expected an integer"),
+    ],
+)
+def test_bad_system_config_is_named(tmp_path, capsys, system_set, message):
+    grid = write(tmp_path, f"name: g\nsystems:\n  - name: ok\n  - name: bad\n    set: {system_set}\n")
+    assert main(dry_run(grid, tmp_path / "exp")) == 2
+    err = capsys.readouterr().err
+    assert message in err and "system 'bad'" in err and str(grid) in err
+    assert err.count("\n") == 1
+
+
+def test_reuse_model_must_match_outside_decode(tmp_path, capsys):
+    grid = write(tmp_path, """
+name: g
+systems:
+  - name: a
+  - name: b
+    reuse_model: a
+    set: [model.emb_size=64, decode.beam=2]
+""")
+    assert main(dry_run(grid, tmp_path / "exp")) == 2
+    assert "reuse_model 'a' was trained with model.emb_size=256 but this system sets model.emb_size=64" in \
+        capsys.readouterr().err
+
+
+def test_cli_set_cannot_override_runner_keys(tmp_path, capsys):
+    assert main(dry_run(GRIDS / "tiny.yaml", tmp_path / "exp", "--set", "data.dir=/elsewhere")) == 2
+    assert "--set: 'data.dir=/elsewhere': data.dir is set by `scanmt experiment run` itself" in capsys.readouterr().err
+
+
+def test_tuning_needs_the_command(tmp_path, capsys, monkeypatch):
+    real = runner.cli_options
+    monkeypatch.setattr(runner, "cli_options", lambda c: None if c == "tune-penalties" else real(c))
+    grid = write(tmp_path, GOOD)
+    assert main(dry_run(grid, tmp_path / "exp")) == 2
+    assert "system(s) cov set tune_penalties, but this installation has no `scanmt tune-penalties`" in \
+        capsys.readouterr().err
+    assert main(dry_run(grid, tmp_path / "exp", "--systems", "softmax")) == 0  # fine without the tuned system
+
+
+def test_run_made_with_another_config_is_not_mixed_in(tmp_path, capsys):
+    out = tmp_path / "exp"
+    d = out / "runs" / "softmax" / "seed1"
+    d.mkdir(parents=True)
+    assert main(dry_run(GRIDS / "tiny.yaml", out)) == 0
+    capsys.readouterr()
+    (d / "spec.json").write_text(json.dumps({"config": {"model": {"emb_size": 8}}, "model_from": None}))
+    assert main(dry_run(GRIDS / "tiny.yaml", out)) == 2
+    err = capsys.readouterr().err
+    assert f"{d} was made with data.batch_tokens=None but the grid now gives data.batch_tokens=3000 (and" in err
+    assert "use another --out, or delete them" in err
+
+
+def test_reuse_model_listed_before_its_model(tmp_path, capsys):
+    grid = write(tmp_path, "name: g\nsystems:\n  - {name: cov, reuse_model: base, tune_penalties: true}\n  - {name: base}\n")
+    assert main(dry_run(grid, tmp_path / "exp")) == 0
+    assert "cov/seed1" in capsys.readouterr().out

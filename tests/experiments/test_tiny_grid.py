@@ -1,0 +1,168 @@
+"""The tiny grid end to end on a real Multi30k subset: run, kill, resume, skip, report.
+
+One test, in steps that build on each other (about a minute on one core):
+
+1. ``scanmt experiment run experiments/tiny.yaml`` in a subprocess, killed (SIGKILL, with its worker)
+   as soon as the first run has written a checkpoint;
+2. the same command again resumes that run's training and finishes both runs;
+3. once more: every run is skipped, every shared step reused;
+4. ``scanmt experiment report``: the Markdown table has both systems, the attention map is a small PNG;
+5. a second grid into the same directory reuses the finished softmax run and tunes CovPenalty's
+   alpha and beta on validation, with two workers (the tuned run waits for its model).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from scanmt.cli.main import main
+
+REPO = Path(__file__).resolve().parents[2]
+TINY = REPO / "experiments" / "tiny.yaml"
+
+# a tiny model that trains in seconds on one thread and still repeats words (for the figure)
+SETS = [
+    "train.threads=1", "model.emb_size=32", "model.hidden_size=32", "model.dropout=0.1", "train.max_steps=200",
+    "train.checkpoint_every=50", "train.valid_every=100", "train.lr=0.005", "train.label_smoothing=0.0",
+    "data.batch_tokens=600", "data.valid_limit=50", "decode.beam=3",
+]
+PREDICTOR_SETS = ["train.max_steps=30", "data.batch_tokens=800"]
+
+
+def run_argv(grid: Path, data: Path, out: Path, *extra: str) -> list[str]:
+    argv = ["experiment", "run", str(grid), "--data", str(data), "--out", str(out), "--preset", "cpu-small"]
+    for s in SETS:
+        argv += ["--set", s]
+    for s in PREDICTOR_SETS:
+        argv += ["--predictor-set", s]
+    return argv + list(extra)
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    head = path.read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n" and head[12:16] == b"IHDR", f"{path} is not a PNG"
+    return struct.unpack(">II", head[16:24])
+
+
+def kill_when(proc: subprocess.Popen, ready: Path, timeout: float) -> None:
+    """SIGKILL the process group of ``proc`` as soon as ``ready`` exists."""
+    t0 = time.time()
+    while not ready.exists():
+        if proc.poll() is not None:
+            pytest.fail(f"the grid ended (exit {proc.returncode}) before {ready} appeared")
+        if time.time() - t0 > timeout:
+            os.killpg(proc.pid, signal.SIGKILL)
+            pytest.fail(f"{ready} did not appear within {timeout:.0f} s")
+        time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+@pytest.mark.slow
+def test_tiny_grid_end_to_end(small_data_dir, tmp_path, capsys):
+    out = tmp_path / "exp"
+    argv = run_argv(TINY, small_data_dir, out)
+    softmax = out / "runs" / "softmax" / "seed1"
+    csparsemax = out / "runs" / "csparsemax" / "seed1"
+
+    # 1. start the grid and kill it (and its worker) once softmax has a checkpoint
+    with open(tmp_path / "first.log", "wb") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "scanmt", *argv], stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        kill_when(proc, softmax / "last.pt", timeout=150)
+    assert (out / "shared" / ".done" / "predictor.json").exists()  # shared work finished before the runs
+    assert not (softmax / "DONE").exists() and not (softmax / ".stages" / "train.done").exists()
+
+    # 2. rerun: softmax resumes its training from last.pt, both runs finish
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "[shared] align: done before, reused" in text and "[shared] predictor: done before, reused" in text
+    assert "start softmax/seed1 (cpu, 1 thread, resuming training from last.pt)" in text
+    assert "resumed from step" in (softmax / "log.txt").read_text(encoding="utf-8")
+    for run in (softmax, csparsemax):
+        assert (run / "DONE").exists()
+        m = json.loads((run / "metrics.json").read_text(encoding="utf-8"))
+        for key in ("bleu", "sacrebleu", "meteor", "rep", "drop"):
+            assert isinstance(m[key], float) and m[key] >= 0, key
+        assert m["train"]["steps"] == 200 and m["sentences"] == 100
+        assert 0 <= m["attention"]["zero_fraction"] <= 1
+        for name in ("config.yaml", "best.pt", "last.pt", "metrics.csv", "test.hyp.en", "test.hyp.tok.en",
+                     "test.attn.npz", "eval.json", "command.txt"):
+            assert (run / name).exists(), f"{run / name} missing"
+        cmd = (run / "command.txt").read_text(encoding="utf-8")
+        assert "# git commit: " in cmd and "scanmt experiment run " in cmd and "scanmt train --config " in cmd
+    assert json.loads((csparsemax / "metrics.json").read_text())["attention"]["zero_fraction"] > 0  # sparse
+    assert "system" in text and "softmax" in text.split("summary:")[1]
+
+    # 3. a third time: nothing left to do
+    t0 = time.time()
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "skip  softmax/seed1: done before" in text and "skip  csparsemax/seed1: done before" in text
+    assert "start " not in text and time.time() - t0 < 30
+
+    # 4. the report
+    docs = tmp_path / "docs"
+    assert main(["experiment", "report", str(out), "--out", str(docs)]) == 0
+    capsys.readouterr()
+    md = (docs / "experiments-tiny.md").read_text(encoding="utf-8")
+    rows = [ln for ln in md.splitlines() if ln.startswith("| softmax |") or ln.startswith("| csparsemax (c = 0.2) |")]
+    assert len(rows) >= 2 and "baseline" in rows[0] and "[commands](#cmd-csparsemax)" in md
+    assert "| system | BLEU | METEOR | REP | DROP |" in md and "**" in md
+    pngs = sorted((docs / "experiments-tiny").glob("*.png"))
+    assert pngs, "no attention map: softmax repeated no word?"
+    for p in pngs:
+        w, h = png_size(p)
+        assert w > 100 and h > 50 and p.stat().st_size <= 150_000
+        assert f"(experiments-tiny/{p.name})" in md
+    assert "None: every requested run finished." in md
+
+    # 5. another grid into the same directory: softmax reused, CovPenalty tuned on validation
+    raw = yaml.safe_load(TINY.read_text(encoding="utf-8"))
+    soft = next(s for s in raw["systems"] if s["name"] == "softmax")
+    raw["name"] = "tuned"
+    raw["figure"] = []
+    raw["systems"] = [soft, {"name": "softmax-covpenalty", "label": "softmax + CovPenalty", "set": soft["set"],
+                             "reuse_model": "softmax", "tune_penalties": True}]
+    grid2 = tmp_path / "tuned.yaml"
+    grid2.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    assert main(run_argv(grid2, small_data_dir, out, "--workers", "2")) == 0
+    text = capsys.readouterr().out
+    assert "skip  softmax/seed1: done before" in text and "done  softmax-covpenalty/seed1" in text
+    tuned = out / "runs" / "softmax-covpenalty" / "seed1"
+    m = json.loads((tuned / "metrics.json").read_text(encoding="utf-8"))
+    assert m["model_from"] == str(softmax) and not (tuned / "best.pt").exists()
+    assert set(m["penalties"]) >= {"length_alpha", "coverage_beta"}
+    assert "--penalties" in (tuned / "command.txt").read_text(encoding="utf-8")
+    assert main(["experiment", "report", str(out), "--out", str(docs), "--grid", "tuned", "--figures", "0"]) == 0
+    md2 = (docs / "experiments-tuned.md").read_text(encoding="utf-8")
+    assert "| softmax + CovPenalty |" in md2 and (docs / "experiments-tiny.md").exists()
+
+
+def test_report_aggregation_and_sentence_choice():
+    """Mean ± sample std over seeds, best-of-column per direction, and the Figure-2 sentence choice."""
+    from scanmt.experiments.report import SystemResults, Texts, best_means, choose_sentences, fmt, md_escape
+
+    assert fmt([]) == "–" and fmt([30.0]) == "30.00" and fmt([29.0, 31.0]) == "30.00 ± 1.41"
+    a = SystemResults("a", "a", runs=[{"seed": 1, "bleu": 30.0, "meteor": 1.0, "rep": 2.0, "drop": 5.0, "sacrebleu": 1.0},
+                                      {"seed": 2, "bleu": 32.0, "meteor": 1.0, "rep": 4.0, "drop": 5.0, "sacrebleu": 1.0}])
+    b = SystemResults("b", "b", runs=[{"seed": 1, "bleu": 30.5, "meteor": 2.0, "rep": 1.0, "drop": 6.0, "sacrebleu": 2.0}])
+    assert best_means([a, b]) == {"bleu": "31.00", "meteor": "2.00", "rep": "1.00", "drop": "5.00", "sacrebleu": "2.00"}
+    texts = Texts(src=["x y", "x y z", "a b c d e f", "x"], ref=[""] * 4,
+                  ref_tok=["the dog runs", "a cat", "a man", "hi"], tgt_lang="en")
+    base = ["the dog dog runs", "a cat cat cat", "a man man", "hi"]
+    other = ["the dog runs", "a cat cat cat", "a man", "hi"]
+    # sentences 0 and 1 repeat; 0 is fixed by the other system, so it comes first; 2 has too long a source
+    assert choose_sentences(base, other, texts, 5, max_src_words=3) == [0, 1]
+    assert choose_sentences(base, other, texts, 5, max_src_words=3, src_tokens=[9, 2, 2, 2], max_src_tokens=4) == [1]
+    assert md_escape("a | b *c* <s>") == "a \\| b \\*c\\* &lt;s&gt;"
