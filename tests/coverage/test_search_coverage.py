@@ -56,7 +56,7 @@ def _forced(m, src, n, fert, b, tokens):
 
 # ------------------------------------------------------------------ reindexing
 def test_state_and_encoder_reindexing_moves_coverage():
-    st = DecoderState(torch.zeros(3, 1, 2), torch.zeros(3, 1, 2), torch.zeros(3, 2), torch.arange(3.0).view(3, 1),
+    st = DecoderState((torch.zeros(3, 2),), (torch.zeros(3, 2),), torch.zeros(3, 2), torch.arange(3.0).view(3, 1),
                       cov=torch.arange(3.0).view(3, 1, 1))
     idx = torch.tensor([2, 2, 0])
     r = st.index_select(idx)
@@ -74,10 +74,17 @@ def test_every_finished_hypothesis_matches_forced_decoding(cov, dim, monkeypatch
     early, has exactly the attention and log P that teacher forcing of its tokens gives."""
     transform = dim if isinstance(dim, str) else "softmax"
     dim = 1 if isinstance(dim, str) else dim
-    eos_bias = 0.5 if transform == "csparsemax" else 1.0  # chosen so that lengths vary (see the last assert)
-    m = _model(cov, dim, transform=transform, score="mlp" if cov == "nn" else "general", eos_bias=eos_bias, peaky=True)
-    src, n, fert = _src()
-    enc, state = m.encode(src, n, _fert(m, fert))
+    # an </s> bias that makes hypotheses finish at different lengths (the point of the test)
+    for eos_bias in (1.0, 0.5, 0.0, 1.5, -0.5, 2.0, -1.0):
+        m = _model(cov, dim, transform=transform, score="mlp" if cov == "nn" else "general", eos_bias=eos_bias, peaky=True)
+        src, n, fert = _src()
+        enc, state = m.encode(src, n, _fert(m, fert))
+        nbest = beam_search_encoded(m, enc, state, n, beam=4, max_len_a=2.0, max_len_b=4)
+        lengths = {len(h.tokens) for hyps in nbest for h in hyps}
+        if min(lengths) < max(lengths) and max(lengths) >= 3:
+            break
+    else:
+        pytest.fail(f"no </s> bias gave early finishes (lengths {sorted(lengths)})")
     reorders = []
     orig = DecoderState.index_select
 

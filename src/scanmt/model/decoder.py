@@ -19,6 +19,7 @@ from torch import nn
 
 from scanmt.model.attention import Attention
 from scanmt.model.coverage import Coverage
+from scanmt.model.lstm import InputFeedLSTM
 
 
 @dataclass
@@ -26,15 +27,15 @@ class DecoderState:
     """Per-hypothesis decoder state; every tensor has the batch (or beam) dimension first.
 
     Attributes:
-        h, c: ``[B, layers, H]`` LSTM states.
+        h, c: per-layer ``[B, H]`` LSTM states.
         feed: ``[B, H]`` previous attentional state h~ (input feeding).
         beta: ``[B, S]`` cumulative attention over source positions (fertility bounds,
             coverage penalty).
         cov: ``[B, S, d]`` coverage state of a CovVector model, or None without one.
     """
 
-    h: torch.Tensor
-    c: torch.Tensor
+    h: tuple[torch.Tensor, ...]
+    c: tuple[torch.Tensor, ...]
     feed: torch.Tensor
     beta: torch.Tensor
     cov: torch.Tensor | None = None
@@ -44,8 +45,12 @@ class DecoderState:
         return replace(self, **{f.name: _select(getattr(self, f.name), idx) for f in fields(self)})
 
 
-def _select(t: torch.Tensor | None, idx: torch.Tensor) -> torch.Tensor | None:
-    return None if t is None else t.index_select(0, idx)
+def _select(t, idx: torch.Tensor):
+    if t is None:
+        return None
+    if isinstance(t, tuple):
+        return tuple(x.index_select(0, idx) for x in t)
+    return t.index_select(0, idx)
 
 
 @dataclass
@@ -87,9 +92,7 @@ class Decoder(nn.Module):
         self.emb = emb
         self.hidden_size = hidden_size
         self.layers = layers
-        self.cells = nn.ModuleList(
-            [nn.LSTMCell((emb.embedding_dim + hidden_size) if i == 0 else hidden_size, hidden_size) for i in range(layers)]
-        )
+        self.rnn = InputFeedLSTM(emb.embedding_dim, hidden_size, hidden_size, layers, dropout)
         self.attention = attention
         #: the CovVector model (None: no parameters, state dicts as without coverage)
         self.coverage = coverage
@@ -101,31 +104,38 @@ class Decoder(nn.Module):
         h, c = final
         B, S = enc.mask.shape
         return DecoderState(
-            h=h.transpose(0, 1).contiguous(),
-            c=c.transpose(0, 1).contiguous(),
+            h=tuple(h.unbind(0)),
+            c=tuple(c.unbind(0)),
             feed=enc.memory.new_zeros(B, self.hidden_size),
             beta=enc.memory.new_zeros(B, S),
             cov=self.coverage.init(enc.memory) if self.coverage is not None else None,
         )
 
+    def input_gates(self, y_emb: torch.Tensor) -> torch.Tensor:
+        """``[..., E]`` embeddings -> first-layer input gates ``[..., 4H]`` (precomputable for all steps)."""
+        return self.rnn.project_input(y_emb)
+
     def step(
-        self, y_emb: torch.Tensor, state: DecoderState, enc: EncoderOutput
+        self,
+        y_emb: torch.Tensor | None,
+        state: DecoderState,
+        enc: EncoderOutput,
+        *,
+        y_gates: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, DecoderState]:
         """One step.
 
         Args:
-            y_emb: ``[B, E]`` embedding of the previous output word.
+            y_emb: ``[B, E]`` embedding of the previous output word (or None with ``y_gates``).
+            y_gates: ``[B, 4H]`` = ``input_gates(y_emb)``, when precomputed for all steps.
 
         Returns:
             ``h~ [B, H]``, attention ``[B, S]`` and the new state.
         """
-        x = torch.cat([y_emb, state.feed], dim=1)
-        hs, cs = [], []
-        for i, cell in enumerate(self.cells):
-            h_i, c_i = cell(x, (state.h[:, i], state.c[:, i]))
-            hs.append(h_i)
-            cs.append(c_i)
-            x = self.dropout(h_i) if i + 1 < self.layers else h_i
+        if y_gates is None:
+            y_gates = self.input_gates(y_emb)
+        hs, cs = self.rnn(y_gates, state.feed, state.h, state.c)
+        x = hs[-1]
         bounds = None
         if enc.fertility is not None:
             bounds = (enc.fertility - state.beta).clamp_min(0.0)
@@ -136,5 +146,5 @@ class Decoder(nn.Module):
         if self.coverage is not None:
             cov = self.coverage.update(state.cov, alpha, enc.coverage, x, enc.mask)
         h_tilde = self.dropout(torch.tanh(self.W_c(torch.cat([ctx, x], dim=1))))
-        new = DecoderState(torch.stack(hs, 1), torch.stack(cs, 1), h_tilde, state.beta + alpha, cov)
+        new = DecoderState(hs, cs, h_tilde, state.beta + alpha, cov)
         return h_tilde, alpha, new

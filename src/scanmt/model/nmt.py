@@ -126,10 +126,10 @@ class NMTModel(nn.Module):
     ) -> ForwardOutput:
         """Teacher forcing: ``tgt_in [B, T]`` (``<s> y_1 .. y_n``) -> logits ``[B, T, V]``."""
         enc, state = self.encode(src, src_len, fertility)
-        emb = self.decoder.dropout(self.decoder.emb(tgt_in))
+        gates = self.decoder.input_gates(self.decoder.dropout(self.decoder.emb(tgt_in)))  # [B, T, 4H], all steps at once
         outs, attns = [], []
         for t in range(tgt_in.size(1)):
-            h_tilde, alpha, state = self.decoder.step(emb[:, t], state, enc)
+            h_tilde, alpha, state = self.decoder.step(None, state, enc, y_gates=gates[:, t])
             outs.append(h_tilde)
             attns.append(alpha)
         hidden = torch.stack(outs, dim=1)
