@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import random
 import time
 from dataclasses import dataclass, field
@@ -34,6 +35,15 @@ from scanmt.training.logger import MetricLogger
 from scanmt.training.optim import build_optimizer, epoch_lr, set_lr
 
 log = logging.getLogger("scanmt.train")
+
+
+def resident_mb() -> float:
+    """Resident memory of this process in MiB (0 where /proc is unavailable)."""
+    try:
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):
+        return 0.0
 
 
 class Task(Protocol):
@@ -223,6 +233,7 @@ class TrainLoop:
                     rate = tot_units / max(time.time() - win_t, 1e-9)
                     vals = {"train/loss": tot_loss / max(tot_units, 1), f"train/{self.unit}_per_s": rate, "train/lr": p.lr}
                     vals["train/ppl"] = math.exp(min(vals["train/loss"], 50.0))
+                    vals["train/rss_mb"] = resident_mb()
                     bar.set_postfix(loss=f"{vals['train/loss']:.3f}", **{f"{self.unit}/s": f"{rate:.0f}"}, lr=f"{p.lr:g}")
                     self.logger.log(p.step, vals)
                     win_units, win_loss, win_t = 0, 0.0, time.time()
