@@ -1,0 +1,297 @@
+"""Benchmark scanmt.ops: forward + backward time per call, side by side in one run.
+
+    python benchmarks/ops.py            # the full table (about a minute)
+    python benchmarks/ops.py --quick    # fewer repetitions (a few seconds)
+
+For each shape (rows x J) and each transform it times ``p = op(z, u)`` followed by
+``p.backward(g)`` in float32 on the CPU, with gradients to ``z`` and (for the
+constrained ops) ``u``, and validation on (the default).  Reported: the median
+over repetitions of the mean time of a block of calls, and the ratios to
+``torch.softmax`` and to ``entmax.sparsemax`` measured in the same run (entmax is
+an optional benchmark extra: ``pip install entmax``; without it that column is
+skipped).  ``numpy-loop`` is a per-row NumPy implementation of csparsemax in the
+style of the paper's original code: copy to NumPy, loop over rows, solve each
+row, copy back, and the same for the backward pass.
+
+Inputs: ``z ~ N(0, 1)``.  Bounds ``u`` come from one of two regimes:
+
+* ``nmt`` (default): a decoder step, ``u = max(f - beta, 0)`` with fertilities
+  ``f`` in {1, 2, 3} and cumulative attention ``beta = f * U(0, 1.05)`` (about
+  5% of the words exhausted, ``u = 0``), and a ``<sink>`` column ``u = +inf``;
+* ``tight``: ``u ~ U(0, 3 / J)``: the bounds sum to 1.5 on average and bind on
+  most of the support (a hard case for the constrained ops).
+
+By default PyTorch runs with one thread (``--threads``) so that the numbers do
+not depend on what else runs on the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import time
+from typing import Callable, Dict, List, Optional, Tuple
+
+import numpy as np
+import torch
+
+try:
+    import scanmt.ops as sops
+except ImportError:  # run from a checkout without installing
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
+    import scanmt.ops as sops
+
+try:
+    import entmax  # type: ignore
+except ImportError:  # optional benchmark extra
+    entmax = None
+
+SHAPES: Tuple[Tuple[int, int], ...] = ((64, 20), (2048, 50), (256, 512), (16, 4096))
+
+
+# ----------------------------------------------------------------------------
+# inputs
+# ----------------------------------------------------------------------------
+
+
+def make_inputs(rows: int, J: int, regime: str, seed: int = 0) -> Tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    z = torch.randn(rows, J, generator=g)
+    if regime == "nmt":
+        f = torch.randint(1, 4, (rows, J), generator=g).float()
+        beta = f * torch.rand(rows, J, generator=g) * 1.05
+        u = (f - beta).clamp(min=0.0)
+        u[:, -1] = float("inf")
+    elif regime == "tight":
+        u = torch.rand(rows, J, generator=g) * (3.0 / J)
+        # keep every row feasible: the bounds must sum to at least 1
+        short = u.sum(-1, keepdim=True) < 1.05
+        u = torch.where(short, u * (1.05 / u.sum(-1, keepdim=True)), u)
+    else:
+        raise ValueError(f"unknown regime {regime!r}")
+    return z, u
+
+
+# ----------------------------------------------------------------------------
+# per-row NumPy loop in the style of the original implementation
+# ----------------------------------------------------------------------------
+
+
+def _np_csparsemax_row(z: np.ndarray, u: np.ndarray) -> Tuple[np.ndarray, float]:
+    """One row, as the original code does it: in float64, sort the lower and the
+    upper breakpoints, merge them in a Python loop until the linear piece that
+    holds the threshold is found, then set each entry.  O(J log J) plus O(J)
+    Python steps."""
+    z = z.astype(np.float64)
+    u = np.minimum(u.astype(np.float64), 1.0)
+    lower, upper = z - u, z  # p_j = u_j below z_j - u_j, z_j - tau in between, 0 above z_j
+    order_l, order_u = np.argsort(lower), np.argsort(upper)
+    J = z.size
+    # sweep tau upwards: start with every entry at its bound u, free entries enter at
+    # their lower breakpoint and leave at their upper one
+    capped_sum, free_sum, n_free = float(u.sum()), 0.0, 0
+    i = k = 0
+    tau = float(lower[order_l[0]])
+    while i < J or k < J:
+        nxt_l = lower[order_l[i]] if i < J else np.inf
+        nxt_u = upper[order_u[k]] if k < J else np.inf
+        nxt = min(nxt_l, nxt_u)
+        if n_free:
+            # on this piece sum(p) = capped_sum + free_sum - n_free * tau
+            root = (capped_sum + free_sum - 1.0) / n_free
+            if root <= nxt:
+                tau = root
+                break
+        elif capped_sum <= 1.0:
+            tau = nxt if capped_sum < 1.0 else tau
+            if capped_sum == 1.0:
+                break
+        tau = nxt
+        if nxt_l <= nxt_u:
+            j = order_l[i]
+            capped_sum -= u[j]
+            free_sum += z[j]
+            n_free += 1
+            i += 1
+        else:
+            j = order_u[k]
+            free_sum -= z[j]
+            n_free -= 1
+            k += 1
+    p = np.empty(J)
+    for j in range(J):
+        p[j] = min(max(z[j] - tau, 0.0), u[j])
+    return p, tau
+
+
+class NumpyLoopCSparsemax(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, z, u):  # type: ignore[override]
+        zn, un = z.detach().cpu().numpy(), u.detach().cpu().numpy()
+        p = np.empty(zn.shape)
+        taus = np.empty(zn.shape[0])
+        for i in range(zn.shape[0]):
+            p[i], taus[i] = _np_csparsemax_row(zn[i], un[i])
+        ctx.save_for_backward(z, u)
+        ctx.taus = taus
+        return torch.from_numpy(p).to(z.dtype).to(z.device)
+
+    @staticmethod
+    def backward(ctx, g):  # type: ignore[override]
+        z, u = ctx.saved_tensors
+        zn, un, gn = (t.detach().cpu().numpy().astype(np.float64) for t in (z, u, g))
+        dz, du = np.zeros_like(zn), np.zeros_like(un)
+        for i in range(zn.shape[0]):
+            x = zn[i] - ctx.taus[i]
+            free = (x > 0) & (x < un[i])
+            capped = (x > 0) & ~free
+            m = gn[i][free].mean() if free.any() else 0.0
+            dz[i][free] = gn[i][free] - m
+            du[i][capped] = gn[i][capped] - m
+        return torch.from_numpy(dz).to(z), torch.from_numpy(du).to(u)
+
+
+# ----------------------------------------------------------------------------
+# timing
+# ----------------------------------------------------------------------------
+
+
+def _runner(fn: Callable, z: torch.Tensor, u: Optional[torch.Tensor]) -> Callable[[], None]:
+    grad = torch.randn_like(z)
+    zz = z.clone().requires_grad_()
+    uu = None if u is None else u.clone().requires_grad_()
+
+    def call() -> None:
+        zz.grad = None
+        if uu is not None:
+            uu.grad = None
+        fn(zz, uu).backward(grad)
+
+    return call
+
+
+def time_interleaved(calls: Dict[str, Callable[[], None]], reps: int, budget: float) -> Dict[str, float]:
+    """Median seconds per call for each entry, measured in interleaved rounds.
+
+    Every round times one block of calls of each candidate in turn, so a change
+    in machine load affects all of them alike; the ratios come from the same run.
+    """
+    blocks: Dict[str, int] = {}
+    for name, call in calls.items():
+        for _ in range(2):
+            call()
+        t0 = time.perf_counter()
+        call()
+        blocks[name] = max(1, int(budget / max(time.perf_counter() - t0, 1e-7)))
+    samples: Dict[str, List[float]] = {name: [] for name in calls}
+    for _ in range(reps):
+        for name, call in calls.items():
+            n = blocks[name]
+            t0 = time.perf_counter()
+            for _ in range(n):
+                call()
+            samples[name].append((time.perf_counter() - t0) / n)
+    return {name: statistics.median(v) for name, v in samples.items()}
+
+
+def candidates() -> Dict[str, Tuple[Callable, bool]]:
+    """name -> (fn(z, u), uses_u)."""
+    c: Dict[str, Tuple[Callable, bool]] = {
+        "torch.softmax": (lambda z, u: torch.softmax(z, -1), False),
+    }
+    if entmax is not None:
+        c["entmax.sparsemax"] = (lambda z, u: entmax.sparsemax(z, -1), False)
+    c.update(
+        {
+            "softmax": (lambda z, u: sops.softmax(z), False),
+            "sparsemax": (lambda z, u: sops.sparsemax(z), False),
+            "csoftmax": (lambda z, u: sops.csoftmax(z, u), True),
+            "csparsemax": (lambda z, u: sops.csparsemax(z, u), True),
+            "numpy-loop": (lambda z, u: NumpyLoopCSparsemax.apply(z, u), True),
+        }
+    )
+    return c
+
+
+def run(regime: str, reps: int, budget: float, shapes=SHAPES) -> List[Dict[str, object]]:
+    results = []
+    for rows, J in shapes:
+        z, u = make_inputs(rows, J, regime)
+        calls = {name: _runner(fn, z, u if uses_u else None) for name, (fn, uses_u) in candidates().items()}
+        loop = calls.pop("numpy-loop")
+        times = time_interleaved(calls, reps, budget)
+        times["numpy-loop"] = time_interleaved({"numpy-loop": loop}, max(3, reps // 3), budget)["numpy-loop"]
+        results.append({"shape": (rows, J), "times": times})
+    return results
+
+
+def table(results: List[Dict[str, object]], regime: str) -> str:
+    ours = ["softmax", "sparsemax", "csoftmax", "csparsemax"]
+    lines = [
+        f"u regime: {regime}",
+        "",
+        "| shape (rows x J) | op | fwd+bwd (us) | / torch.softmax | / entmax.sparsemax | numpy-loop / op |",
+        "| --- | --- | ---: | ---: | ---: | ---: |",
+    ]
+    for res in results:
+        t = res["times"]  # type: ignore[index]
+        rows, J = res["shape"]  # type: ignore[misc]
+        shape = f"{rows} x {J}"
+        names = ["torch.softmax"] + (["entmax.sparsemax"] if "entmax.sparsemax" in t else []) + ours + ["numpy-loop"]
+        for name in names:
+            sec = t[name]
+            r_sm = sec / t["torch.softmax"]
+            r_em = f"{sec / t['entmax.sparsemax']:.2f}" if "entmax.sparsemax" in t else "n/a"
+            speedup = f"{t['numpy-loop'] / sec:.0f}x" if name in ours else ""
+            lines.append(f"| {shape} | {name} | {sec * 1e6:.1f} | {r_sm:.2f} | {r_em} | {speedup} |")
+    return "\n".join(lines)
+
+
+def bars(results: List[Dict[str, object]]) -> str:
+    """The issue's speed bars, checked against this run."""
+    lines = []
+    for res in results:
+        t = res["times"]  # type: ignore[index]
+        rows, J = res["shape"]  # type: ignore[misc]
+        if "entmax.sparsemax" in t:
+            em = t["entmax.sparsemax"]
+            for op, bar in (("sparsemax", 1.0), ("csoftmax", 1.5), ("csparsemax", 1.5)):
+                r = t[op] / em
+                lines.append(f"{'ok  ' if r <= bar else 'MISS'} {rows} x {J}: {op} / entmax.sparsemax = {r:.2f} (bar {bar})")
+        if (rows, J) == (2048, 50):
+            for op in ("softmax", "sparsemax", "csoftmax", "csparsemax"):
+                r = t["numpy-loop"] / t[op]
+                lines.append(f"{'ok  ' if r >= 100 else 'MISS'} {rows} x {J}: numpy-loop / {op} = {r:.0f}x (bar 100x)")
+    return "\n".join(lines)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="fewer and shorter repetitions")
+    ap.add_argument("--regime", choices=["nmt", "tight", "both"], default="both")
+    ap.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (default 1)")
+    args = ap.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    reps, budget = (5, 0.01) if args.quick else (15, 0.03)
+    print(
+        f"# torch {torch.__version__}, numpy {np.__version__}, "
+        f"entmax {getattr(entmax, '__version__', 'not installed')}, threads {torch.get_num_threads()}, "
+        f"{platform.processor() or platform.machine()}, python {platform.python_version()}"
+    )
+    if entmax is None:
+        print("# entmax is not installed (pip install entmax): skipping the entmax.sparsemax column")
+    regimes = ["nmt", "tight"] if args.regime == "both" else [args.regime]
+    for regime in regimes:
+        results = run(regime, reps, budget)
+        print()
+        print(table(results, regime))
+        print()
+        print(bars(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,248 @@
+"""csoftmax: softmax with upper bounds (Martins and Kreutzer, 2017).
+
+``csoftmax(z, u) = argmin KL(p || softmax(z))  s.t.  p in simplex, p <= u``.
+
+The KKT conditions give ``p_j = min(u_j, exp(z_j) / Z)`` where, with ``A`` the
+set of entries strictly below their bound,
+``Z = sum_{j in A} exp(z_j) / (1 - sum_{j not in A} u_j)``.  An entry is capped
+iff its key ``z_j - log u_j`` is at least ``t = log Z``, so the capped set is a
+prefix of the entries sorted by key (``u_j = 0`` first; ``u_j >= 1`` never binds,
+so ``u`` is read as ``min(u, 1)`` and ``+inf`` is allowed).  ``t`` is found
+exactly, on ``z - max(z)``, by one of three algorithms (the choice is speed):
+
+* ``_logz_dense`` (small CPU inputs): ``sum_j min(u_j, exp(z_j - t))`` at every
+  key at once (``O(J^2)`` per row); the smallest key where it drops below 1
+  splits capped from free entries and ``t`` follows in closed form.
+* ``_logz_iter`` (larger CPU inputs; no sort): the greedy capping of Martins and
+  Kreutzer.  Compute ``Z`` from the uncapped entries and the remaining budget,
+  cap every entry with ``exp(z_j) / Z > u_j``, repeat until none violates.
+  Capping violators can only lower ``Z``, so a capped entry stays capped and the
+  loop ends (in at most J rounds; 1 to 6 on random data) at the KKT point.  Rows
+  not settled after ``MAX_ROUNDS`` rounds are finished with the sort.
+* ``_logz_sort`` (other devices, and the fallback): sort by key, take the prefix
+  sums of ``u`` and the suffix ``logcumsumexp`` of ``z``, and count the sorted
+  entries that violate their bound when all before them are capped (a monotone
+  test); no data-dependent control flow, hence no host synchronisation.
+
+The first two work with ``exp(z - max z)``.  Where the mass sits far below a
+capped maximum (``t < -8`` in float32, e.g. ``|z| ~ 1e4``), ``z - max(z)`` rounds
+too coarsely and underflows; the *polish* re-centres at ``r = max(z) + t``, where
+the entries that carry mass are exact, and corrects ``t`` in closed form from the
+capped and free sets found there.  The sort path always polishes.
+
+Backward (Martins and Kreutzer, 2017; the talk states it):
+``m = sum_{A} p_j dp_j / sum_{A} p_j``, ``dz = 1[A] p (dp - m)`` and
+``du = 1[not A] (dp - m)`` over unmasked entries (``m = 0`` if ``A`` carries no
+mass); ``A`` is read from ``p < u`` with the caller's ``u``, so a bound above 1
+is never counted as binding.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+from . import _checks
+
+#: Capping rounds before the remaining rows are finished with the sort.
+MAX_ROUNDS = 20
+#: CPU inputs with ``rows * J * J`` at most this use ``_logz_dense``.
+DENSE_MAX_WORK = 1 << 16
+#: Larger CPU inputs with at least this many elements use the greedy capping.
+ITER_MIN_NUMEL = 0
+
+
+def _logz_sort(zs: Tensor, uc: Tensor) -> Tensor:
+    """Exact ``log Z`` per row by sorting.
+
+    ``zs``: ``[R, J]`` shifted scores (``-inf`` = unusable); ``uc``: bounds in
+    ``[0, 1]`` (0 where unusable).  Rows must satisfy ``sum(uc) > 1``.
+    """
+    R, J = zs.shape
+    ninf = torch.full((), float("-inf"), dtype=zs.dtype, device=zs.device)
+    key = zs - torch.log(uc)  # u = 0 -> +inf (capped first); unusable -> -inf (never)
+    key = torch.where(zs > float("-inf"), key, ninf)
+    ks, idx = torch.sort(key, dim=-1, descending=True)
+    zsrt = zs.gather(-1, idx)
+    budget = 1.0 - uc.gather(-1, idx).cumsum(-1)  # budget after capping the first k+1
+    # lse over the sorted entries after position k (k + 1 capped)
+    tail = torch.logcumsumexp(zsrt.flip(-1), dim=-1).flip(-1)
+    after = torch.cat([tail[:, 1:], ninf.expand(R, 1)], -1)
+    # entry k is capped iff it still violates with entries 0..k capped
+    tiny = torch.finfo(zs.dtype).tiny
+    capped = (budget > 0) & (after - ks < torch.log(budget.clamp(min=tiny)))
+    c = capped.sum(-1, keepdim=True)  # number of capped entries (a prefix)
+    lse_all = torch.logsumexp(zs, -1, keepdim=True)
+    lse = torch.cat([lse_all, after], -1).gather(-1, c)
+    b = torch.cat([torch.ones((R, 1), dtype=zs.dtype, device=zs.device), budget], -1).gather(-1, c)
+    return lse - torch.log(b.clamp(min=tiny))
+
+
+def _logz_dense(zs: Tensor, uc: Tensor, k: _checks.Consts) -> Tensor:
+    """``log Z`` per row for small inputs: ``phi(t) = sum_j min(u_j, exp(z_j - t))`` is
+    evaluated at every candidate ``t = z_j - log u_j`` at once (``O(J^2)`` work per
+    row).  With ``hi`` the smallest candidate where ``phi < 1``, the entries with
+    ``z_j - log u_j >= hi`` are capped and the others free, and
+    ``log Z = log sum_free exp(z) - log(1 - sum_capped u)``.  Gives ``-inf`` where no
+    budget is left (``sum(u)`` within rounding of 1: ``p = u``) and ``nan`` where the
+    free mass underflows (the caller falls back to the iteration).
+    """
+    zc = torch.clamp(zs, min=k.fmin4)  # masked entries: finite, with u = 0
+    key = zc - torch.log(uc)  # u = 0 (and masked): +inf, capped from the start
+    phi = torch.minimum(torch.sub(zc.unsqueeze(2), key.unsqueeze(1)).exp_(), uc.unsqueeze(2)).sum(1)
+    hi = torch.where(torch.ge(phi, k.one), k.pinf, key).amin(-1, keepdim=True)
+    capped = torch.ge(key, hi, out=torch.empty_like(key))
+    e = torch.exp(zs)
+    free_mass = torch.addcmul(e, e, capped, value=-1.0).sum(-1, keepdim=True)
+    budget = (uc * capped).sum(-1, keepdim=True).neg_().add_(k.one)
+    t = torch.log(free_mass).sub_(torch.log(budget))
+    t = torch.where(torch.ge(free_mass, k.underflow), t, k.nan)
+    return torch.where(torch.gt(budget, k.zero), t, k.ninf)
+
+
+def _logz_iter(zs: Tensor, uc: Tensor, live: Tensor, k: _checks.Consts) -> Tensor:
+    """Exact ``log Z`` per row by greedy capping (see the module docstring).
+
+    Works with ``E = exp(z - max z)`` and float 0/1 masks only: entry ``j`` violates
+    its bound iff ``E_j * budget / S > u_j``, with ``S`` the sum of ``E`` over the
+    uncapped entries.  Rows where ``S`` underflows (every entry within ~70 of the
+    maximum is capped) are finished with the sort.  ``-inf`` where the budget is
+    used up (``sum(u)`` within rounding of 1: ``p = u``).
+    """
+    ec = torch.exp(zs).mul_(torch.sign(uc))  # u = 0 entries are capped from the start
+    budget = torch.ones((zs.shape[0], 1), dtype=zs.dtype, device=zs.device)
+    viol = torch.empty_like(zs)
+    for _ in range(MAX_ROUNDS):
+        s = ec.sum(-1, keepdim=True)
+        torch.gt(ec * (budget / s), uc, out=viol)
+        if not bool(viol.amax() > 0):
+            break
+        budget = budget - (uc * viol).sum(-1, keepdim=True)
+        ec.addcmul_(ec, viol, value=-1.0)
+    else:
+        s = ec.sum(-1, keepdim=True)
+        torch.gt(ec * (budget / s), uc, out=viol)
+    t = torch.where(torch.gt(budget, k.zero), torch.log(s) - torch.log(budget), k.ninf)
+    # rows not settled, or whose remaining mass underflowed: sort them
+    redo = torch.gt(viol.amax(-1, keepdim=True), k.zero).logical_or_(torch.lt(s, k.underflow))
+    redo = redo.logical_and_(live).reshape(-1)
+    if bool(redo.any()):
+        rows = redo.nonzero().reshape(-1)
+        t[rows] = _logz_sort(zs[rows], uc[rows])
+    return t
+
+
+def _polish(z2: Tensor, r: Tensor, b: _checks.Bounds, solved: Tensor, k: _checks.Consts) -> Tensor:
+    """``p`` from ``r``, an approximation of ``max(z) + log Z`` in the caller's frame.
+
+    ``zs = z - max(z)`` is rounded to ``ulp(max z - z)``, coarse for uncapped entries
+    far below a capped maximum (``|z| ~ 1e4`` in float32: a relative error of 1e-3
+    in ``p``).  At ``r`` the entries that carry mass are represented exactly; with
+    ``F`` the free entries there and ``C`` the capped ones, ``log Z`` is corrected in
+    closed form: ``sum_C u + exp(-d) sum_F exp(z - r) = 1``.
+    """
+    # free entries have q <= 1 (up to rounding): clamping q keeps q * 0 finite
+    q = torch.sub(z2, r).exp_().clamp_(max=k.two)
+    # compare with uv, not uc = min(u, 1): a bound above 1 never binds
+    free = _checks.gt_float(b.uv, q).mul_(solved)
+    s_all = torch.minimum(q, b.uc).sum(-1, keepdim=True)  # sum_F q + sum_C u
+    s_free = (q * free).sum(-1, keepdim=True)
+    scale = (k.one - s_all + s_free).clamp_(min=k.zero).div_(s_free.clamp(min=k.tiny)).clamp_(max=k.big)
+    # p = q * scale on free entries, u on capped ones: min(2 + free * (q * scale - 2), u)
+    return torch.minimum(q.mul_(scale).sub_(k.two).mul_(free).add_(k.two), b.uc)
+
+
+class CSoftmaxFunction(torch.autograd.Function):
+    """Autograd function for csoftmax on tensors already broadcast by the caller."""
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx, z: Tensor, u: Tensor, mask: Optional[Tensor], dim: int, validate: bool, out_dtype: torch.dtype
+    ) -> Tensor:
+        rows = _checks.Rows(z.shape, dim)
+        cdt = _checks.compute_dtype(z.dtype, u.dtype)
+        k = _checks.consts(cdt, z.device)
+        z2 = _checks.masked_scores(rows, z, mask, cdt)
+        zmax = z2.amax(-1, keepdim=True)
+        b = _checks.Bounds(z2, u, mask, rows, k, validate)
+        if validate:
+            _checks.raise_if_invalid("csoftmax", zmax, k, b)
+        live = torch.gt(b.usum, k.one)  # rows with sum(u) <= 1 (tight, fully masked) get p = u
+        zs = _checks.shift(z2, zmax, k)
+        R, J = zs.shape
+        method = _checks.choose_method(zs, max(R * J * J, 1), DENSE_MAX_WORK, ITER_MIN_NUMEL)
+        if method == "dense":
+            t = _logz_dense(zs, b.uc, k)
+        elif method == "iter":
+            t = _logz_iter(zs, b.uc, live, k)
+        else:
+            t = _logz_sort(zs, b.uc)
+        solved = torch.gt(t, k.ninf).logical_and_(live)
+        if method == "sort":
+            polish = True  # no data-dependent branch (no host synchronisation)
+        else:
+            # exact in the frame of zs; re-centre (polish) only where zs = z - max(z)
+            # rounds coarsely (the mass sits far below a capped maximum), or where the
+            # dense path's free mass underflowed (t = nan: then iterate first)
+            polish = bool(torch.ge(t, -k.polish_at).logical_not_().logical_and_(live).any())
+            if polish and method == "dense" and bool(torch.isnan(t).logical_and_(live).any()):
+                t = _logz_iter(zs, b.uc, live, k)
+                solved = torch.gt(t, k.ninf).logical_and_(live)
+        if polish:
+            p = _polish(z2, torch.where(solved, zmax + t, k.fmin).clamp_(min=k.fmin), b, solved, k)
+        else:
+            # unsolved rows: exp(z - fmin) = inf, p = u
+            p = torch.minimum(zs.sub_(torch.where(solved, t, k.fmin)).exp_(), b.uc)
+        # capped for the backward pass: the bound binds (u = 0 included)
+        notcapped = _checks.gt_float(b.uv, p)
+        if b.usable is None:
+            capped = notcapped.neg_().add_(k.one)
+        else:
+            capped = torch.addcmul(b.usable, b.usable, notcapped, value=-1.0)
+        ctx.rows, ctx.z_dtype, ctx.u_dtype = rows, z.dtype, u.dtype
+        ctx.save_for_backward(p, capped)
+        return rows.give(p, out_dtype)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):  # type: ignore[override]
+        p, capped = ctx.saved_tensors
+        rows: _checks.Rows = ctx.rows
+        g = rows.take(grad, p.dtype)
+        pa = torch.addcmul(p, p, capped, value=-1.0)  # p on the uncapped set A, 0 elsewhere
+        m = (pa * g).sum(-1, keepdim=True).div_(pa.sum(-1, keepdim=True).clamp_(min=torch.finfo(p.dtype).tiny))
+        gm = g - m
+        dz = rows.give(pa.mul_(gm), ctx.z_dtype) if ctx.needs_input_grad[0] else None
+        du = rows.give(gm.mul_(capped), ctx.u_dtype) if ctx.needs_input_grad[1] else None
+        return dz, du, None, None, None, None
+
+
+def csoftmax(z: Tensor, u, dim: int = -1, mask: Optional[Tensor] = None, *, validate: bool = True) -> Tensor:
+    """Constrained softmax: ``argmin KL(p || softmax(z))`` s.t. ``p`` in the simplex, ``p <= u``.
+
+    Args:
+        z: scores, any floating dtype (half precision is computed in float32).
+        u: upper bounds, broadcastable with ``z``; ``+inf`` means unbounded,
+            ``u >= 1`` never binds, ``u`` in ``[-1e-6, 0)`` is read as 0.
+        dim: the dimension that sums to 1.
+        mask: optional bool tensor broadcastable to ``z`` (True = may receive
+            attention).  Masked positions (and positions where ``z == -inf``)
+            get 0 and a zero gradient; a fully masked row gives all zeros.
+        validate: check inputs (one host synchronisation); False skips it.
+
+    Returns:
+        ``p`` of the broadcast shape of ``z`` and ``u``; ``0 <= p <= u``, rows sum to 1.
+        If the bounds over the unmasked positions sum to at most 1 (within
+        ``FEASIBILITY_TOL``), ``p = u`` there.
+
+    Raises:
+        ValueError: NaN or +inf in ``z``, NaN or negative ``u`` at an unmasked
+            position, infeasible rows (``sum(u) < 1 - 1e-5`` over unmasked
+            positions), or shapes that do not broadcast.
+    """
+    z, u, mask, dim, out_dtype = _checks.broadcast_inputs("csoftmax", z, u, mask, dim)
+    assert u is not None
+    if z.numel() == 0:  # nothing to normalise; keeps the graph for autograd
+        return (z * 0 + u * 0).to(out_dtype)
+    return CSoftmaxFunction.apply(z, u, mask, dim, validate, out_dtype)

@@ -1,0 +1,317 @@
+"""csparsemax: sparsemax with upper bounds (Malaviya, Ferreira and Martins, 2018).
+
+``csparsemax(z, u) = argmin ||p - z||^2  s.t.  p in simplex, p <= u``.
+
+The KKT conditions (paper, Appendix A.1) give ``p_j = clip(z_j - tau, 0, u_j)``
+with the scalar ``tau`` fixed by ``sum(p) = 1``, i.e. ``tau`` is the root of
+
+    f(tau) = sum_j clip(z_j - tau, 0, u_j) - 1
+           = sum_j relu(z_j - tau) - sum_j relu(z_j - u_j - tau) - 1,
+
+a non-increasing piecewise-linear function with breakpoints ``z_j`` and
+``z_j - u_j``.  Bounds are read as ``min(u, 2)``: a bound above 1 never binds
+(``p <= 1`` on the simplex), ``u = +inf`` becomes finite, and, unlike ``min(u,
+1)``, the cap leaves ``tau`` unique when one entry takes all the mass.  ``tau``
+is found exactly by one of three algorithms (same results; the choice is speed):
+
+* ``_dense`` (small CPU inputs): ``f`` at all ``2J`` breakpoints at once
+  (``O(J^2)`` per row in a dozen tensor ops; per-op overhead dominates small
+  inputs).  The breakpoints around the sign change of ``f`` bound a linear piece;
+  interpolation gives ``tau``.
+* ``_tau_newton`` (larger CPU inputs; no sort): safeguarded Newton's method.  One
+  pass over ``[z, z - u]`` gives ``f(tau)`` and the counts ``#{z_j > tau}`` and
+  ``#{z_j - u_j > tau}``, whose difference is the number of free entries, i.e.
+  minus the slope of ``f`` just right of ``tau``.  A bracket ``[lo, hi]`` with
+  ``f(lo) >= 0 >= f(hi)`` is kept; a Newton step is taken when it lands inside
+  the bracket and a bisection step otherwise (``f`` is not convex: plain Newton
+  can cycle).  Both counts are monotone in ``tau``, so when they are equal at two
+  consecutive iterates no breakpoint lies between them, ``f`` is linear there and
+  the Newton step landed on the root: the row is done.  Done rows leave the
+  working set, so the cost follows the average number of steps (about 3 on
+  decoder-like bounds, 5 to 10 when most of the support is capped), not the
+  worst row's.  The last few rows, or rows still running after ``MAX_STEPS``
+  steps, are solved by the sort.
+* ``_tau_sort`` (other devices, and the fallback): sort the ``2J`` breakpoints,
+  accumulate the number of free entries and the sums of ``z`` (free) and ``u``
+  (capped) across them, and solve the linear piece where ``f`` changes sign.
+  This is the breakpoint search of Pardalos and Kovoor (paper, Appendix A.3)
+  with a sort in place of median selection; no data-dependent control flow,
+  hence no host synchronisation.
+
+Each ends with one *Newton finish* on the piece found, ``tau <- tau + (sum_j
+clip(z_j - tau, 0, u_j) - 1) / #free``, computed from ``x = z - tau`` without
+cancellation, so that ``sum(p) = 1`` to rounding.  Where ``tau`` is large
+compared with the free entries' spacing (``|z| ~ 1e4`` with the top entries
+capped), ``z - max(z)`` rounds too coarsely; the *polish* re-centres at
+``r = max(z) + tau``, where the entries near ``tau`` are exact, and finishes there.
+
+Backward (paper, Proposition 1): with the free set ``A = {j : 0 < p_j < u_j}``,
+the capped set ``A_R = {j : p_j = u_j, z_j > tau}`` (this includes entries with
+``u_j = 0`` that would otherwise be positive) and ``m = mean_{A}(dp)`` (``m = 0``
+if ``A`` is empty): ``dz = 1[A] (dp - m)`` and ``du = 1[A_R] (dp - m)``.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+from . import _checks
+
+#: Newton/bisection steps before the remaining rows are finished by the sort.
+MAX_STEPS = 60
+#: CPU inputs with ``rows * J * 2J`` at most this use ``_dense``.
+DENSE_MAX_WORK = 1 << 17
+#: Larger CPU inputs with at least this many elements use ``_tau_newton``.
+ITER_MIN_NUMEL = 2048
+#: ``_tau_newton`` sorts the last rows once at most this many are left (after 4
+#: steps), if they are at most ``SORT_TAIL_MAX_J`` long.
+SORT_TAIL_ROWS = 4
+SORT_TAIL_MAX_J = 128
+
+
+def _dense(z2: Tensor, uc: Tensor, k: _checks.Consts) -> Tensor:
+    """``tau`` for small inputs, up to rounding: ``f`` is evaluated at all ``2J``
+    breakpoints at once (``O(J^2)`` work per row, a dozen tensor ops).  With ``lo``
+    the largest breakpoint where ``f >= 0`` and ``hi`` the smallest where ``f < 0``,
+    ``f`` is linear on ``[lo, hi]`` and ``tau = lo + f(lo) (hi - lo) / (f(lo) - f(hi))``
+    (nan where no breakpoint has ``f >= 0``, i.e. ``sum(u)`` exceeds 1 by rounding
+    only: the caller then sets ``p = u``).  Works on the unshifted scores; the
+    Newton finish makes it exact.
+    """
+    zc = torch.clamp(z2, min=k.fmin4)  # masked entries: finite, far below everything
+    bp = torch.cat([zc, zc - uc], dim=-1)  # [R, 2J]
+    x = torch.sub(zc.unsqueeze(2), bp.unsqueeze(1)).relu_()  # [R, J, 2J]
+    fp1 = torch.minimum(x, uc.unsqueeze(2)).sum(1)  # f + 1 at each breakpoint
+    ge = torch.ge(fp1, k.one)
+    # f is non-increasing in the breakpoint: f(lo) is the smallest f >= 0, f(hi) the largest < 0
+    lo = torch.where(ge, bp, k.ninf).amax(-1, keepdim=True)
+    hi = torch.where(ge, k.pinf, bp).amin(-1, keepdim=True)
+    f_lo = torch.where(ge, fp1, k.pinf).amin(-1, keepdim=True)
+    f_hi = torch.where(ge, k.ninf, fp1).amax(-1, keepdim=True)
+    return (hi - lo).mul_(f_lo - k.one).div_(f_lo - f_hi).add_(lo)
+
+
+def _tau_sort(zs: Tensor, uc: Tensor) -> Tensor:
+    """``tau`` per row by sorting the ``2J`` breakpoints.
+
+    ``zs``: ``[R, J]`` shifted scores (``-inf`` = unusable), ``uc``: bounds in
+    ``[0, 2]`` (0 where unusable).  Rows must satisfy ``sum(uc) > 1``.
+    """
+    R, J = zs.shape
+    fmin = torch.finfo(zs.dtype).min
+    zero = torch.zeros((), dtype=zs.dtype, device=zs.device)
+    usable = zs > float("-inf")
+    zf = torch.where(usable, zs, zero)
+    # breakpoints: z_j (entry j becomes free as tau decreases past it) and
+    # z_j - u_j (entry j becomes capped); unusable entries sort last with no effect
+    vals = torch.cat([zs, zs - uc], dim=-1).clamp(min=fmin)
+    one = usable.to(zs.dtype)
+    d_n = torch.cat([one, -one], dim=-1)
+    d_z = torch.cat([zf, -zf], dim=-1)
+    d_u = torch.cat([torch.zeros_like(uc), uc], dim=-1)
+    v, idx = torch.sort(vals, dim=-1, descending=True)
+    n = d_n.gather(-1, idx).cumsum(-1)
+    sz = d_z.gather(-1, idx).cumsum(-1)
+    su = d_u.gather(-1, idx).cumsum(-1)
+    # f at each breakpoint (non-decreasing along the sorted order); n * v with n = 0 is 0
+    f = su + sz - 1.0 - torch.where(n != 0, n * v, zero)
+    kk = (f < 0).sum(-1, keepdim=True)  # first breakpoint with f >= 0 (always >= 1: f(max z) = -1)
+    kk = kk.clamp(1, 2 * J - 1)
+    # the root lies in [v_k, v_{k-1}], on the piece described by the sums after k-1 events
+    km1 = kk - 1
+    tau = (su.gather(-1, km1) + sz.gather(-1, km1) - 1.0) / n.gather(-1, km1).clamp(min=1.0)
+    lo, hi = v.gather(-1, kk), v.gather(-1, km1)
+    return torch.minimum(torch.maximum(tau, lo), hi)
+
+
+def _tau_newton(zs: Tensor, uc: Tensor, usable: Optional[Tensor], live: Tensor, k: _checks.Consts) -> Tensor:
+    """``tau`` per row by safeguarded Newton steps (see the module docstring).
+
+    Only rows with ``live`` (``sum(uc) > 1``) are solved; the others get
+    ``tau = 0`` (the caller overwrites them).  ``usable`` is the 0/1 mask of
+    ``zs > -inf`` (``None``: all).  Done rows leave the working set.
+    """
+    R, J = zs.shape
+    dt, dev = zs.dtype, zs.device
+    tau_out = torch.zeros((R, 1), dtype=dt, device=dev)
+    idx = live.reshape(-1).nonzero().reshape(-1)
+    if idx.numel() == 0:
+        return tau_out
+    zs_a, uc_a = (zs, uc) if idx.numel() == R else (zs.index_select(0, idx), uc.index_select(0, idx))
+    uc_a = uc_a.contiguous()
+    # both halves of f in one pass: zb = [z, z - u] (one row of length 2J)
+    zb = torch.cat([zs_a, zs_a - uc_a], dim=1)
+    # bracket: hi = max z = 0 (f = -1); lo = the smallest z - u over the usable entries
+    # (all capped: f = sum u - 1 >= 0), as -max(u - z) with unusable entries made
+    # finite and zeroed
+    w = (uc_a - zs_a).clamp_(max=torch.finfo(dt).max)
+    if usable is not None:
+        w.mul_(usable if idx.numel() == R else usable.index_select(0, idx))
+    hi = torch.zeros((idx.numel(), 1), dtype=dt, device=dev)
+    lo = w.amax(-1, keepdim=True).neg_()
+    tau = torch.maximum(lo, hi - k.one)  # the sparsemax lower bound, where it is one
+    buf = torch.empty_like(zb)
+    active = torch.ones(idx.numel(), dtype=torch.bool, device=dev)
+    c_prev: Optional[Tensor] = None
+    was_newton: Optional[Tensor] = None
+    for step in range(MAX_STEPS + 1):
+        Ra = zb.shape[0]
+        x = torch.sub(zb, tau, out=buf[:Ra]).relu_()
+        # f(tau) + 1 = sum clip(z - tau, 0, u) = sum min(relu(z - tau), u): no cancellation
+        # (sum relu(z - tau) - sum relu(z - u - tau) loses the Newton steps to rounding)
+        fp1 = torch.minimum(x[:, :J], uc_a).sum(-1, keepdim=True)
+        c = x.sign_().view(Ra, 2, J).sum(-1)  # [Ra, 2]: #{z > tau}, #{z - u > tau}
+        if c_prev is not None:
+            # the last Newton step stayed on one linear piece of f: tau is its root
+            done = torch.eq(c, c_prev).all(-1).logical_and_(was_newton.reshape(-1)).logical_and_(active)
+            if bool(done.any()):
+                tau_out[idx[done]] = tau[done]
+                active.logical_and_(done.logical_not_())
+                n_active = int(active.sum())
+                if n_active == 0:
+                    return tau_out
+                if n_active <= SORT_TAIL_ROWS and step >= 4 and J <= SORT_TAIL_MAX_J:
+                    idx = idx[active]
+                    break  # a handful of slow rows: one sort is cheaper than more steps
+                # finished rows keep iterating harmlessly until the working set halves
+                if 2 * n_active <= Ra:
+                    keep = active.nonzero().reshape(-1)
+                    idx, zb, uc_a = idx.index_select(0, keep), zb.index_select(0, keep), uc_a.index_select(0, keep)
+                    state = torch.cat([tau, lo, hi, fp1, c], 1).index_select(0, keep)
+                    tau, lo, hi, fp1, c = state[:, :1], state[:, 1:2], state[:, 2:3], state[:, 3:4], state[:, 4:]
+                    active = torch.ones(n_active, dtype=torch.bool, device=dev)
+        if step == MAX_STEPS:
+            idx = idx[active]
+            break
+        f = fp1.sub_(k.one)
+        nfree = c[:, :1] - c[:, 1:]  # number of free entries just right of tau
+        pos = torch.ge(f, k.zero)
+        lo = torch.where(pos, tau, lo)
+        hi = torch.where(pos, hi, tau)
+        newton = f.div_(nfree.clamp(min=k.one)).add_(tau)
+        ok = torch.gt(nfree, k.zero).logical_and_(
+            torch.gt(newton, lo).logical_and_(torch.lt(newton, hi)).logical_or_(torch.eq(newton, tau))
+        )
+        tau = torch.where(ok, newton, (lo + hi).mul_(k.half))
+        c_prev, was_newton = c, ok
+    # the last few slow rows, or rows not settled after MAX_STEPS steps: sort them
+    tau_out[idx] = _tau_sort(zs.index_select(0, idx), uc.index_select(0, idx))
+    return tau_out
+
+
+def _finish(x: Tensor, uc: Tensor, k: _checks.Consts) -> Tensor:
+    """One Newton step on ``x = z - t``, for ``t`` on (or within rounding of) the
+    linear piece of ``f`` that holds the root; returns ``z - tau`` (in place).
+
+    The free set is read off at ``t`` and ``tau - t = (sum_j clip(x_j, 0, u_j) - 1) /
+    #{0 < x_j < u_j}``.  Computed from ``x`` rather than from ``t``, so entries near
+    ``tau`` keep full precision when ``x`` comes from a frame centred near ``tau``.
+    """
+    free = _checks.gt_float(x, k.zero).mul_(_checks.gt_float(uc, x))
+    f = torch.minimum(x.relu(), uc).sum(-1, keepdim=True).sub_(k.one)
+    return x.sub_(f.div_(free.sum(-1, keepdim=True).clamp_(min=k.one)))
+
+
+def _polish(z2: Tensor, r: Tensor, uc: Tensor, live: Tensor, k: _checks.Consts) -> Tensor:
+    """``z - tau`` from ``r``, an approximation of ``tau`` in the caller's frame.
+
+    Re-centring at ``r`` represents the entries near ``tau`` exactly even when
+    capped entries lie far above them (``|z| ~ 1e4`` in float32).  Two Newton steps:
+    the first from a point that may be off by ``ulp(r)``, the second on the piece
+    the first one found.  Rows that are not ``live`` get ``z - fmin`` (``p = u``).
+    """
+    r = torch.where(live, r, k.fmin).nan_to_num_(nan=k.fmin_py).clamp_(min=k.fmin)
+    return _finish(_finish(z2 - r, uc, k), uc, k)
+
+
+class CSparsemaxFunction(torch.autograd.Function):
+    """Autograd function for csparsemax on tensors already broadcast by the caller."""
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx, z: Tensor, u: Tensor, mask: Optional[Tensor], dim: int, validate: bool, out_dtype: torch.dtype
+    ) -> Tensor:
+        rows = _checks.Rows(z.shape, dim)
+        cdt = _checks.compute_dtype(z.dtype, u.dtype)
+        k = _checks.consts(cdt, z.device)
+        z2 = _checks.masked_scores(rows, z, mask, cdt)
+        zmax = z2.amax(-1, keepdim=True)
+        # bounds read as min(u, 2): a bound above 1 never binds, and with a cap above 1
+        # (unlike min(u, 1)) an entry that takes all the mass still has a unique tau
+        b = _checks.Bounds(z2, u, mask, rows, k, validate, cap=2.0)
+        if validate:
+            _checks.raise_if_invalid("csparsemax", zmax, k, b)
+        live = torch.gt(b.usum, k.one)  # rows with sum(u) <= 1 (tight, fully masked) get p = u
+        R, J = z2.shape
+        method = _checks.choose_method(z2, max(R * J * J * 2, 1), DENSE_MAX_WORK, ITER_MIN_NUMEL)
+        if method == "dense":
+            tau = _dense(z2, b.uc, k)  # unshifted; nan where sum(u) exceeds 1 by rounding only
+            x = _finish(z2 - torch.where(live, tau, k.fmin).nan_to_num_(nan=k.fmin_py).clamp_(min=k.fmin), b.uc, k)
+            # a second step where |tau| is large enough for its rounding to matter
+            if bool(torch.gt(tau.abs(), k.polish_at).logical_and_(live).any()):
+                x = _finish(x, b.uc, k)
+        else:
+            zs = _checks.shift(z2, zmax, k)
+            if method == "iter":
+                tau = _tau_newton(zs, b.uc, b.usable, live, k)
+                # re-centre (polish) only where zs = z - max(z) rounds coarsely (free
+                # entries far below max z); otherwise one exact Newton step in zs's frame
+                polish = bool(torch.lt(tau, -k.polish_at).logical_and_(live).any())
+            else:
+                tau = _tau_sort(zs, b.uc)
+                polish = True
+            if polish:
+                x = _polish(z2, zmax + tau, b.uc, live, k)
+            else:
+                x = _finish(zs.sub_(torch.where(live, tau, k.fmin).clamp_(min=k.fmin)), b.uc, k)
+        p = torch.clamp(x, min=k.zero, max=b.uc)
+        ctx.rows, ctx.z_dtype, ctx.u_dtype = rows, z.dtype, u.dtype
+        ctx.save_for_backward(x, b.uv)
+        return rows.give(p, out_dtype)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):  # type: ignore[override]
+        x, uv = ctx.saved_tensors  # x = z - tau
+        rows: _checks.Rows = ctx.rows
+        g = rows.take(grad, x.dtype)
+        pos = torch.gt(x, 0.0, out=torch.empty_like(x))  # z_j > tau
+        free = torch.gt(uv, x, out=torch.empty_like(x)).mul_(pos)  # 0 < z_j - tau < u_j
+        capped = pos.sub_(free)  # z_j - tau >= u_j (and > 0)
+        gf = g * free
+        m = gf.sum(-1, keepdim=True).div_(free.sum(-1, keepdim=True).clamp_(min=1.0))
+        dz = rows.give(torch.addcmul(gf, free, m, value=-1.0), ctx.z_dtype) if ctx.needs_input_grad[0] else None
+        du = rows.give((g - m).mul_(capped), ctx.u_dtype) if ctx.needs_input_grad[1] else None
+        return dz, du, None, None, None, None
+
+
+def csparsemax(z: Tensor, u, dim: int = -1, mask: Optional[Tensor] = None, *, validate: bool = True) -> Tensor:
+    """Constrained sparsemax: ``argmin ||p - z||^2`` s.t. ``p`` in the simplex, ``p <= u``.
+
+    Args:
+        z: scores, any floating dtype (half precision is computed in float32).
+        u: upper bounds, broadcastable with ``z``; ``+inf`` means unbounded,
+            ``u >= 1`` never binds, ``u`` in ``[-1e-6, 0)`` is read as 0.
+        dim: the dimension that sums to 1.
+        mask: optional bool tensor broadcastable to ``z`` (True = may receive
+            attention).  Masked positions (and positions where ``z == -inf``)
+            get 0 and a zero gradient; a fully masked row gives all zeros.
+        validate: check inputs (one host synchronisation); False skips it.
+
+    Returns:
+        ``p`` of the broadcast shape of ``z`` and ``u``; ``0 <= p <= u``, rows sum to 1.
+        If the bounds over the unmasked positions sum to at most 1 (within
+        ``FEASIBILITY_TOL``), ``p = u`` there.
+
+    Raises:
+        ValueError: NaN or +inf in ``z``, NaN or negative ``u`` at an unmasked
+            position, infeasible rows (``sum(u) < 1 - 1e-5`` over unmasked
+            positions), or shapes that do not broadcast.
+    """
+    z, u, mask, dim, out_dtype = _checks.broadcast_inputs("csparsemax", z, u, mask, dim)
+    assert u is not None
+    if z.numel() == 0:  # nothing to normalise; keeps the graph for autograd
+        return (z * 0 + u * 0).to(out_dtype)
+    return CSparsemaxFunction.apply(z, u, mask, dim, validate, out_dtype)
