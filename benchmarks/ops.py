@@ -23,6 +23,11 @@ Inputs: ``z ~ N(0, 1)``.  Bounds ``u`` come from one of two regimes:
 
 By default PyTorch runs with one thread (``--threads``) so that the numbers do
 not depend on what else runs on the machine.
+
+On the CPU, sparsemax, csparsemax and csoftmax run their forward pass in the
+native kernels of ``scanmt.ops`` when these are available (built on first use;
+the script reports the build or load time and the path each op took);
+``--no-native`` measures the pure PyTorch algorithms instead.
 """
 
 from __future__ import annotations
@@ -43,6 +48,10 @@ try:
 except ImportError:  # run from a checkout without installing
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
     import scanmt.ops as sops
+from scanmt.ops import _checks, _native  # noqa: E402
+
+#: the ops with a native forward pass
+NATIVE_OPS = ("sparsemax", "csoftmax", "csparsemax")
 
 try:
     import entmax  # type: ignore
@@ -228,13 +237,22 @@ def run(regime: str, reps: int, budget: float, shapes=SHAPES) -> List[Dict[str, 
     return results
 
 
+def op_path(name: str) -> str:
+    """Which implementation ``name`` runs on a CPU input in this process."""
+    if name in NATIVE_OPS:
+        return "native" if _checks.native_kernels(torch.zeros(1)) is not None else "pytorch"
+    if name in ("softmax", "sparsemax", "csoftmax", "csparsemax"):
+        return "pytorch"
+    return ""
+
+
 def table(results: List[Dict[str, object]], regime: str) -> str:
     ours = ["softmax", "sparsemax", "csoftmax", "csparsemax"]
     lines = [
         f"u regime: {regime}",
         "",
-        "| shape (rows x J) | op | fwd+bwd (us) | / torch.softmax | / entmax.sparsemax | numpy-loop / op |",
-        "| --- | --- | ---: | ---: | ---: | ---: |",
+        "| shape (rows x J) | op | path | fwd+bwd (us) | / torch.softmax | / entmax.sparsemax | numpy-loop / op |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: |",
     ]
     for res in results:
         t = res["times"]  # type: ignore[index]
@@ -246,7 +264,7 @@ def table(results: List[Dict[str, object]], regime: str) -> str:
             r_sm = sec / t["torch.softmax"]
             r_em = f"{sec / t['entmax.sparsemax']:.2f}" if "entmax.sparsemax" in t else "n/a"
             speedup = f"{t['numpy-loop'] / sec:.0f}x" if name in ours else ""
-            lines.append(f"| {shape} | {name} | {sec * 1e6:.1f} | {r_sm:.2f} | {r_em} | {speedup} |")
+            lines.append(f"| {shape} | {name} | {op_path(name)} | {sec * 1e6:.1f} | {r_sm:.2f} | {r_em} | {speedup} |")
     return "\n".join(lines)
 
 
@@ -273,9 +291,16 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--quick", action="store_true", help="fewer and shorter repetitions")
     ap.add_argument("--regime", choices=["nmt", "tight", "both"], default="both")
     ap.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (default 1)")
+    ap.add_argument("--no-native", action="store_true", help="the pure PyTorch algorithms (no native kernels)")
+    ap.add_argument(
+        "--shapes", default=None, help="comma-separated RxJ shapes (default: " + ",".join(f"{r}x{j}" for r, j in SHAPES) + ")"
+    )
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     reps, budget = (5, 0.01) if args.quick else (15, 0.03)
+    shapes = SHAPES
+    if args.shapes:
+        shapes = tuple(tuple(int(v) for v in s.lower().split("x")) for s in args.shapes.split(","))  # type: ignore[misc]
     print(
         f"# torch {torch.__version__}, numpy {np.__version__}, "
         f"entmax {getattr(entmax, '__version__', 'not installed')}, threads {torch.get_num_threads()}, "
@@ -283,9 +308,20 @@ def main(argv: Optional[List[str]] = None) -> int:
     )
     if entmax is None:
         print("# entmax is not installed (pip install entmax): skipping the entmax.sparsemax column")
+    if args.no_native:
+        _checks._NATIVE_ALLOWED = False
+        print("# native kernels: not used (--no-native)")
+    else:
+        mod = _native.get()
+        inf = _native.info()
+        if mod is None:
+            print(f"# native kernels: unavailable ({inf['reason']}); the PyTorch algorithms are measured")
+        else:
+            how = "built" if inf["built"] else "loaded"
+            print(f"# native kernels: {how} in {inf['seconds']:.1f} s ({inf['path']})")
     regimes = ["nmt", "tight"] if args.regime == "both" else [args.regime]
     for regime in regimes:
-        results = run(regime, reps, budget)
+        results = run(regime, reps, budget, shapes)
         print()
         print(table(results, regime))
         print()

@@ -14,6 +14,8 @@ import torch
 import scanmt.ops as ops
 from scanmt.ops import CSoftmax, CSparsemax, Sparsemax, _checks, csoftmax, csparsemax, softmax, sparsemax
 
+from .conftest import PATHS, on_path
+
 ALL = ["softmax", "sparsemax", "csoftmax", "csparsemax"]
 FNS = {"softmax": softmax, "sparsemax": sparsemax, "csoftmax": csoftmax, "csparsemax": csparsemax}
 OPS_DIR = pathlib.Path(ops.__file__).parent
@@ -39,23 +41,31 @@ def bounds_like(z: torch.Tensor, dim: int) -> torch.Tensor:
 # ----------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
 @pytest.mark.parametrize("dim", [0, 1, 2, -1, -2])
 @pytest.mark.parametrize("op", ALL)
-def test_any_dim_matches_last_dim(op, dim, dtype):
+def test_any_dim_matches_last_dim(op, dim, dtype, path):
     torch.manual_seed(0)
     z = torch.randn(5, 4, 7, dtype=dtype) * 2
     u = bounds_like(z, dim)
-    out = call(op, z, u, dim=dim)
+    with on_path(path):
+        out = call(op, z, u, dim=dim)
+        ref = call(op, z.movedim(dim, -1), u.movedim(dim, -1), dim=-1).movedim(-1, dim)
     assert out.shape == z.shape and out.dtype == dtype
-    ref = call(op, z.movedim(dim, -1), u.movedim(dim, -1), dim=-1).movedim(-1, dim)
     torch.testing.assert_close(out, ref, atol=1e-6 if dtype == torch.float32 else 1e-12, rtol=0)
     torch.testing.assert_close(out.sum(dim), torch.ones_like(out.sum(dim)), atol=1e-5, rtol=0)
 
 
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("lead", [(), (3,), (2, 3), (2, 1, 3, 2)])
 @pytest.mark.parametrize("op", ALL)
-def test_leading_dims_and_batch_independence(op, lead):
+def test_leading_dims_and_batch_independence(op, lead, path):
+    with on_path(path):
+        _leading_dims_and_batch_independence(op, lead)
+
+
+def _leading_dims_and_batch_independence(op, lead):
     torch.manual_seed(1)
     J = 9
     z = torch.randn(*lead, J, dtype=torch.float64)
@@ -73,7 +83,7 @@ def test_leading_dims_and_batch_independence(op, lead):
         torch.testing.assert_close(call(op, junk_z, junk_u)[i], flat_out[i], atol=1e-12, rtol=0)
 
 
-@pytest.mark.parametrize("method", ["dense", "iter", "sort"])
+@pytest.mark.parametrize("method", ["native", "dense", "iter", "sort"])
 @pytest.mark.parametrize("op", ["sparsemax", "csoftmax", "csparsemax"])
 def test_methods_agree(op, method):
     torch.manual_seed(2)
@@ -85,19 +95,26 @@ def test_methods_agree(op, method):
         torch.testing.assert_close(call(op, z, u), ref, atol=1e-12, rtol=0)
 
 
-def test_batch_independence_of_iteration_counts():
+@pytest.mark.parametrize("method", ["native", "iter"])
+def test_batch_independence_of_iteration_counts(method):
     """Rows needing many steps do not change the result of easy rows (iterative paths)."""
     torch.manual_seed(3)
     easy_z, easy_u = torch.randn(64, 40), torch.full((64, 40), 10.0)
     hard_z, hard_u = torch.randn(64, 40) * 0.01, torch.rand(64, 40) * 0.05 + 0.02
     for fn in (csoftmax, csparsemax):
-        with _checks.use_method("iter"):
+        with _checks.use_method(method):
             both = fn(torch.cat([easy_z, hard_z]), torch.cat([easy_u, hard_u]))
             torch.testing.assert_close(both[:64], fn(easy_z, easy_u), atol=1e-6, rtol=0)
             torch.testing.assert_close(both[64:], fn(hard_z, hard_u), atol=1e-6, rtol=0)
 
 
-def test_empty_and_single_entry_dims():
+@pytest.mark.parametrize("path", PATHS)
+def test_empty_and_single_entry_dims(path):
+    with on_path(path):
+        _empty_and_single_entry_dims()
+
+
+def _empty_and_single_entry_dims():
     for op in ALL:
         z = torch.randn(3, 0)
         assert call(op, z, torch.ones(3, 0)).shape == (3, 0)
@@ -111,8 +128,14 @@ def test_empty_and_single_entry_dims():
 # ----------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("op", ["csoftmax", "csparsemax"])
-def test_broadcasting_and_reduced_gradients(op):
+def test_broadcasting_and_reduced_gradients(op, path):
+    with on_path(path):
+        _broadcasting_and_reduced_gradients(op)
+
+
+def _broadcasting_and_reduced_gradients(op):
     torch.manual_seed(4)
     z = torch.randn(4, 1, 6, dtype=torch.float64, requires_grad=True)  # broadcasts over dim 1
     u = torch.tensor([0.5, 0.1, 0.3, 0.2, 0.9, 0.4], dtype=torch.float64).expand(3, 6).clone()
@@ -146,9 +169,15 @@ def test_mask_must_broadcast_to_z():
 # ----------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("op", ALL)
-def test_half_precision_is_computed_in_float32(op, dtype):
+def test_half_precision_is_computed_in_float32(op, dtype, path):
+    with on_path(path):
+        _half_precision_is_computed_in_float32(op, dtype)
+
+
+def _half_precision_is_computed_in_float32(op, dtype):
     torch.manual_seed(5)
     z = (torch.randn(6, 11) * 3).to(dtype)
     u = bounds_like(z, -1).to(dtype)
@@ -171,8 +200,14 @@ def test_mixed_dtypes_promote():
     assert csoftmax(z.float(), 1).dtype == torch.float32
 
 
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("op", ALL)
-def test_autocast(op):
+def test_autocast(op, path):
+    with on_path(path):
+        _autocast(op)
+
+
+def _autocast(op):
     torch.manual_seed(6)
     lin = torch.nn.Linear(8, 10)
     x = torch.randn(4, 8)
@@ -205,7 +240,13 @@ def test_device_agnostic_source():
 # ----------------------------------------------------------------------------
 
 
-def test_modules():
+@pytest.mark.parametrize("path", PATHS)
+def test_modules(path):
+    with on_path(path):
+        _modules()
+
+
+def _modules():
     torch.manual_seed(7)
     z, u = torch.randn(3, 4, 6), torch.full((3, 4, 6), 0.3)
     mask = torch.rand(3, 4, 6) > 0.2
@@ -221,8 +262,14 @@ def test_modules():
     assert isinstance(m, torch.nn.Module) and list(m.parameters()) == []
 
 
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("op", ["sparsemax", "csoftmax", "csparsemax"])
-def test_validate_false_skips_the_checks(op):
+def test_validate_false_skips_the_checks(op, path):
+    with on_path(path):
+        _validate_false_skips_the_checks(op)
+
+
+def _validate_false_skips_the_checks(op):
     z, u = torch.randn(2, 4), torch.full((2, 4), 0.5)
     bad_u = torch.full((2, 4), 0.1)  # infeasible
     if op != "sparsemax":
@@ -233,21 +280,21 @@ def test_validate_false_skips_the_checks(op):
     torch.testing.assert_close(call(op, z, u, validate=False), call(op, z, u))
 
 
+@pytest.mark.parametrize("method", ["native", "dense", "iter", "sort"])
 @pytest.mark.parametrize("op", ALL)
-def test_inputs_are_not_mutated(op):
+def test_inputs_are_not_mutated(op, method):
     torch.manual_seed(8)
-    for method in ("dense", "iter", "sort"):
-        z = torch.randn(5, 9)
-        z[0, 3] = float("-inf")
-        u = bounds_like(z, -1)
-        u[1, 2] = float("inf")
-        mask = torch.rand(5, 9) > 0.1
-        z0, u0, m0 = z.clone(), u.clone(), mask.clone()
-        zz, uu = z.clone().requires_grad_(), u.clone().requires_grad_()
-        with _checks.use_method(method):
-            out = call(op, zz, uu, mask=mask)
-            out.backward(torch.randn_like(out))
-        assert torch.equal(zz.detach(), z0) and torch.equal(uu.detach(), u0) and torch.equal(mask, m0)
+    z = torch.randn(5, 9)
+    z[0, 3] = float("-inf")
+    u = bounds_like(z, -1)
+    u[1, 2] = float("inf")
+    mask = torch.rand(5, 9) > 0.1
+    z0, u0, m0 = z.clone(), u.clone(), mask.clone()
+    zz, uu = z.clone().requires_grad_(), u.clone().requires_grad_()
+    with _checks.use_method(method):
+        out = call(op, zz, uu, mask=mask)
+        out.backward(torch.randn_like(out))
+    assert torch.equal(zz.detach(), z0) and torch.equal(uu.detach(), u0) and torch.equal(mask, m0)
 
 
 def test_ops_imports_nothing_else_from_scanmt():
@@ -285,7 +332,13 @@ def test_errors_for_bad_arguments():
         csoftmax(z, torch.ones(4))
 
 
-def test_non_contiguous_inputs():
+@pytest.mark.parametrize("path", PATHS)
+def test_non_contiguous_inputs(path):
+    with on_path(path):
+        _non_contiguous_inputs()
+
+
+def _non_contiguous_inputs():
     torch.manual_seed(9)
     z = torch.randn(6, 8, dtype=torch.float64).t()  # non-contiguous
     u = torch.full((8, 6), 0.4, dtype=torch.float64)[:, ::1]
@@ -293,7 +346,13 @@ def test_non_contiguous_inputs():
         torch.testing.assert_close(call(op, z, u), call(op, z.contiguous(), u.contiguous()))
 
 
-def test_known_values():
+@pytest.mark.parametrize("path", PATHS)
+def test_known_values(path):
+    with on_path(path):
+        _known_values()
+
+
+def _known_values():
     z = torch.tensor([[1.2, 0.8, -0.2]])
     torch.testing.assert_close(sparsemax(z), torch.tensor([[0.7, 0.3, 0.0]]))
     torch.testing.assert_close(csparsemax(z, torch.tensor([[0.5, 1.0, 1.0]])), torch.tensor([[0.5, 0.5, 0.0]]))

@@ -8,9 +8,10 @@ import torch
 
 from . import oracle
 from .cases import KINDS, make_case, margin_csoftmax, margin_csparsemax
+from .conftest import PATHS, on_path
 from scanmt.ops import _checks, csoftmax, csparsemax, softmax, sparsemax
 
-METHODS = ("dense", "iter", "sort")
+METHODS = ("native", "dense", "iter", "sort")
 
 
 def _rows_away_from_breakpoints(op: str, n: int, J: int, seed: int, margin: float = 1e-3):
@@ -57,7 +58,7 @@ def test_gradcheck_constrained(op, method):
         assert torch.autograd.gradcheck(lambda a, b: fn(a, b), (z, u), eps=1e-6, atol=1e-6)
 
 
-@pytest.mark.parametrize("method", ["iter", "sort"])
+@pytest.mark.parametrize("method", ["native", "iter", "sort"])
 def test_gradcheck_sparsemax_and_softmax(method):
     z, _ = _rows_away_from_breakpoints("sparsemax", 6, 7, seed=2)
     z.requires_grad_()
@@ -66,8 +67,9 @@ def test_gradcheck_sparsemax_and_softmax(method):
     assert torch.autograd.gradcheck(lambda a: softmax(a), (z,), eps=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("op", ["csparsemax", "csoftmax", "sparsemax", "softmax"])
-def test_gradcheck_masked_other_dim(op):
+def test_gradcheck_masked_other_dim(op, path):
     """gradcheck through a mask, along dim 0, with broadcast u."""
     z, u = _rows_away_from_breakpoints("csparsemax" if op.startswith("c") else "sparsemax", 5, 6, seed=3)
     z = z.t().contiguous().requires_grad_()  # [J, rows], normalise along dim 0
@@ -81,7 +83,8 @@ def test_gradcheck_masked_other_dim(op):
         fn = {"csparsemax": csparsemax, "csoftmax": csoftmax}[op]
         ub = torch.full((z.shape[0], 1), 0.45, dtype=torch.float64)  # broadcast over rows
         f = lambda a: fn(a, ub, dim=0, mask=mask)  # noqa: E731
-    assert torch.autograd.gradcheck(f, (z,), eps=1e-6, atol=1e-6)
+    with on_path(path):
+        assert torch.autograd.gradcheck(f, (z,), eps=1e-6, atol=1e-6)
 
 
 # ----------------------------------------------------------------------------
@@ -89,8 +92,9 @@ def test_gradcheck_masked_other_dim(op):
 # ----------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("op", ["csparsemax", "csoftmax"])
-def test_u_gradient_matches_oracle_finite_differences(op):
+def test_u_gradient_matches_oracle_finite_differences(op, path):
     """dL/du from the closed form == central differences of the float64 oracle."""
     fn = {"csparsemax": csparsemax, "csoftmax": csoftmax}[op]
     ofn = getattr(oracle, op)
@@ -98,7 +102,8 @@ def test_u_gradient_matches_oracle_finite_differences(op):
     u = u.clamp(max=3.0)
     g = torch.randn_like(z)
     uu = u.clone().requires_grad_()
-    (fn(z, uu) * g).sum().backward()
+    with on_path(path):
+        (fn(z, uu) * g).sum().backward()
     h = 1e-6
     zn, un, gn = z.numpy(), u.numpy(), g.numpy()
     fd = np.zeros_like(un)
@@ -181,8 +186,9 @@ def test_masked_and_fully_masked_rows_have_zero_gradient(op, method):
         assert torch.isfinite(u.grad).all()
 
 
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("op", ["csoftmax", "csparsemax"])
-def test_tight_bounds_give_identity_gradient_in_u(op):
+def test_tight_bounds_give_identity_gradient_in_u(op, path):
     """sum(u) == 1: p == u, dz == 0 and du == dp (m = 0 by convention)."""
     fn = {"csoftmax": csoftmax, "csparsemax": csparsemax}[op]
     z = torch.randn(3, 5, dtype=torch.float64, requires_grad=True)
@@ -191,15 +197,17 @@ def test_tight_bounds_give_identity_gradient_in_u(op):
     u = torch.tensor([[0.5, 0.25, 0.125, 0.125, 0.0], [0.0625] * 4 + [0.75], [0.2] * 5], dtype=torch.float64)
     u[2] = torch.tensor([0.25, 0.25, 0.25, 0.125, 0.125], dtype=torch.float64)
     u.requires_grad_()
-    p = fn(z, u)
-    torch.testing.assert_close(p, u.detach(), atol=1e-12, rtol=0)
-    g = torch.randn_like(p)
-    p.backward(g)
+    with on_path(path):
+        p = fn(z, u)
+        torch.testing.assert_close(p, u.detach(), atol=1e-12, rtol=0)
+        g = torch.randn_like(p)
+        p.backward(g)
     assert torch.equal(z.grad, torch.zeros_like(z.grad))
     torch.testing.assert_close(u.grad, g)
 
 
-def test_no_gradient_through_unbounded_entries():
+@pytest.mark.parametrize("path", PATHS)
+def test_no_gradient_through_unbounded_entries(path):
     """u = +inf (a <sink>) never binds: its gradient is 0 and finite."""
     z = torch.randn(8, 10, dtype=torch.float64, requires_grad=True)
     u = torch.rand(8, 10, dtype=torch.float64) * 0.2
@@ -207,6 +215,7 @@ def test_no_gradient_through_unbounded_entries():
     u.requires_grad_()
     for fn in (csoftmax, csparsemax):
         z.grad = u.grad = None
-        fn(z, u).backward(torch.randn(8, 10, dtype=torch.float64))
+        with on_path(path):
+            fn(z, u).backward(torch.randn(8, 10, dtype=torch.float64))
         assert torch.isfinite(u.grad).all() and torch.isfinite(z.grad).all()
         assert torch.equal(u.grad[:, -1], torch.zeros(8, dtype=torch.float64))

@@ -11,10 +11,10 @@ import torch
 
 from . import oracle
 from .cases import KINDS, make_case
-from scanmt.ops import _checks, csoftmax, csparsemax, sparsemax
+from scanmt.ops import FEASIBILITY_TOL, NEGATIVE_TOL, _checks, _native, csoftmax, csparsemax, sparsemax
 
 SHAPES = ((250, 8), (250, 40), (24, 600))  # 524 rows per kind, 3144 per op
-METHODS = ("dense", "iter", "sort")
+METHODS = ("native", "dense", "iter", "sort")
 DTYPES = (torch.float32, torch.float64)
 ATOL = {torch.float32: 3e-6, torch.float64: 1e-9}  # the oracle itself loses ~1e-10 at |z| = 1e4
 
@@ -104,7 +104,7 @@ def test_matches_oracle(op, method, dtype):
 
 @pytest.mark.parametrize("op", ("sparsemax", "csparsemax", "csoftmax"))
 def test_iteration_fallbacks_are_exact(op, monkeypatch):
-    """Rows an iteration has not settled within its step limit are finished by the sort."""
+    """Rows an iteration has not settled within its step limit are finished by the sort (PyTorch path)."""
     module = sys.modules[f"scanmt.ops.{op}"]
     limit = {"sparsemax": "MAX_NEWTON_STEPS", "csparsemax": "MAX_STEPS", "csoftmax": "MAX_ROUNDS"}[op]
     monkeypatch.setattr(module, limit, 1)
@@ -114,3 +114,24 @@ def test_iteration_fallbacks_are_exact(op, monkeypatch):
             p = _run(op, z, u, mask, torch.float64)
         err = np.abs(p.numpy() - _expected(op, kind, 1, torch.float64)).max()
         assert err <= ATOL[torch.float64], f"{op}/{kind}: {err:.3g}"
+
+
+@pytest.mark.parametrize("max_iter", (0, 1, 2))
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("op", ("sparsemax", "csparsemax", "csoftmax"))
+@pytest.mark.parametrize("path", ("native",))
+def test_native_sort_fallbacks_are_exact(path, op, dtype, max_iter):
+    """The native kernels finish rows not settled within their iteration limit by
+    sorting; a lowered limit sends (nearly) every row there."""
+    kernels = _native.get()
+    for kind in KINDS:
+        for shape_i in range(len(SHAPES)):
+            z, u, mask = _case(kind, shape_i, dtype)
+            zt, ut, mt = torch.as_tensor(z, dtype=dtype), torch.as_tensor(u, dtype=dtype), torch.as_tensor(mask)
+            if op == "sparsemax":
+                p, _ = kernels.sparsemax_forward(zt, mt, max_iter=max_iter)
+            else:
+                fwd = getattr(kernels, op + "_forward")
+                p, _, _ = fwd(zt, ut, mt, FEASIBILITY_TOL, NEGATIVE_TOL, max_iter=max_iter)
+            err = np.abs(p.double().numpy() - _expected(op, kind, shape_i, dtype)).max()
+            assert err <= ATOL[dtype], f"{op}/{kind}/{SHAPES[shape_i]}/max_iter={max_iter}: max error {err:.3g}"

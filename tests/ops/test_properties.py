@@ -15,8 +15,16 @@ from . import oracle
 from .cases import PROPERTY_SETTINGS
 from scanmt.ops import FEASIBILITY_TOL, _checks, csoftmax, csparsemax, softmax, sparsemax
 
+from .conftest import PATHS, on_path
+
 CONSTRAINED = {"csoftmax": csoftmax, "csparsemax": csparsemax}
+#: the PyTorch algorithms; with path="native" the native kernels run instead
 METHOD = st.sampled_from(["dense", "iter", "sort"])
+
+
+def solver(path: str, method: str):
+    """The native kernels (path "native") or the PyTorch algorithm ``method``."""
+    return on_path("native") if path == "native" else _checks.use_method(method)
 
 
 @st.composite
@@ -62,12 +70,13 @@ def _check_simplex(p: torch.Tensor, u: torch.Tensor, atol: float = 1e-6) -> None
 # ----------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("path", PATHS)
 @PROPERTY_SETTINGS
 @given(data=st.data(), method=METHOD, op=st.sampled_from(sorted(CONSTRAINED)))
-def test_feasible_simplex_point_float32(data, method, op):
+def test_feasible_simplex_point_float32(path, data, method, op):
     z = data.draw(rows())
     u = data.draw(feasible_bounds(z))
-    with _checks.use_method(method):
+    with solver(path, method):
         p = CONSTRAINED[op](z, u)
     assert p.dtype == torch.float32
     _check_simplex(p, u)
@@ -77,11 +86,12 @@ def test_feasible_simplex_point_float32(data, method, op):
     np.testing.assert_allclose(p.double().numpy(), ref, atol=2e-5)
 
 
+@pytest.mark.parametrize("path", PATHS)
 @PROPERTY_SETTINGS
 @given(data=st.data(), method=st.sampled_from(["iter", "sort"]))
-def test_sparsemax_simplex_point_float32(data, method):
+def test_sparsemax_simplex_point_float32(path, data, method):
     z = data.draw(rows())
-    with _checks.use_method(method):
+    with solver(path, method):
         p = sparsemax(z)
     _check_simplex(p, torch.ones_like(p))
     ref = np.stack([oracle.sparsemax(r) for r in z.double().numpy()])
@@ -93,13 +103,14 @@ def test_sparsemax_simplex_point_float32(data, method):
 # ----------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("path", PATHS)
 @PROPERTY_SETTINGS
 @given(data=st.data(), method=METHOD)
-def test_loose_bounds_give_back_softmax_and_sparsemax(data, method):
+def test_loose_bounds_give_back_softmax_and_sparsemax(path, data, method):
     z = data.draw(rows(scale=(1e-3, 30.0))).double()
     big = data.draw(st.sampled_from([1.0, 1.5, 1e3, math.inf]))
     u = torch.full_like(z, big)
-    with _checks.use_method(method):
+    with solver(path, method):
         torch.testing.assert_close(csoftmax(z, u), softmax(z), atol=1e-12, rtol=1e-9)
         torch.testing.assert_close(csparsemax(z, u), sparsemax(z), atol=1e-12, rtol=1e-9)
     torch.testing.assert_close(softmax(z), torch.softmax(z, -1), atol=1e-12, rtol=1e-9)
@@ -110,9 +121,10 @@ def test_loose_bounds_give_back_softmax_and_sparsemax(data, method):
 # ----------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("path", PATHS)
 @PROPERTY_SETTINGS
 @given(data=st.data(), method=METHOD, op=st.sampled_from(sorted(CONSTRAINED)))
-def test_bounds_summing_to_one_give_p_equal_u(data, method, op):
+def test_bounds_summing_to_one_give_p_equal_u(path, data, method, op):
     z = data.draw(rows())
     R, J = z.shape
     # dyadic weights: sum exactly 1 in float32
@@ -121,7 +133,7 @@ def test_bounds_summing_to_one_give_p_equal_u(data, method, op):
     w[:, 0] += 1
     u = (w / w.sum(-1, keepdim=True)).float()
     assume(bool(((u.double().sum(-1) - 1).abs() < 1e-7).all()))
-    with _checks.use_method(method):
+    with solver(path, method):
         p = CONSTRAINED[op](z, u)
     torch.testing.assert_close(p, u, atol=1e-6, rtol=0)
 
@@ -131,15 +143,16 @@ def test_bounds_summing_to_one_give_p_equal_u(data, method, op):
 # ----------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("path", PATHS)
 @PROPERTY_SETTINGS
 @given(data=st.data(), method=METHOD, op=st.sampled_from(sorted(CONSTRAINED)))
-def test_slightly_negative_bounds_read_as_zero(data, method, op):
+def test_slightly_negative_bounds_read_as_zero(path, data, method, op):
     z = data.draw(rows(scale=(0.1, 10.0))).double()
     u = data.draw(feasible_bounds(z)).double()
     neg = torch.tensor(data.draw(st.lists(st.booleans(), min_size=u.numel(), max_size=u.numel()))).reshape(u.shape)
     noise = -data.draw(st.floats(1e-9, 1e-6))
     u_noisy = torch.where(neg & (u == 0), torch.full_like(u, noise), u)
-    with _checks.use_method(method):
+    with solver(path, method):
         p = CONSTRAINED[op](z, u_noisy)
         q = CONSTRAINED[op](z, u)
     torch.testing.assert_close(p, q, atol=1e-12, rtol=0)
@@ -151,15 +164,16 @@ def test_slightly_negative_bounds_read_as_zero(data, method, op):
 # ----------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("path", PATHS)
 @PROPERTY_SETTINGS
 @given(data=st.data(), method=METHOD, op=st.sampled_from(["softmax", "sparsemax", "csoftmax", "csparsemax"]))
-def test_masked_positions_get_exactly_zero(data, method, op):
+def test_masked_positions_get_exactly_zero(path, data, method, op):
     z = data.draw(rows(scale=(0.1, 100.0)))
     R, J = z.shape
     mask = torch.tensor(data.draw(st.lists(st.booleans(), min_size=R * J, max_size=R * J))).reshape(R, J)
     junk = data.draw(st.sampled_from([math.nan, math.inf, -math.inf, 1e30]))
     zj = torch.where(mask, z, torch.full_like(z, junk))
-    with _checks.use_method(method):
+    with solver(path, method):
         if op in ("softmax", "sparsemax"):
             p = {"softmax": softmax, "sparsemax": sparsemax}[op](zj, mask=mask)
             u = torch.ones_like(z)
@@ -181,9 +195,10 @@ def test_masked_positions_get_exactly_zero(data, method, op):
 # ----------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("path", PATHS)
 @PROPERTY_SETTINGS
 @given(data=st.data(), op=st.sampled_from(sorted(CONSTRAINED)))
-def test_infeasible_rows_raise_with_count_and_shortfall(data, op):
+def test_infeasible_rows_raise_with_count_and_shortfall(path, data, op):
     z = data.draw(rows(max_j=6))
     R, J = z.shape
     u = torch.tensor(data.draw(st.lists(st.floats(0.0, 1.0 / J), min_size=R * J, max_size=R * J))).reshape(R, J)
@@ -193,7 +208,7 @@ def test_infeasible_rows_raise_with_count_and_shortfall(data, op):
     for i in range(R):
         u[i] = u[i] * (1 - short) / u[i].sum().clamp(min=1e-9) if bad[i] else u[i] + 1.0
     u = u.float()
-    with pytest.raises(ValueError) as e:
+    with pytest.raises(ValueError) as e, on_path(path):
         CONSTRAINED[op](z, u)
     msg = str(e.value)
     assert f"in {sum(bad)} of {R} rows" in msg
@@ -202,22 +217,29 @@ def test_infeasible_rows_raise_with_count_and_shortfall(data, op):
     assert abs(worst - expected) <= 1e-5 * max(1.0, expected)
 
 
-def test_feasibility_tolerance():
+@pytest.mark.parametrize("path", PATHS)
+def test_feasibility_tolerance(path):
     z = torch.zeros(1, 4)
     u = torch.full((1, 4), (1 - FEASIBILITY_TOL / 2) / 4)
+    with on_path(path):
+        _feasibility_tolerance(z, u)
+
+
+def _feasibility_tolerance(z, u):
     for fn in CONSTRAINED.values():
         torch.testing.assert_close(fn(z, u), u)  # within the tolerance: p = u
         with pytest.raises(ValueError, match="infeasible"):
             fn(z, u * 0.999)
 
 
+@pytest.mark.parametrize("path", PATHS)
 @PROPERTY_SETTINGS
 @given(
     data=st.data(),
     op=st.sampled_from(["softmax", "sparsemax", "csoftmax", "csparsemax"]),
     where=st.sampled_from(["z", "u"]),
 )
-def test_nan_raises(data, op, where):
+def test_nan_raises(path, data, op, where):
     z = data.draw(rows(max_j=6))
     u = torch.ones_like(z)
     i = data.draw(st.integers(0, z.shape[0] - 1))
@@ -228,7 +250,7 @@ def test_nan_raises(data, op, where):
     else:
         u[i, j] = math.nan
         pattern = "u contains NaN"
-    with pytest.raises(ValueError, match=pattern):
+    with pytest.raises(ValueError, match=pattern), on_path(path):
         if op in ("softmax", "sparsemax"):
             {"softmax": softmax, "sparsemax": sparsemax}[op](z)
         else:
@@ -253,7 +275,13 @@ def test_shapes_that_do_not_broadcast_raise(zs, us, op):
         assert out.shape == torch.broadcast_shapes(z.shape, u.shape)
 
 
-def test_negative_bounds_and_plus_inf_scores_raise():
+@pytest.mark.parametrize("path", PATHS)
+def test_negative_bounds_and_plus_inf_scores_raise(path):
+    with on_path(path):
+        _negative_bounds_and_plus_inf_scores_raise()
+
+
+def _negative_bounds_and_plus_inf_scores_raise():
     z = torch.randn(2, 3)
     for fn in CONSTRAINED.values():
         with pytest.raises(ValueError, match="u must be >= 0"):
@@ -269,14 +297,15 @@ def test_negative_bounds_and_plus_inf_scores_raise():
 # ----------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("path", PATHS)
 @PROPERTY_SETTINGS
 @given(data=st.data(), method=METHOD, op=st.sampled_from(sorted(CONSTRAINED)))
-def test_infinite_bound_is_unbounded_and_zero_bound_is_zero(data, method, op):
+def test_infinite_bound_is_unbounded_and_zero_bound_is_zero(path, data, method, op):
     z = data.draw(rows(scale=(0.1, 20.0))).double()
     u = data.draw(feasible_bounds(z)).double()
     big = u.clone()
     big[torch.isinf(big)] = 10.0  # any bound >= 1 is equivalent to +inf
-    with _checks.use_method(method):
+    with solver(path, method):
         p, q = CONSTRAINED[op](z, u), CONSTRAINED[op](z, big)
     torch.testing.assert_close(p, q, atol=1e-12, rtol=0)
     assert (p[u == 0] == 0).all()

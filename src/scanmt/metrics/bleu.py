@@ -65,7 +65,8 @@ def _check(hyps: Sequence[str], refs: Sequence[str]) -> None:
 
 
 def _bleu(tokenize: str | None, lowercase: bool) -> BLEU:
-    return BLEU(tokenize=tokenize, lowercase=lowercase)
+    # force=True on pre-tokenized input: the text is tokenized on purpose (no "forgot to detokenize" warning)
+    return BLEU(tokenize=tokenize, lowercase=lowercase, force=tokenize == "none")
 
 
 def _score(metric: BLEU, hyps: Sequence[str], refs: Sequence[str]) -> BleuResult:

@@ -29,6 +29,8 @@ from typing import Iterator, Optional, Tuple
 import torch
 from torch import Tensor
 
+from . import _native
+
 #: Rows whose sum of ``u`` over unmasked positions is below ``1 - FEASIBILITY_TOL``
 #: are infeasible (``ValueError``).  Rows with ``sum(u) <= 1`` that are not
 #: infeasible return ``p = u`` (clamped at 0) exactly.
@@ -39,16 +41,21 @@ FEASIBILITY_TOL = 1e-5
 NEGATIVE_TOL = 1e-6
 
 # Algorithm selection, for tests and benchmarks only.  ``None`` = automatic, see
-# choose_method.
+# native_kernels and choose_method.
 _FORCED_METHOD: Optional[str] = None
-METHODS = ("dense", "iter", "sort")
+_NATIVE_ALLOWED = True
+METHODS = ("native", "dense", "iter", "sort")
 
 
 @contextlib.contextmanager
 def use_method(method: Optional[str]) -> Iterator[None]:
-    """Force ``"dense"``, ``"iter"`` or ``"sort"`` (``None``: automatic) in a ``with`` block.
+    """Force ``"native"``, ``"dense"``, ``"iter"`` or ``"sort"`` (``None``: automatic)
+    in a ``with`` block.
 
-    An op without a ``"dense"`` variant uses ``"sort"`` instead.
+    ``"native"`` forces the compiled CPU kernels for the forward passes of
+    sparsemax, csparsemax and csoftmax (``RuntimeError`` if they are unavailable;
+    other devices and ops choose automatically); the others force that PyTorch
+    algorithm.  An op without a ``"dense"`` variant uses ``"sort"`` instead.
     """
     global _FORCED_METHOD
     if method is not None and method not in METHODS:
@@ -60,8 +67,39 @@ def use_method(method: Optional[str]) -> Iterator[None]:
         _FORCED_METHOD = old
 
 
+@contextlib.contextmanager
+def use_native(enabled: bool) -> Iterator[None]:
+    """Allow (default) or forbid the native kernels in automatic selection."""
+    global _NATIVE_ALLOWED
+    old, _NATIVE_ALLOWED = _NATIVE_ALLOWED, bool(enabled)
+    try:
+        yield
+    finally:
+        _NATIVE_ALLOWED = old
+
+
+def native_kernels(t: Tensor):
+    """The compiled kernels (``_native``) to run the forward pass of ``t`` with, or ``None``.
+
+    Automatic selection uses them for every CPU input when they are available
+    (built on the first call, see :mod:`._native`); a forced PyTorch method,
+    ``use_native(False)`` and other devices never do.
+    """
+    forced = _FORCED_METHOD
+    if forced is None:
+        if not _NATIVE_ALLOWED or t.device.type != "cpu":
+            return None
+        return _native.get()
+    if forced != "native" or t.device.type != "cpu":
+        return None
+    mod = _native.get()
+    if mod is None:
+        raise RuntimeError(f"use_method('native'): the native kernels are unavailable ({_native.info()['reason']})")
+    return mod
+
+
 def choose_method(t: Tensor, dense_work: int, dense_max: int, iter_min: int) -> str:
-    """Pick the algorithm for a ``[rows, J]`` input ``t``.
+    """Pick the PyTorch algorithm for a ``[rows, J]`` input ``t``.
 
     Off the CPU: the sort (no data-dependent control flow, so no host
     synchronisation).  On the CPU, where branching on data is free: the dense
@@ -69,7 +107,7 @@ def choose_method(t: Tensor, dense_work: int, dense_max: int, iter_min: int) -> 
     none) is at most ``dense_max``, else the iteration for inputs of at least
     ``iter_min`` elements, else the sort.
     """
-    if _FORCED_METHOD is not None:
+    if _FORCED_METHOD is not None and _FORCED_METHOD != "native":
         return "sort" if _FORCED_METHOD == "dense" and not dense_work else _FORCED_METHOD
     if t.device.type != "cpu":
         return "sort"

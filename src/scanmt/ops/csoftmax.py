@@ -45,6 +45,7 @@ import torch
 from torch import Tensor
 
 from . import _checks
+from ._checks import FEASIBILITY_TOL, NEGATIVE_TOL
 
 #: Capping rounds before the remaining rows are finished with the sort.
 MAX_ROUNDS = 20
@@ -163,6 +164,17 @@ class CSoftmaxFunction(torch.autograd.Function):
     ) -> Tensor:
         rows = _checks.Rows(z.shape, dim)
         cdt = _checks.compute_dtype(z.dtype, u.dtype)
+        native = _checks.native_kernels(z)
+        if native is not None:
+            p, capped, n_invalid = native.csoftmax_forward(
+                rows.take(z, cdt), rows.take(u, cdt), None if mask is None else rows.take(mask),
+                FEASIBILITY_TOL, NEGATIVE_TOL,
+            )
+            if not (validate and n_invalid):
+                ctx.rows, ctx.z_dtype, ctx.u_dtype = rows, z.dtype, u.dtype
+                ctx.save_for_backward(p, capped)
+                return rows.give(p, out_dtype)
+            # invalid input: the PyTorch path below raises with the details
         k = _checks.consts(cdt, z.device)
         z2 = _checks.masked_scores(rows, z, mask, cdt)
         zmax = z2.amax(-1, keepdim=True)

@@ -59,6 +59,7 @@ import torch
 from torch import Tensor
 
 from . import _checks
+from ._checks import FEASIBILITY_TOL, NEGATIVE_TOL
 
 #: Newton/bisection steps before the remaining rows are finished by the sort.
 MAX_STEPS = 60
@@ -236,6 +237,19 @@ class CSparsemaxFunction(torch.autograd.Function):
     ) -> Tensor:
         rows = _checks.Rows(z.shape, dim)
         cdt = _checks.compute_dtype(z.dtype, u.dtype)
+        native = _checks.native_kernels(z)
+        if native is not None:
+            u2 = rows.take(u, cdt)
+            p, x, n_invalid = native.csparsemax_forward(
+                rows.take(z, cdt), u2, None if mask is None else rows.take(mask), FEASIBILITY_TOL, NEGATIVE_TOL
+            )
+            if not (validate and n_invalid):
+                # x = z - tau is -inf at unusable positions, so the backward pass
+                # needs u there neither masked nor clamped
+                ctx.rows, ctx.z_dtype, ctx.u_dtype = rows, z.dtype, u.dtype
+                ctx.save_for_backward(x, u2)
+                return rows.give(p, out_dtype)
+            # invalid input: the PyTorch path below raises with the details
         k = _checks.consts(cdt, z.device)
         z2 = _checks.masked_scores(rows, z, mask, cdt)
         zmax = z2.amax(-1, keepdim=True)

@@ -82,6 +82,14 @@ class SparsemaxFunction(torch.autograd.Function):
     ) -> Tensor:
         rows = _checks.Rows(z.shape, dim)
         cdt = _checks.compute_dtype(z.dtype)
+        native = _checks.native_kernels(z)
+        if native is not None:
+            p, n_invalid = native.sparsemax_forward(rows.take(z, cdt), None if mask is None else rows.take(mask))
+            if not (validate and n_invalid):
+                ctx.rows, ctx.z_dtype = rows, z.dtype
+                ctx.save_for_backward(p)
+                return rows.give(p, out_dtype)
+            # invalid input: the PyTorch path below raises with the details
         k = _checks.consts(cdt, z.device)
         z2 = _checks.masked_scores(rows, z, mask, cdt)
         zmax = z2.amax(-1, keepdim=True)
