@@ -135,3 +135,34 @@ def test_native_sort_fallbacks_are_exact(path, op, dtype, max_iter):
                 p, _, _ = fwd(zt, ut, mt, FEASIBILITY_TOL, NEGATIVE_TOL, max_iter=max_iter)
             err = np.abs(p.double().numpy() - _expected(op, kind, shape_i, dtype)).max()
             assert err <= ATOL[dtype], f"{op}/{kind}/{SHAPES[shape_i]}/max_iter={max_iter}: max error {err:.3g}"
+
+
+def _deep_capping_cases():
+    """Rows that need many capping rounds: bounds that sum to just above 1 on
+    a couple of hundred entries, and scores so far apart (800) that every round
+    of csoftmax's greedy capping sees only one entry above underflow."""
+    for J, seed in ((200, 21), (200, 28), (400, 8)):
+        yield f"tight-{J}-{seed}", make_case("tight", 30, J, seed=seed)
+    rng = np.random.default_rng(7)
+    R, J = 6, 24
+    z = np.sort(rng.uniform(-9600, 9600, (R, J)), -1) + np.arange(J) * 800.0 - 9600
+    z = np.clip(z, -1e4, 1e4)
+    u = rng.uniform(1e-9, 1e-2, (R, J))
+    u[:, 0] = np.inf  # the lowest score takes what is left
+    yield "spread", (z, u, np.ones((R, J), dtype=bool))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("op", ("csparsemax", "csoftmax"))
+@pytest.mark.parametrize("path", ("native", "pytorch"))
+def test_deep_capping(path, op, dtype):
+    from .conftest import on_path
+
+    for name, (z, u, mask) in _deep_capping_cases():
+        z = torch.as_tensor(z).to(dtype).double().numpy()
+        u = torch.as_tensor(u).to(dtype).double().numpy()
+        expected = oracle.rows(getattr(oracle, op), z, u, mask)
+        with on_path(path):
+            p = _run(op, z, u, mask, dtype)
+        err = np.abs(p.double().numpy() - expected).max()
+        assert err <= ATOL[dtype], f"{op}/{path}/{name}: max error {err:.3g}"

@@ -46,14 +46,20 @@ Shapes, dtypes and devices
   floating ``u``).  This also holds under ``torch.autocast``.
 * The code is device-agnostic.  On other devices than the CPU the forward
   passes use sort-based algorithms with no data-dependent control flow (no host
-  round trip).  On the CPU, where branching on data is free and sorting is
-  slow, they use sort-free algorithms: for small inputs, the threshold's
+  round trip).  On the CPU, sparsemax, csparsemax and csoftmax run their
+  forward pass in a small compiled kernel (``_kernels.cpp``, one call for all
+  rows, in double precision; built with ``torch.utils.cpp_extension`` on first
+  use, which takes 10-30 s once per machine and needs a C++ compiler and
+  ``ninja``, then cached in ``$TORCH_EXTENSIONS_DIR``, by default
+  ``~/.cache/torch_extensions``).  Without the kernel (no compiler, a build
+  error, or ``SCANMT_OPS_NATIVE=0`` in the environment: one warning is logged)
+  they use sort-free PyTorch algorithms: for small inputs, the threshold's
   equation evaluated at every breakpoint at once; for larger ones, Newton's
   method on the threshold (safeguarded by bisection for csparsemax; greedy
   capping for csoftmax), with converged rows leaving the working set.  All are
   exact: the result satisfies the KKT conditions up to floating-point rounding,
   and rows an iteration has not settled after a fixed number of steps are
-  finished by the sort.  Inputs are never modified.
+  finished by a sort.  Inputs are never modified.
 
 Gradients
 ---------
@@ -99,7 +105,8 @@ errors
     rows and by how much) and shapes that do not broadcast; ``TypeError`` for
     a non-floating ``z`` or a non-bool ``mask``.
 validation cost
-    These checks cost a few reductions and one host synchronisation per call.
+    These checks cost a few reductions and one host synchronisation per call
+    (on the CPU with the native kernel: nothing extra, the kernel checks).
     Pass ``validate=False`` (keyword only; or set ``module.validate = False`` on
     the wrappers) to skip them, e.g. in a training loop after the first batches
     have been checked.  Invalid input then gives unspecified (possibly NaN)
@@ -107,13 +114,13 @@ validation cost
 
 Speed
 -----
-On the CPU the ops avoid sorting (the cost of ``entmax.sparsemax``): sparsemax
-and csoftmax run at 0.15-0.5x the time of ``entmax.sparsemax`` on large inputs,
-csparsemax at 0.6-1.7x.  On a small decoder step (64 x 20) every tensor op
-costs its fixed overhead and the constrained ops take about 2x
-``entmax.sparsemax`` (0.3 ms forward + backward).  A ``mask`` adds one
-``masked_fill`` for ``z`` and one for ``u``.  ``benchmarks/ops.py`` measures all
-of this.
+On the CPU (float32, one thread, forward + backward) the native kernels put
+sparsemax at 0.1-0.5x the time of ``entmax.sparsemax`` (a sort) and csoftmax
+and csparsemax at 0.1-0.7x, small decoder steps (64 x 20) included, where the
+PyTorch algorithms take about 2x for the constrained ops (every tensor op
+costs its fixed overhead there).  The backward passes are a few tensor ops.
+``benchmarks/ops.py`` measures all of this (``--no-native`` for the PyTorch
+algorithms); ``docs/ops-benchmark.md`` has the numbers.
 
 Example
 -------

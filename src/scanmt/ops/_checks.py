@@ -10,8 +10,12 @@ Everything here is private.  The ops call, in this order:
 3. :class:`Bounds` and :func:`raise_if_invalid`: per-row views of ``u`` and,
    when ``validate=True``, a few reductions and a single host synchronisation;
    the detailed error message is only assembled on the (slow) failure path;
-4. :func:`choose_method`: which exact algorithm runs (``dense``, ``iter`` or
-   ``sort``; :func:`use_method` forces one, for tests and benchmarks).
+4. :func:`native_kernels`: on the CPU, the compiled kernels of :mod:`._native`
+   replace steps 3 and 4 (validation included) in one call when available;
+5. :func:`choose_method`: otherwise, which exact PyTorch algorithm runs
+   (``dense``, ``iter`` or ``sort``).  :func:`use_method` forces one of these
+   or ``native``, and :func:`use_native` forbids the kernels, for tests and
+   benchmarks.
 
 Performance notes (CPU, PyTorch 2.x): each tensor op costs a couple of
 microseconds of overhead, a Python scalar argument about one more (hence the
