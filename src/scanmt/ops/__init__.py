@@ -115,8 +115,8 @@ validation cost
 Speed
 -----
 On the CPU (float32, one thread, forward + backward) the native kernels put
-sparsemax at 0.1-0.5x the time of ``entmax.sparsemax`` (a sort) and csoftmax
-and csparsemax at 0.1-0.7x, small decoder steps (64 x 20) included, where the
+sparsemax at 0.06-0.45x the time of ``entmax.sparsemax`` (a sort) and csoftmax
+and csparsemax at 0.1-0.75x, small decoder steps (64 x 20) included, where the
 PyTorch algorithms take about 2x for the constrained ops (every tensor op
 costs its fixed overhead there).  The backward passes are a few tensor ops.
 ``benchmarks/ops.py`` measures all of this (``--no-native`` for the PyTorch
