@@ -128,8 +128,9 @@ class NMTModel(nn.Module):
         enc, state = self.encode(src, src_len, fertility)
         gates = self.decoder.input_gates(self.decoder.dropout(self.decoder.emb(tgt_in)))  # [B, T, 4H], all steps at once
         outs, attns = [], []
-        for t in range(tgt_in.size(1)):
-            h_tilde, alpha, state = self.decoder.step(None, state, enc, y_gates=gates[:, t])
+        # unbind, not gates[:, t]: slicing inside the loop makes every step's backward zero-fill [B, T, 4H]
+        for g_t in gates.unbind(1):
+            h_tilde, alpha, state = self.decoder.step(None, state, enc, y_gates=g_t)
             outs.append(h_tilde)
             attns.append(alpha)
         hidden = torch.stack(outs, dim=1)
