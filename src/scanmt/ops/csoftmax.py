@@ -253,8 +253,4 @@ def csoftmax(z: Tensor, u, dim: int = -1, mask: Optional[Tensor] = None, *, vali
             position, infeasible rows (``sum(u) < 1 - 1e-5`` over unmasked
             positions), or shapes that do not broadcast.
     """
-    z, u, mask, dim, out_dtype = _checks.broadcast_inputs("csoftmax", z, u, mask, dim)
-    assert u is not None
-    if z.numel() == 0:  # nothing to normalise; keeps the graph for autograd
-        return (z * 0 + u * 0).to(out_dtype)
-    return CSoftmaxFunction.apply(z, u, mask, dim, validate, out_dtype)
+    return _checks.apply_constrained("csoftmax", CSoftmaxFunction, z, u, mask, dim, validate)

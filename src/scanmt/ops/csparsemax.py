@@ -324,8 +324,4 @@ def csparsemax(z: Tensor, u, dim: int = -1, mask: Optional[Tensor] = None, *, va
             position, infeasible rows (``sum(u) < 1 - 1e-5`` over unmasked
             positions), or shapes that do not broadcast.
     """
-    z, u, mask, dim, out_dtype = _checks.broadcast_inputs("csparsemax", z, u, mask, dim)
-    assert u is not None
-    if z.numel() == 0:  # nothing to normalise; keeps the graph for autograd
-        return (z * 0 + u * 0).to(out_dtype)
-    return CSparsemaxFunction.apply(z, u, mask, dim, validate, out_dtype)
+    return _checks.apply_constrained("csparsemax", CSparsemaxFunction, z, u, mask, dim, validate)
