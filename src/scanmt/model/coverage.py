@@ -42,13 +42,15 @@ are computed once per sentence by :meth:`Coverage.precompute` and stored in
 
 from __future__ import annotations
 
+import abc
+
 import torch
 from torch import nn
 
 from scanmt.config import CoverageConfig, check_coverage_config
 
 
-class Coverage(nn.Module):
+class Coverage(nn.Module, abc.ABC):
     """Base class: ``precompute(memory)``, ``init``, ``update`` and ``score_term``."""
 
     #: coverage state dimension ``d``
@@ -71,12 +73,12 @@ class Coverage(nn.Module):
         """``V C_{t-1,j}``: ``[B, S, d]`` -> ``[B, S, H_q]``, added to the attention keys."""
         return self.V(cov)
 
+    @abc.abstractmethod
     def update(
         self, cov: torch.Tensor, alpha: torch.Tensor, feats: torch.Tensor | None, query: torch.Tensor, mask: torch.Tensor
     ) -> torch.Tensor:
         """``C_t`` from ``C_{t-1} [B, S, d]``, ``alpha_t [B, S]``, the precomputed features,
         the decoder state ``query [B, H_q]`` that computed ``alpha_t`` and ``mask [B, S]``."""
-        raise NotImplementedError
 
 
 class LinguisticCoverage(Coverage):
