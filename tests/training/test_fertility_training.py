@@ -5,6 +5,7 @@ import torch
 
 from scanmt.cli.main import main
 from scanmt.config import PredictorConfig
+from scanmt.data.attention_file import AttentionFile
 from scanmt.decoding.translator import Translator
 from scanmt.errors import ConfigError
 from scanmt.training.fertility_trainer import train_predictor
@@ -48,9 +49,16 @@ def test_constrained_training_per_strategy(aligned_data_dir, predictor, tmp_path
         out = tr.translate_lines(lines, beam=2, fertility=fert_values)
     else:
         out = tr.translate_lines(lines, beam=2)
-    for o in out:
+    for i, o in enumerate(out):
         beta = o.hypothesis.attention.sum(0)[:-1]
         assert beta.shape[0] == len(o.src_pieces)
+        assert o.fertility is not None and len(o.fertility) == len(o.src_pieces)
+        assert all(f > 0 for f in o.fertility)
+        if strategy == "constant":
+            assert o.fertility == [2.0] * len(o.src_pieces)
+        elif strategy == "actual":
+            assert o.fertility == fert_values[i]
+        assert torch.all(beta <= torch.tensor(o.fertility) + 1e-5)
 
 
 def test_config_errors_for_fertility(aligned_data_dir, tmp_path):
@@ -79,3 +87,17 @@ def test_translate_cli_fertility_file_errors(aligned_data_dir, tmp_path, capsys)
     err = capsys.readouterr().err
     assert rc == 2 and "f.txt:" in err
     assert not (tmp_path / "out.en").exists()
+    # a valid file: the attention file stores the bounds used, inf for the sink
+    lens = [len(p) for p in Translator.from_checkpoint(tmp_path / "run" / "best.pt").pipeline.source_pieces_all(
+        src.read_text().splitlines())]
+    bounds = [[1.0 + (j % 3) for j in range(n)] for n in lens]
+    fert.write_text("".join(" ".join(f"{f:g}" for f in b) + "\n" for b in bounds))
+    rc = main(["translate", "--model", str(tmp_path / "run" / "best.pt"), "--input", str(src),
+               "--output", str(tmp_path / "out.en"), "--fertility", str(fert),
+               "--attention-out", str(tmp_path / "a.npz"), "--beam", "2"])
+    assert rc == 0, capsys.readouterr().err
+    sents = list(AttentionFile(tmp_path / "a.npz"))
+    assert [s.fertility.tolist() for s in sents] == [b + [float("inf")] for b in bounds]
+    for s in sents:
+        assert s.src[-1] == "<sink>"
+        assert (s.attention.sum(0)[:-1] <= s.fertility[:-1] + 1e-5).all()

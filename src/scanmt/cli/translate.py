@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import time
 
+import numpy as np
+
 from scanmt.data.attention_file import SentenceAttention, save_attention
 from scanmt.io import read_lines, write_lines
 
@@ -90,7 +92,10 @@ def run(args: argparse.Namespace) -> int:
         sents = []
         for t in out:
             src, hyp = t.attention_tokens
-            sents.append(SentenceAttention(t.hypothesis.attention.numpy(), src, hyp))
+            fert = None
+            if t.fertility is not None:  # the file stores one bound per source column, inf for the sink
+                fert = np.asarray(t.fertility + [float("inf")] * (len(src) - len(t.fertility)), dtype=np.float32)
+            sents.append(SentenceAttention(t.hypothesis.attention.numpy(), src, hyp, fert))
         save_attention(args.attention_out, sents, {"transform": tr.model.cfg.attention.transform, "sink": tr.model.sink})
     n_tok = sum(len(t.pieces) + 1 for t in out)
     print(f"translated {len(out)} sentences from {args.input} -> {args.output}")

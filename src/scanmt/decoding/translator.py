@@ -26,12 +26,18 @@ FertilityFn = Callable[[Sequence[Sequence[str]]], Sequence[Sequence[float]]]
 
 @dataclass
 class Translation:
-    """One output sentence: detokenized ``text``, its subword ``pieces``, the search result."""
+    """One output sentence: detokenized ``text``, its subword ``pieces``, the search result.
+
+    ``fertility`` holds the upper bounds ``f`` of the source subwords used by a
+    constrained model (``[len(src_pieces)]``, the sink's infinite bound left out),
+    or None for an unconstrained one.
+    """
 
     text: str
     pieces: list[str]
     src_pieces: list[str]
     hypothesis: Hypothesis
+    fertility: list[float] | None = None
 
     @property
     def attention_tokens(self) -> tuple[list[str], list[str]]:
@@ -186,13 +192,16 @@ class Translator:
         """Translate subword sentences; ``fertility`` (one list per sentence) overrides the model's provider."""
         vocab = self.pipeline.vocab
         data = ParallelData([vocab.encode(p) for p in src_pieces], None)
+        if fertility is None and self.model.constrained and self.fertility_fn is not None:
+            fertility = self.fertility_fn(src_pieces)  # once, so that the translations can report it
         if fertility is not None:
             data = data.with_fertility(fertility)
         hyps = self.search(data, beam=beam, progress=progress)
         out = []
-        for sp, h in zip(src_pieces, hyps):
+        for i, (sp, h) in enumerate(zip(src_pieces, hyps)):
             pieces = self.pipeline.target_pieces(h.tokens)
-            out.append(Translation(self.pipeline.detokenize_target(pieces), pieces, list(sp), h))
+            fert = [float(x) for x in fertility[i]] if fertility is not None and self.model.constrained else None
+            out.append(Translation(self.pipeline.detokenize_target(pieces), pieces, list(sp), h, fert))
         return out
 
     @torch.no_grad()
@@ -229,7 +238,8 @@ class Translator:
                 lp = float(logp[row, :T].sum())
                 hyp = Hypothesis(data.tgt[p], lp, lp, res.attention[row, :T, :S].float().cpu())
                 text = self.pipeline.detokenize_target(list(tgt_pieces[p]))
-                out[p] = Translation(text, list(tgt_pieces[p]), list(src_pieces[p]), hyp)
+                f = fert[row, : len(data.src[p])].tolist() if fert is not None else None
+                out[p] = Translation(text, list(tgt_pieces[p]), list(src_pieces[p]), hyp, f)
             bar.update(len(positions))
         bar.close()
         return out  # type: ignore[return-value]
