@@ -20,6 +20,15 @@ from torch import nn
 from scanmt.model.attention import Attention
 from scanmt.model.coverage import Coverage
 from scanmt.model.lstm import InputFeedLSTM
+from scanmt.model.step_linear import DeferredLinear
+
+
+@dataclass
+class StepLinears:
+    """The decoder's per-step weights wrapped for one teacher-forced pass (see :mod:`scanmt.model.step_linear`)."""
+
+    rnn: list[DeferredLinear]
+    out: DeferredLinear
 
 
 @dataclass
@@ -115,6 +124,10 @@ class Decoder(nn.Module):
         """``[..., E]`` embeddings -> first-layer input gates ``[..., 4H]`` (precomputable for all steps)."""
         return self.rnn.project_input(y_emb)
 
+    def step_linears(self) -> StepLinears:
+        """Wrap the per-step weights for one teacher-forced pass (weight gradients formed once, at the end)."""
+        return StepLinears([DeferredLinear(w) for w in self.rnn.W_h], DeferredLinear(self.W_c.weight))
+
     def step(
         self,
         y_emb: torch.Tensor | None,
@@ -122,19 +135,21 @@ class Decoder(nn.Module):
         enc: EncoderOutput,
         *,
         y_gates: torch.Tensor | None = None,
+        linears: StepLinears | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, DecoderState]:
         """One step.
 
         Args:
             y_emb: ``[B, E]`` embedding of the previous output word (or None with ``y_gates``).
             y_gates: ``[B, 4H]`` = ``input_gates(y_emb)``, when precomputed for all steps.
+            linears: from :meth:`step_linears`, shared by all steps of a teacher-forced pass.
 
         Returns:
             ``h~ [B, H]``, attention ``[B, S]`` and the new state.
         """
         if y_gates is None:
             y_gates = self.input_gates(y_emb)
-        hs, cs = self.rnn(y_gates, state.feed, state.h, state.c)
+        hs, cs = self.rnn(y_gates, state.feed, state.h, state.c, linears.rnn if linears is not None else None)
         x = hs[-1]
         bounds = None
         if enc.fertility is not None:
@@ -145,6 +160,7 @@ class Decoder(nn.Module):
         ctx, alpha = self.attention(x, enc.keys, enc.memory, enc.mask, bounds, cov_term)
         if self.coverage is not None:
             cov = self.coverage.update(state.cov, alpha, enc.coverage, x, enc.mask)
-        h_tilde = self.dropout(torch.tanh(self.W_c(torch.cat([ctx, x], dim=1))))
+        out = linears.out if linears is not None else self.W_c
+        h_tilde = self.dropout(torch.tanh(out(torch.cat([ctx, x], dim=1))))
         new = DecoderState(hs, cs, h_tilde, state.beta + alpha, cov)
         return h_tilde, alpha, new

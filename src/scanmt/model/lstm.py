@@ -15,6 +15,7 @@ Gate order is PyTorch's (i, f, g, o).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 
 import torch
 from torch import nn
@@ -58,7 +59,12 @@ class InputFeedLSTM(nn.Module):
         return F.linear(x, self.W_x, self.b[0])
 
     def forward(
-        self, x_gates: torch.Tensor, feed: torch.Tensor, h: tuple[torch.Tensor, ...], c: tuple[torch.Tensor, ...]
+        self,
+        x_gates: torch.Tensor,
+        feed: torch.Tensor,
+        h: tuple[torch.Tensor, ...],
+        c: tuple[torch.Tensor, ...],
+        linears: Sequence[Callable[[torch.Tensor], torch.Tensor]] | None = None,
     ) -> tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]]:
         """One step.
 
@@ -66,6 +72,8 @@ class InputFeedLSTM(nn.Module):
             x_gates: ``[B, 4H]`` from :meth:`project_input`.
             feed: ``[B, feed_size]``.
             h, c: per-layer ``[B, H]`` states.
+            linears: per layer, a replacement for ``x -> x W_h[l]ᵀ`` (a
+                :class:`~scanmt.model.step_linear.DeferredLinear` during teacher forcing).
 
         Returns:
             the new per-layer ``h`` and ``c`` (the top layer's ``h`` is the output).
@@ -73,7 +81,8 @@ class InputFeedLSTM(nn.Module):
         hs, cs = [], []
         inp = feed
         for l in range(self.layers):
-            gates = F.linear(torch.cat([inp, h[l]], dim=1), self.W_h[l])
+            x_h = torch.cat([inp, h[l]], dim=1)
+            gates = linears[l](x_h) if linears is not None else F.linear(x_h, self.W_h[l])
             gates = gates + (x_gates if l == 0 else self.b[l])
             h_l, c_l = lstm_pointwise(gates, c[l])
             hs.append(h_l)

@@ -23,6 +23,7 @@ from scanmt.model.attention import Attention
 from scanmt.model.coverage import build_coverage
 from scanmt.model.decoder import Decoder, DecoderState, EncoderOutput
 from scanmt.model.encoder import BiLSTMEncoder
+from scanmt.model.loss import nmt_loss  # noqa: F401  (re-exported: the training loss of this model)
 from scanmt.model.transforms import get_transform
 
 
@@ -128,9 +129,11 @@ class NMTModel(nn.Module):
         enc, state = self.encode(src, src_len, fertility)
         gates = self.decoder.input_gates(self.decoder.dropout(self.decoder.emb(tgt_in)))  # [B, T, 4H], all steps at once
         outs, attns = [], []
+        # per-step weights: their gradients are formed once for all steps (scanmt.model.step_linear)
+        linears = self.decoder.step_linears() if torch.is_grad_enabled() else None
         # unbind, not gates[:, t]: slicing inside the loop makes every step's backward zero-fill [B, T, 4H]
         for g_t in gates.unbind(1):
-            h_tilde, alpha, state = self.decoder.step(None, state, enc, y_gates=g_t)
+            h_tilde, alpha, state = self.decoder.step(None, state, enc, y_gates=g_t, linears=linears)
             outs.append(h_tilde)
             attns.append(alpha)
         hidden = torch.stack(outs, dim=1)
@@ -139,14 +142,3 @@ class NMTModel(nn.Module):
     def log_probs(self, h_tilde: torch.Tensor) -> torch.Tensor:
         """``[..., H]`` -> log-probabilities ``[..., V]``."""
         return F.log_softmax(self.generator(h_tilde), dim=-1)
-
-
-def nmt_loss(logits: torch.Tensor, target: torch.Tensor, label_smoothing: float = 0.0) -> torch.Tensor:
-    """Summed token cross-entropy over non-pad targets (``logits [B, T, V]``, ``target [B, T]``)."""
-    return F.cross_entropy(
-        logits.reshape(-1, logits.size(-1)).float(),
-        target.reshape(-1),
-        ignore_index=PAD_ID,
-        reduction="sum",
-        label_smoothing=label_smoothing,
-    )
