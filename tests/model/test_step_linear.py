@@ -48,6 +48,16 @@ def test_weight_also_used_directly_accumulates_both_paths():
     torch.testing.assert_close(W.grad, torch.ones(2, 4, dtype=torch.float64).t().mm(x) + 2 * W.detach())
 
 
+def test_autocast_falls_back_to_plain_linear():
+    W = torch.randn(4, 3, requires_grad=True)
+    x = torch.randn(2, 3)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = DeferredLinear(W)(x)
+    assert y.dtype == torch.bfloat16
+    y.float().sum().backward()
+    torch.testing.assert_close(W.grad, torch.ones(2, 4).t().mm(x), rtol=2e-2, atol=2e-2)
+
+
 @pytest.mark.parametrize("transform", ["softmax", "csparsemax"])
 def test_model_gradients_match_the_undeferred_decoder(transform):
     torch.manual_seed(0)

@@ -10,12 +10,14 @@ each step's backward only computes the input gradient ``g_t W`` and keeps
     lin = DeferredLinear(W)          # once per teacher-forced pass
     y_t = lin(x_t)                   # = x_t Wᵀ, at every step
 
-Used only when gradients are recorded; decoding calls ``F.linear`` directly.
+Used only when gradients are recorded; decoding calls ``F.linear`` directly, and so does
+mixed precision (autocast), where the products' dtypes are autocast's choice.
 """
 
 from __future__ import annotations
 
 import torch
+from torch.nn import functional as F
 
 
 class _Collect(torch.autograd.Function):
@@ -63,4 +65,6 @@ class DeferredLinear:
         self._weight = _Collect.apply(weight, self._store)
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        if torch.is_autocast_enabled(x.device.type):  # mixed precision: autocast picks the dtypes; plain gradient
+            return F.linear(x, self._weight)
         return _StepLinear.apply(x, self._weight, self._store)
