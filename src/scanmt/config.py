@@ -128,6 +128,10 @@ class TrainConfig:
     logger: str = "csv"
     #: torch intra-op threads (0 = torch default)
     threads: int = 0
+    #: "fp32", or "bf16": mixed precision (torch.autocast with bfloat16) for the training forward pass;
+    #: weights, gradients, optimizer, loss, attention transforms and validation stay float32.
+    #: About 1.8x faster on CPUs with AVX512-BF16/AMX and on Ampere+ GPUs; slower on CPUs without them.
+    precision: str = "fp32"
 
 
 @dataclass
@@ -147,6 +151,7 @@ class DecodeConfig:
     penalty_mode: str = "rescore"
 
 
+PRECISIONS: tuple[str, ...] = ("fp32", "bf16")
 COVERAGE_TYPES: tuple[str, ...] = ("none", "linguistic", "linguistic_fertility", "nn", "nn_gru")
 PENALTY_MODES: tuple[str, ...] = ("rescore", "step")
 
@@ -163,6 +168,12 @@ def check_coverage_config(c: "CoverageConfig", prefix: str = "model.coverage") -
         )
     if not c.fertility_scale > 0:
         raise ConfigError(f"{prefix}.fertility_scale must be > 0, got {c.fertility_scale}")
+
+
+def check_train_config(t: "TrainConfig", prefix: str = "train") -> None:
+    """Raise :class:`ConfigError` naming the key for a bad ``train.precision``."""
+    if t.precision not in PRECISIONS:
+        raise ConfigError(f"{prefix}.precision: unknown precision {t.precision!r} (known: {', '.join(PRECISIONS)})")
 
 
 def check_penalty_config(d: "DecodeConfig", prefix: str = "decode") -> None:
@@ -191,6 +202,7 @@ class Config:
     def from_dict(cls, d: dict[str, Any]) -> "Config":
         cfg = _build(cls, d, "")
         check_coverage_config(cfg.model.coverage)
+        check_train_config(cfg.train)
         check_penalty_config(cfg.decode)
         return cfg
 

@@ -27,7 +27,7 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
-from scanmt.config import TrainConfig
+from scanmt.config import TrainConfig, check_train_config
 from scanmt.errors import ConfigError, DataError
 from scanmt.training import distributed
 from scanmt.training.checkpoint import load_checkpoint, save_checkpoint
@@ -107,6 +107,7 @@ class TrainLoop:
             raise ConfigError(f"{self.out} already holds a run (last.pt); pass --resume to continue it or pick another --out")
         if resume and not last.exists():
             raise ConfigError(f"--resume: {last} not found")
+        check_train_config(cfg)
         self.model = task.model.to(self.dist.device)
         self.optimizer = build_optimizer(self.model.parameters(), cfg)
         self.progress = Progress(lr=cfg.lr)
@@ -152,9 +153,14 @@ class TrainLoop:
         log.info("resumed from step %d (epoch %d, batch %d)", p.step, p.epoch, p.batch_in_epoch)
 
     # ----------------------------------------------------------- one step
+    def autocast(self) -> torch.autocast:
+        """The training forward's precision context (``train.precision``); a no-op for fp32."""
+        return torch.autocast(self.dist.device.type, dtype=torch.bfloat16, enabled=self.cfg.precision == "bf16")
+
     def train_step(self, batch: Any) -> tuple[float, int]:
         self.net.train()
-        loss, n = self.task.loss(self.net, batch)
+        with self.autocast():
+            loss, n = self.task.loss(self.net, batch)
         self.optimizer.zero_grad(set_to_none=True)
         (loss / max(n, 1)).backward()
         if self.cfg.max_grad_norm > 0:
