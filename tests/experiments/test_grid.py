@@ -173,11 +173,65 @@ def test_run_made_with_another_config_is_not_mixed_in(tmp_path, capsys):
     (d / "spec.json").write_text(json.dumps({"config": {"model": {"emb_size": 8}}, "model_from": None}))
     assert main(dry_run(GRIDS / "tiny.yaml", out)) == 2
     err = capsys.readouterr().err
-    assert f"{d} was made with data.batch_tokens=None but the grid now gives data.batch_tokens=3000 (and" in err
+    # keys the old record lacks are compared at their defaults (data.batch_tokens: 4000)
+    assert f"{d} was made with data.batch_tokens=4000 but the grid now gives data.batch_tokens=3000 (and" in err
     assert "use another --out, or delete them" in err
+
+
+def test_config_key_added_later_is_not_a_change():
+    """A key added to Config after a run was made (here train.precision), at a default that keeps the old
+    behaviour, does not stop the grid from reusing or resuming that run; the key at another value does."""
+    from scanmt.config import Config
+
+    cfg = Config.load(REPO / "configs" / "cpu-small.yaml").to_dict()
+    old = json.loads(json.dumps(cfg))
+    del old["train"]["precision"]
+    assert runner.config_differences(old, cfg) == [("train.precision", None, "fp32")]
+    assert runner.config_differences(runner.with_defaults(old), cfg) == []
+    old["train"]["precision"] = "bf16"
+    assert runner.config_differences(runner.with_defaults(old), cfg) == [("train.precision", "bf16", "fp32")]
+    assert runner.with_defaults({"model": {"nope": 1}}) == {"model": {"nope": 1}}  # no longer loads: as it is
 
 
 def test_reuse_model_listed_before_its_model(tmp_path, capsys):
     grid = write(tmp_path, "name: g\nsystems:\n  - {name: cov, reuse_model: base, tune_penalties: true}\n  - {name: base}\n")
     assert main(dry_run(grid, tmp_path / "exp")) == 0
     assert "cov/seed1" in capsys.readouterr().out
+
+
+def test_report_lists_only_the_requested_systems(tmp_path):
+    """`--systems` choices are recorded (union over invocations); the report leaves the others out."""
+    from argparse import Namespace
+    from types import SimpleNamespace
+
+    from scanmt.cli.experiment import _record
+    from scanmt.experiments.report import collect
+
+    g = load_grid(write(tmp_path, "name: g\nsystems: [{name: a}, {name: b}, {name: c}]\n"))
+    out = tmp_path / "exp"
+    ctx = SimpleNamespace(src_lang="de", tgt_lang="en", split="test", preset="p.yaml", command="cmd", commit="abc")
+    args = Namespace(data="multi30k", set=[])
+
+    def spec(name):
+        return SimpleNamespace(system=name, config={"model": {"attention": {"transform": "softmax"}}})
+
+    def record():
+        return json.loads((out / "grids" / "g.json").read_text(encoding="utf-8"))
+
+    _record(out, g, args, ctx, [1], [spec("b")])
+    assert record()["requested"] == ["b"]
+    _record(out, g, args, ctx, [1], [spec("a")])
+    assert record()["requested"] == ["a", "b"]  # grid order, union of both invocations
+    got = {s.name: s.unfinished for s in collect(out, record())}
+    assert got == {"a": ["seed1 (not started)"], "b": ["seed1 (not started)"]}  # c: not asked for, not shown
+
+    # a record from before `requested` existed: the systems with run directories were the ones asked for
+    rec = record()
+    del rec["requested"]
+    (out / "grids" / "g.json").write_text(json.dumps(rec), encoding="utf-8")
+    (out / "runs" / "c" / "seed1").mkdir(parents=True)
+    _record(out, g, args, ctx, [1], [spec("a")])
+    assert record()["requested"] == ["a", "c"]
+    assert [s.name for s in collect(out, record())] == ["a", "c"]
+    # and a report of such a record shows every system, as before
+    assert [s.name for s in collect(out, rec)] == ["a", "b", "c"]

@@ -41,13 +41,17 @@ from scanmt.metrics.links import read_links
 
 NAME = "align"
 HELP = "word-align prepared data with eflomal (subword/word level), align new pairs, or measure AER"
-DESCRIPTION = (
-    "Train: `scanmt align --data DIR [--level subword|word|both] [--out ALIGN_DIR]` learns eflomal aligners on "
-    "DIR's train split and writes ALIGN_DIR/{split}.{level}.align (Pharaoh, 0-based) for every split plus the "
-    "aligners in ALIGN_DIR/{level}/. Apply: `scanmt align --model ALIGN_DIR [--level L] --src F --tgt F --out F` "
-    "aligns new tokenized pairs with the saved priors. Gold: `scanmt align --eval-gold GOLD_DIR --data DIR` adds "
-    "the gold sentences to DIR's training text and reports AER."
-)
+DESCRIPTION = """\
+Word alignment with eflomal (both directions, symmetrized).
+
+  train: scanmt align --data DIR [--level subword|word|both] [--out ALIGN_DIR]
+         learns aligners on DIR's train split; writes ALIGN_DIR/{split}.{level}.align
+         (Pharaoh, 0-based) for every split and the aligners in ALIGN_DIR/{level}/
+  apply: scanmt align --model ALIGN_DIR [--level L] --src F --tgt F --out F
+         aligns new tokenized pairs with the saved priors
+  gold:  scanmt align --eval-gold GOLD_DIR --data DIR
+         adds the gold sentences to DIR's training text and reports AER
+"""
 
 log = logging.getLogger(__name__)
 
@@ -75,11 +79,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--eval-gold", type=Path, metavar="GOLD_DIR", help="measure AER on GOLD_DIR (test.de/en/talp)")
     g = p.add_argument_group("eflomal")
     d = AlignerSettings()
-    g.add_argument("--symmetrization", choices=METHODS, default=d.symmetrization)
+    g.add_argument("--symmetrization", choices=METHODS, default=d.symmetrization,
+                   help="how the forward and reverse alignments are merged into one set of links")
     g.add_argument("--eflomal-model", type=int, choices=(1, 2, 3), default=d.model, help="1 IBM1, 2 +HMM, 3 +fertility")
     g.add_argument("--samplers", type=int, default=d.n_samplers, help="independent Gibbs samplers")
     g.add_argument("--rel-iterations", type=float, default=d.rel_iterations, help="iterations relative to default")
-    g.add_argument("--null-prior", type=float, default=d.null_prior)
+    g.add_argument("--null-prior", type=float, default=d.null_prior,
+                   help="eflomal's prior probability of aligning a word to NULL (unaligned)")
 
 
 def _settings(args: argparse.Namespace) -> AlignerSettings:

@@ -32,7 +32,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--transform", default="softmax", help="attention transform (softmax, sparsemax, ...)")
     p.add_argument("--beam", type=int, default=5, help="beam size for the test set")
     p.add_argument("--samples", type=int, default=5, help="sample translations to print")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="extra config overrides")
+    p.add_argument("--set", action="extend", nargs="+", default=[], metavar="KEY=VALUE",
+                   help="extra config overrides, e.g. --set train.max_minutes=5 train.precision=bf16")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -36,14 +36,18 @@ from scanmt.io import atomic_open, read_lines
 
 NAME = "evaluate"
 HELP = "score a translation: BLEU, METEOR, REP, DROP, AER/SAER and attention statistics"
-DESCRIPTION = (
-    "Score any system's output against a reference and print a table (and JSON with --json). "
-    "Text metrics: bleu (sacrebleu, detokenized, cased), tok-bleu (Moses-tokenized, lowercased, like "
-    "multi-bleu -lc), meteor (nltk, WordNet synonyms), rep (REP-score), drop (DROP-score, needs --src and "
-    "--align-model); --hyp2 adds a paired bootstrap test. Attention metrics need --attention: attn-stats, and "
-    "aer/saer with --gold-align (attention from forced decoding of the gold targets). Metrics whose inputs are "
-    "given run by default."
-)
+DESCRIPTION = """\
+Score any system's output against a reference; prints a table (and JSON with --json).
+
+  scanmt evaluate --hyp test.hyp.en --ref test.en --src test.de --align-model DATA/align --json m.json
+  scanmt evaluate --hyp a.hyp.en --hyp2 b.hyp.en --ref test.en        # paired bootstrap a vs b
+  scanmt evaluate --attention rwth.attn.npz --gold-align test.talp --gold-one-indexed   # AER/SAER
+
+Text metrics: bleu (sacrebleu, detokenized, cased), tok-bleu (Moses-tokenized, lowercased, like
+multi-bleu -lc), meteor (nltk, WordNet synonyms), rep (REP-score), drop (DROP-score, needs --src
+and --align-model). Attention metrics need --attention: attn-stats, and aer/saer with --gold-align
+(attention from forced decoding of the gold targets). Metrics whose inputs are given run by default.
+"""
 
 log = logging.getLogger(__name__)
 

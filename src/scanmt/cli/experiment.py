@@ -7,6 +7,7 @@ import shlex
 import time
 from pathlib import Path
 
+from scanmt.cli import HelpFormatter
 from scanmt.errors import ConfigError
 
 NAME = "experiment"
@@ -25,15 +26,11 @@ metrics.json and the exact commands (command.txt). Rerunning the same command sk
 resumes interrupted ones, so it is safe to kill at any moment."""
 
 
-class _Formatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
-    """Defaults in the help, and the description's line breaks kept."""
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.formatter_class = _Formatter
+    p.formatter_class = HelpFormatter
     sub = p.add_subparsers(dest="action", metavar="ACTION")
     sub.required = True
-    fmt = _Formatter
+    fmt = HelpFormatter
     r = sub.add_parser("run", help="run (or continue) every system x seed of a grid file", formatter_class=fmt,
                        description="Run a grid: shared steps once, then each system x seed in its own folder.")
     r.add_argument("grid", type=Path, help="grid YAML file (experiments/table1.yaml, table2.yaml, tiny.yaml)")
@@ -45,9 +42,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     r.add_argument("--vocab-size", type=int, default=8000, help="joint BPE size when preparing Multi30k")
     r.add_argument("--preset", default="cpu-small", help="config preset name or YAML path every system starts from")
     r.add_argument("--seeds", type=int, default=1, help="seeds 1..N per system")
-    r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="config override for every system, applied last (e.g. train.max_minutes=6; repeatable)")
-    r.add_argument("--predictor-set", action="append", default=[], metavar="KEY=VALUE",
+    r.add_argument("--set", action="extend", nargs="+", default=[], metavar="KEY=VALUE",
+                   help="config override for every system, applied last (e.g. train.max_minutes=6 train.threads=1; repeatable)")
+    r.add_argument("--predictor-set", action="extend", nargs="+", default=[], metavar="KEY=VALUE",
                    help="override for the fertility predictor's config, after the grid's predictor_set")
     r.add_argument("--systems", nargs="+", metavar="NAME", help="run only these systems (and those they reuse models from)")
     r.add_argument("--split", default="test", help="the prepared split to translate and score")
@@ -247,6 +244,12 @@ def _record(out: Path, g, args: argparse.Namespace, ctx, seeds: list[int], specs
         "command": ctx.command, "commit": ctx.commit, "updated": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
     record["transforms"] = {**old.get("transforms", {}), **record["transforms"]}
+    # Systems asked for (--systems) by every invocation into OUT; for a record written before this
+    # field existed, the systems that have run directories.
+    before = old.get("requested") if "requested" in old else \
+        [s.name for s in g.systems if (out / "runs" / s.name).is_dir()]
+    asked = {s.system for s in specs} | set(before)
+    record["requested"] = [s.name for s in g.systems if s.name in asked]
     write_json(path, record)
 
 

@@ -24,7 +24,17 @@ from scanmt.errors import ConfigError
 
 NAME = "fertility"
 HELP = "compute and cache fertilities (constant, guided, actual) for the splits of a prepared directory"
-DESCRIPTION = __doc__
+DESCRIPTION = """\
+Compute and cache source-token fertilities of a prepared data directory.
+
+Writes DIR/fertility/{split}.{strategy}-{tag}.fert (one line per sentence, one number per
+source subword) and prints a summary. guided and actual need the subword alignments written by
+`scanmt align --data DIR`. Cached files are reused when the parameters and inputs are unchanged.
+
+  scanmt fertility --data DIR --strategy guided
+  scanmt fertility --data DIR --train-predictor runs/fertility-predictor
+  scanmt fertility --data DIR --strategy predicted --predictor runs/fertility-predictor/best.pt --add 1
+"""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -35,8 +45,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--add", type=float, default=1.0, help="added to the expected predicted fertility (predicted only)")
     p.add_argument("--train-predictor", type=Path, metavar="OUT",
                    help="train the fertility predictor into OUT (uses DIR/align or --align-dir) and exit")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="predictor config override, e.g. --set train.epochs=5 --set model.hidden_size=256")
+    p.add_argument("--set", action="extend", nargs="+", default=[], metavar="KEY=VALUE",
+                   help="predictor config override, e.g. --set train.epochs=5 model.hidden_size=256")
     p.add_argument("--resume", action="store_true", help="continue a killed --train-predictor run")
     p.add_argument("--splits", nargs="+", help="splits to compute [all in meta.json]")
     p.add_argument("--align-dir", type=Path, help="where `scanmt align` wrote its links [DIR/align]")

@@ -8,6 +8,7 @@ import logging
 import sys
 from typing import Sequence
 
+from scanmt.cli import HelpFormatter
 from scanmt.errors import ScanmtError
 
 # command modules under scanmt.cli, in the order ``--help`` lists them
@@ -49,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
             mod.NAME,
             help=mod.HELP,
             description=getattr(mod, "DESCRIPTION", mod.HELP),
-            formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+            formatter_class=HelpFormatter,
         )
         mod.add_arguments(p)
         p.set_defaults(_run=mod.run)

@@ -17,12 +17,14 @@ from scanmt.errors import ConfigError, DataError
 
 NAME = "plot-attention"
 HELP = "draw attention maps (source on x, output on y, white = 0), several systems side by side"
-DESCRIPTION = (
-    "Draw the attention of one or more systems for the same sentence, side by side, in the style of "
-    "Malaviya et al. (2018) Figure 2: source subwords on the x axis, output subwords on the y axis, "
-    "a grey scale with white for exactly zero. `--index N --out map.png` draws sentence N; "
-    "`--sample K --out maps.png` draws K random sentences to maps.N.png. No display is needed."
-)
+DESCRIPTION = """\
+Draw the attention of one or more systems for the same sentence, side by side, in the style of
+Malaviya et al. (2018) Figure 2: source subwords on the x axis, output subwords on the y axis,
+a grey scale with white for exactly zero. No display is needed.
+
+  scanmt plot-attention --attention a.npz b.npz --names softmax csparsemax --index 12 --out map.png
+  scanmt plot-attention --attention a.npz --sample 5 --out maps.png     # maps.N.png for 5 random sentences
+"""
 
 log = logging.getLogger(__name__)
 

@@ -21,8 +21,8 @@ and metrics.csv (or tensorboard/)."""
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", required=True, help="YAML config (see configs/cpu-small.yaml for every key)")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a config key, e.g. --set train.lr=0.5 (repeatable)")
+    p.add_argument("--set", action="extend", nargs="+", default=[], metavar="KEY=VALUE",
+                   help="override config keys, e.g. --set train.lr=0.5 train.epochs=20 (repeatable)")
     p.add_argument("--out", required=True, help="run directory for checkpoints and logs")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its last.pt")
 

@@ -104,7 +104,10 @@ def _stage(run: Path) -> str:
 def collect(out: Path, rec: dict[str, Any]) -> list[SystemResults]:
     seeds = list(rec.get("seeds") or [])
     res = []
+    requested = set(rec.get("requested") or (s["name"] for s in rec["systems"]))
     for s in rec["systems"]:
+        if s["name"] not in requested and not (out / "runs" / s["name"]).is_dir():
+            continue  # left out with --systems: neither a result nor a missing run
         sr = SystemResults(s["name"], s.get("label") or s["name"])
         base = out / "runs" / s["name"]
         dirs = sorted(base.glob("seed*"), key=lambda p: int(p.name[4:]) if p.name[4:].isdigit() else 0) \

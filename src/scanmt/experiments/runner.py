@@ -123,6 +123,18 @@ def config_differences(old: dict[str, Any], new: dict[str, Any], ignore: Sequenc
     return diffs
 
 
+def with_defaults(config: dict[str, Any]) -> dict[str, Any]:
+    """A recorded run's config with the keys added to :class:`~scanmt.config.Config` since, at their
+    defaults: a new option whose default keeps the old behaviour is not a change of config.
+    A config that no longer loads is returned as it is (its differences are then reported)."""
+    from scanmt.config import Config
+
+    try:
+        return Config.from_dict(json.loads(json.dumps(config))).to_dict()
+    except (ConfigError, TypeError, ValueError):
+        return config
+
+
 def write_json(path: Path, obj: Any) -> None:
     with atomic_open(path) as fh:
         json.dump(obj, fh, indent=2, ensure_ascii=False)
@@ -419,7 +431,7 @@ def plan_runs(grid: Grid, systems: Sequence[System], seeds: Sequence[int], ctx: 
             )
             old = read_json(d / "spec.json")
             if old is not None:
-                diffs = config_differences(old.get("config", {}), cfg_dict)
+                diffs = config_differences(with_defaults(old.get("config", {})), cfg_dict)
                 if old.get("model_from") != model_from:
                     diffs.append(("reuse_model", old.get("model_from"), model_from))
                 if bool(old.get("tune_penalties")) != system.tune_penalties:
