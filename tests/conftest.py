@@ -71,3 +71,17 @@ def aligned_data_dir(small_data_dir) -> Path:
     if not (small_data_dir / "align" / "train.subword.align").exists():
         assert main(["align", "--data", str(small_data_dir), "--level", "subword"]) == 0
     return small_data_dir
+
+
+def one_train_step(cfg, out: Path):
+    """``(trainer, loss per unit, {parameter: gradient})`` after one ``train_step`` on the first batch."""
+    import torch
+
+    from scanmt.training.trainer import Trainer
+
+    trainer = Trainer(cfg, out)
+    batch = trainer.task.make_batch(trainer.task.epoch_batches(1)[0], torch.device("cpu"))
+    torch.manual_seed(0)
+    loss, n = trainer.loop.train_step(batch)
+    grads = {k: p.grad.detach().clone() for k, p in trainer.model.named_parameters() if p.grad is not None}
+    return trainer, loss / n, grads

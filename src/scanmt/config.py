@@ -132,6 +132,10 @@ class TrainConfig:
     #: weights, gradients, optimizer, loss, attention transforms and validation stay float32.
     #: About 1.8x faster on CPUs with AVX512-BF16/AMX and on Ampere+ GPUs; slower on CPUs without them.
     precision: str = "fp32"
+    #: what the summed loss is divided by before the backward pass: "tokens" (the batch's target
+    #: tokens) or "sents" (its sentences: OpenNMT-py's default ``-normalization sents``, the gradient
+    #: scale that the paper's SGD lr 1.0 and clipping at 5 were tuned with)
+    normalization: str = "tokens"
 
 
 @dataclass
@@ -152,6 +156,7 @@ class DecodeConfig:
 
 
 PRECISIONS: tuple[str, ...] = ("fp32", "bf16")
+NORMALIZATIONS: tuple[str, ...] = ("tokens", "sents")
 COVERAGE_TYPES: tuple[str, ...] = ("none", "linguistic", "linguistic_fertility", "nn", "nn_gru")
 PENALTY_MODES: tuple[str, ...] = ("rescore", "step")
 
@@ -171,9 +176,12 @@ def check_coverage_config(c: "CoverageConfig", prefix: str = "model.coverage") -
 
 
 def check_train_config(t: "TrainConfig", prefix: str = "train") -> None:
-    """Raise :class:`ConfigError` naming the key for a bad ``train.precision``."""
+    """Raise :class:`ConfigError` naming the key for a bad ``train.precision`` or ``train.normalization``."""
     if t.precision not in PRECISIONS:
         raise ConfigError(f"{prefix}.precision: unknown precision {t.precision!r} (known: {', '.join(PRECISIONS)})")
+    if t.normalization not in NORMALIZATIONS:
+        raise ConfigError(f"{prefix}.normalization: unknown normalization {t.normalization!r} "
+                          f"(known: {', '.join(NORMALIZATIONS)})")
 
 
 def check_penalty_config(d: "DecodeConfig", prefix: str = "decode") -> None:

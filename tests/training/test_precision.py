@@ -6,23 +6,12 @@ import pytest
 import torch
 
 from scanmt.errors import ConfigError
-from scanmt.training.trainer import Trainer
-from tests.conftest import tiny_config
+from tests.conftest import one_train_step, tiny_config
 
 
 def test_unknown_precision_names_the_key(small_data_dir):
     with pytest.raises(ConfigError, match=r"train\.precision: unknown precision 'fp16' \(known: fp32, bf16\)"):
         tiny_config(small_data_dir, train__precision="fp16")
-
-
-def _one_step(cfg, out):
-    trainer = Trainer(cfg, out)
-    loop = trainer.loop
-    batch = trainer.task.make_batch(trainer.task.epoch_batches(1)[0], torch.device("cpu"))
-    torch.manual_seed(0)
-    loss, n = loop.train_step(batch)
-    grads = {k: p.grad.detach().clone() for k, p in trainer.model.named_parameters() if p.grad is not None}
-    return trainer, loss / n, grads
 
 
 @pytest.mark.parametrize(
@@ -36,8 +25,8 @@ def _one_step(cfg, out):
 )
 def test_bf16_step_is_close_to_fp32_and_keeps_float32_state(small_data_dir, tmp_path, attention):
     over = {"model__dropout": 0.0, "model__attention": attention, "train__optimizer": "sgd", "train__lr": 0.5}
-    _, loss32, g32 = _one_step(tiny_config(small_data_dir, **over), tmp_path / "fp32")
-    trainer, loss16, g16 = _one_step(tiny_config(small_data_dir, train__precision="bf16", **over), tmp_path / "bf16")
+    _, loss32, g32 = one_train_step(tiny_config(small_data_dir, **over), tmp_path / "fp32")
+    trainer, loss16, g16 = one_train_step(tiny_config(small_data_dir, train__precision="bf16", **over), tmp_path / "bf16")
 
     assert math.isfinite(loss16) and abs(loss16 - loss32) < 0.02 * loss32, (loss16, loss32)
     for name, p in trainer.model.named_parameters():  # master weights, gradients and optimizer stay float32

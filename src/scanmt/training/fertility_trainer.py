@@ -74,6 +74,9 @@ class FertilityTask:
         loss = F.cross_entropy(logits[mask].float(), target[mask], reduction="sum")
         return loss, int(mask.sum())
 
+    def sequences(self, batch: Batch) -> int:
+        return int(batch.src.size(0))
+
     def validate(self) -> dict[str, float]:
         device = next(self.model.parameters()).device
         tot_loss = correct = n = 0.0

@@ -65,6 +65,9 @@ class Task(Protocol):
     def loss(self, net: torch.nn.Module, batch: Any) -> tuple[torch.Tensor, int]:
         """Summed loss of the batch and the number of units it is summed over."""
 
+    def sequences(self, batch: Any) -> int:
+        """Number of sequences (sentences) in the batch (``train.normalization: sents``)."""
+
     def validate(self) -> dict[str, float]:
         """Validation metrics (the model is put back in train mode by the loop)."""
 
@@ -162,7 +165,8 @@ class TrainLoop:
         with self.autocast():
             loss, n = self.task.loss(self.net, batch)
         self.optimizer.zero_grad(set_to_none=True)
-        (loss / max(n, 1)).backward()
+        denominator = n if self.cfg.normalization == "tokens" else self.task.sequences(batch)
+        (loss / max(denominator, 1)).backward()
         if self.cfg.max_grad_norm > 0:
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.max_grad_norm)
         self.optimizer.step()
@@ -248,6 +252,7 @@ class TrainLoop:
                 if end_of_epoch:
                     p.epoch += 1
                     p.batch_in_epoch = 0
+                pause = time.time()
                 if validate or (end_of_epoch and not c.valid_every):
                     p.elapsed += time.time() - t0
                     t0 = time.time()
@@ -257,6 +262,7 @@ class TrainLoop:
                     p.elapsed += time.time() - t0
                     t0 = time.time()
                     self._save("last.pt")
+                win_t += time.time() - pause  # the logged training speed leaves validation and saving out
                 stop = self._should_stop(t0)
                 if stop or end_of_epoch:
                     break

@@ -89,6 +89,9 @@ class NMTTask:
         out = net(batch.src, batch.src_len, batch.tgt_in, batch.fertility)
         return nmt_loss(out.logits, batch.tgt_out, self.cfg.train.label_smoothing), batch.n_tgt_tokens
 
+    def sequences(self, batch: Batch) -> int:
+        return int(batch.src.size(0))
+
     def validate(self) -> dict[str, float]:
         device = next(self.model.parameters()).device
         valid = self.data.valid
