@@ -67,6 +67,8 @@ def main() -> None:
     ap.add_argument("--no-reference", action="store_true", help="do not time the plain PyTorch reference model")
     ap.add_argument("--precision", nargs="+", choices=["fp32", "bf16"], default=["fp32"],
                     help="training precisions to time (bf16 = train.precision: bf16, mixed precision forward)")
+    ap.add_argument("--batch-tokens", type=int, default=0,
+                    help="source+target tokens per batch (0 = the preset's data.batch_tokens; docs/results.md 1b used 4000)")
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -78,7 +80,8 @@ def main() -> None:
         cli(["prepare", "--corpus", "multi30k", "--pair", "de-en", "--out", str(data_dir)])
     from scanmt.training.trainer import load_train_data
 
-    base = Config.load(preset_path(args.preset), [f"data.dir={data_dir}"])
+    overrides = [f"data.dir={data_dir}"] + ([f"data.batch_tokens={args.batch_tokens}"] if args.batch_tokens else [])
+    base = Config.load(preset_path(args.preset), overrides)
     data = load_train_data(base)
     batches = data.train.token_batches(base.data.batch_tokens, seed=1, epoch=1)
 
