@@ -63,6 +63,10 @@ class AttentionConfig:
     score: str = "general"
     #: transform from the registry: softmax | sparsemax | csoftmax | csparsemax
     transform: str = "softmax"
+    #: score scaling: none (the paper's raw scores) | sqrt (z / sqrt(d)) | learned (g z, g learned, 1/sqrt(d) at
+    #: first) | cosine (g cos(s, W h), g learned; general only). Unscaled scores make sparse attention one-hot
+    #: within a few Adam updates, after which it gets no gradient (docs/attention-recipe.md)
+    scaling: str = "none"
     #: append a <sink> token (unbounded fertility) to every source; null = on for constrained transforms
     sink: Optional[bool] = None
     #: exhaustion strategy: scores z + c * u on real tokens (the paper uses c = 0.2); constrained only
@@ -109,6 +113,8 @@ class TrainConfig:
     #: ... at the start of every epoch from this one on (1-based), and whenever validation perplexity stops improving
     lr_decay_start: int = 8
     max_grad_norm: float = 5.0
+    #: linear learning-rate warm-up over the first N updates (0 = none)
+    warmup_steps: int = 0
     #: uniform init range for parameters (OpenNMT: 0.1); 0 keeps torch defaults
     param_init: float = 0.1
     label_smoothing: float = 0.0
@@ -348,6 +354,7 @@ ARCHITECTURE_KEYS: tuple[str, ...] = (
     "model.tie_generator",
     "model.share_embeddings",
     "model.attention.score",
+    "model.attention.scaling",
     "model.coverage.type",
     "model.coverage.dim",
 )

@@ -303,6 +303,9 @@ def _attention_metrics(args: argparse.Namespace, metrics: list[str], rows: list[
         )
         rows.append(("attention: exact zeros", f"{100 * st.zero_fraction:.2f}%", f"of {st.steps} steps x source tokens"))
         rows.append(("attention: attended/step", f"{st.mean_attended:.2f}", "source tokens with non-zero weight"))
+        rows.append(("attention: one-hot steps", f"{100 * st.one_hot_share:.2f}%",
+                     "steps whose largest weight is above 0.999"))
+        rows.append(("attention: max weight", f"{st.mean_max_weight:.3f}", "largest weight per step, mean"))
         rows.append(("attention: max cumulative", f"{st.mean_max_cumulative:.2f}", "per sentence, most-attended token, mean"))
         if st.max_fertility_ratio is not None:
             rows.append(

@@ -7,7 +7,12 @@ subword, as stored by ``scanmt translate --attention-out``), optionally with a
 - ``zero_fraction``: share of exactly-zero entries over all matrices (all
   rows and columns, sink included: the model's whole distribution).
 - ``mean_attended``: mean over output steps of the number of source positions
-  with non-zero weight (sink included).
+  with non-zero weight (sink included): the *support* (:func:`support_sizes`,
+  the same definition as the training log's ``attn/support``).
+- ``one_hot_share``: share of output steps whose largest weight exceeds
+  :data:`ONE_HOT_THRESHOLD` (training log: ``attn/one_hot``).
+- ``mean_max_weight``: mean over output steps of the largest weight
+  (training log: ``attn/max_weight``).
 - ``mean_max_cumulative``: mean over sentences of ``max_j Σ_t a[t, j]``, the
   attention received by the most-attended real source token.
 - ``max_fertility_ratio``: ``max Σ_t a[t, j] / f_j`` over all real source
@@ -29,6 +34,24 @@ import numpy as np
 
 from scanmt.errors import DataError
 
+#: an output step whose largest attention weight exceeds this counts as one-hot
+ONE_HOT_THRESHOLD = 0.999
+
+
+def support_sizes(attention):
+    """Number of source positions with non-zero weight per output step.
+
+    Works on NumPy arrays and torch tensors alike: ``[..., S]`` -> ``[...]``.
+    Training logs and ``scanmt evaluate --attention`` both count support with it.
+    """
+    return (attention != 0).sum(-1)
+
+
+def one_hot_steps(attention):
+    """Boolean ``[...]``: output steps whose largest weight exceeds :data:`ONE_HOT_THRESHOLD` (``[..., S]`` input)."""
+    top = attention.amax(-1) if hasattr(attention, "amax") else attention.max(-1)  # torch | NumPy
+    return top > ONE_HOT_THRESHOLD
+
 
 @dataclass(frozen=True)
 class AttentionStats:
@@ -39,6 +62,8 @@ class AttentionStats:
     source_tokens: int
     zero_fraction: float
     mean_attended: float
+    one_hot_share: float
+    mean_max_weight: float
     mean_max_cumulative: float
     max_fertility_ratio: float | None
     mean_max_fertility_ratio: float | None
@@ -74,7 +99,8 @@ def attention_stats(
     fertilities = list(fertilities) if fertilities is not None else [None] * n
     if len(sink) != n or len(fertilities) != n:
         raise DataError(f"attention statistics: {n} matrices but {len(sink)} sink flags and {len(fertilities)} fertilities")
-    entries = zeros = steps = attended = src_tokens = unattended = 0
+    entries = zeros = steps = attended = src_tokens = unattended = one_hot = 0
+    max_weight_sum = 0.0
     max_cum: list[float] = []
     ratios_max: list[float] = []
     for k, (a, has_sink, fert) in enumerate(zip(attentions, sink, fertilities)):
@@ -84,7 +110,10 @@ def attention_stats(
         entries += a.size
         zeros += int((a == 0).sum())
         steps += a.shape[0]
-        attended += int((a != 0).sum())
+        attended += int(support_sizes(a).sum())
+        if a.shape[1]:
+            one_hot += int(one_hot_steps(a).sum())
+            max_weight_sum += float(a.max(axis=1).sum())
         real = a[:, :-1] if has_sink else a
         cum = real.sum(axis=0)  # [S_real]
         src_tokens += cum.size
@@ -105,6 +134,8 @@ def attention_stats(
         source_tokens=src_tokens,
         zero_fraction=zeros / entries if entries else 0.0,
         mean_attended=attended / steps if steps else 0.0,
+        one_hot_share=one_hot / steps if steps else 0.0,
+        mean_max_weight=max_weight_sum / steps if steps else 0.0,
         mean_max_cumulative=float(np.mean(max_cum)) if max_cum else 0.0,
         max_fertility_ratio=max(ratios_max) if ratios_max else None,
         mean_max_fertility_ratio=float(np.mean(ratios_max)) if ratios_max else None,

@@ -7,6 +7,16 @@ as in OpenNMT's global attention):
   sentence by :meth:`Attention.keys`.
 * ``mlp`` (Bahdanau): ``z_j = v^T tanh(W s + U h_j)``; ``U h_j`` precomputed.
 
+Score scaling (``model.attention.scaling``) controls how fast the score gaps
+can grow; sparse transforms need this, because a sparsemax row with a support
+of one has a zero Jacobian and its scores stop learning (docs/attention-recipe.md):
+
+* ``none``: the scores as above (the paper's OpenNMT-py model);
+* ``sqrt``: ``z / sqrt(d)`` with ``d`` the query size (scaled dot product);
+* ``learned``: ``g * z`` with a learned scalar ``g = exp(log_g)``, initialised to ``1 / sqrt(d)``;
+* ``cosine``: ``g * cos(s, W h_j)`` (normalised queries and keys, ``general`` only), ``g`` learned
+  and initialised to 1, so that the score gaps are at most ``2 g``.
+
 With fertility bounds ``u`` (constrained transforms), the exhaustion strategy
 adds ``c * u_j`` to the scores of real tokens (never the sink, whose bound is
 infinite).
@@ -21,18 +31,47 @@ any transform (padding stays masked)::
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from scanmt.model.transforms import get_transform
 
 
+#: values of ``model.attention.scaling``
+SCALINGS: tuple[str, ...] = ("none", "sqrt", "learned", "cosine")
+
+
 class Attention(nn.Module):
-    def __init__(self, query_size: int, memory_size: int, score: str, transform: str, exhaustion: float = 0.0):
+    def __init__(
+        self,
+        query_size: int,
+        memory_size: int,
+        score: str,
+        transform: str,
+        exhaustion: float = 0.0,
+        scaling: str = "none",
+    ):
         super().__init__()
+        from scanmt.errors import ConfigError
+
         self.score = score
         self.transform = get_transform(transform)
         self.exhaustion = exhaustion
+        if scaling not in SCALINGS:
+            raise ConfigError(f"model.attention.scaling: unknown scaling {scaling!r} (known: {', '.join(SCALINGS)})")
+        if scaling == "cosine" and score != "general":
+            raise ConfigError("model.attention.scaling=cosine needs model.attention.score=general")
+        self.scaling = scaling
+        #: fixed multiplier of the scores (``sqrt``), folded into the learned one for ``learned``
+        self.fixed_scale = 1.0 / math.sqrt(query_size) if scaling == "sqrt" else 1.0
+        self._init_log_scale = -0.5 * math.log(query_size) if scaling == "learned" else 0.0
+        if scaling in ("learned", "cosine"):
+            self.log_scale = nn.Parameter(torch.tensor(self._init_log_scale))
+        #: when a list, every step's scores ``z`` are appended with their gradient retained (diagnostics)
+        self.probe: list[torch.Tensor] | None = None
         if score == "general":
             self.W = nn.Linear(memory_size, query_size, bias=False)
         elif score == "mlp":
@@ -40,8 +79,6 @@ class Attention(nn.Module):
             self.Wq = nn.Linear(query_size, query_size, bias=False)
             self.v = nn.Linear(query_size, 1, bias=False)
         else:
-            from scanmt.errors import ConfigError
-
             raise ConfigError(f"model.attention.score: unknown score {score!r} (known: general, mlp)")
 
     def keys(self, memory: torch.Tensor) -> torch.Tensor:
@@ -49,10 +86,22 @@ class Attention(nn.Module):
         return self.W(memory) if self.score == "general" else self.U(memory)
 
     def scores(self, query: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
-        """``query [B, Hq]``, ``keys [B, S, Hq]`` -> ``z [B, S]``."""
+        """``query [B, Hq]``, ``keys [B, S, Hq]`` -> scaled scores ``z [B, S]``."""
+        if self.scaling == "cosine":
+            query, keys = F.normalize(query, dim=-1), F.normalize(keys, dim=-1)
         if self.score == "general":
-            return torch.bmm(keys, query.unsqueeze(2)).squeeze(2)
-        return self.v(torch.tanh(keys + self.Wq(query).unsqueeze(1))).squeeze(2)
+            z = torch.bmm(keys, query.unsqueeze(2)).squeeze(2)
+        else:
+            z = self.v(torch.tanh(keys + self.Wq(query).unsqueeze(1))).squeeze(2)
+        if self.scaling in ("learned", "cosine"):
+            return z * self.log_scale.exp()
+        return z * self.fixed_scale if self.fixed_scale != 1.0 else z
+
+    def reset_scale(self) -> None:
+        """Put the learned scale back at its initial value (after a uniform init of all parameters)."""
+        if self.scaling in ("learned", "cosine"):
+            with torch.no_grad():
+                self.log_scale.fill_(self._init_log_scale)
 
     def forward(
         self,
@@ -79,6 +128,9 @@ class Attention(nn.Module):
         if coverage is not None:
             keys = keys + coverage
         z = self.scores(query, keys)
+        if self.probe is not None and z.requires_grad:
+            z.retain_grad()
+            self.probe.append(z)
         if bounds is not None and self.exhaustion:
             z = z + self.exhaustion * torch.where(torch.isfinite(bounds), bounds, torch.zeros_like(bounds))
         alpha = self.transform.fn(z, bounds if self.transform.constrained else None, mask)

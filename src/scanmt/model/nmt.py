@@ -62,7 +62,8 @@ class NMTModel(nn.Module):
         tgt_emb = src_emb if cfg.share_embeddings else nn.Embedding(vocab_size, cfg.emb_size, padding_idx=PAD_ID)
         self.encoder = BiLSTMEncoder(src_emb, cfg.hidden_size, cfg.layers, cfg.dropout)
         attention = Attention(
-            cfg.hidden_size, cfg.hidden_size, cfg.attention.score, cfg.attention.transform, cfg.attention.exhaustion
+            cfg.hidden_size, cfg.hidden_size, cfg.attention.score, cfg.attention.transform, cfg.attention.exhaustion,
+            cfg.attention.scaling,
         )
         coverage = build_coverage(cfg.coverage, cfg.hidden_size, cfg.hidden_size)
         self.decoder = Decoder(tgt_emb, cfg.hidden_size, cfg.layers, cfg.dropout, attention, coverage)
@@ -78,6 +79,7 @@ class NMTModel(nn.Module):
             with torch.no_grad():
                 self.encoder.emb.weight[PAD_ID].zero_()
                 self.decoder.emb.weight[PAD_ID].zero_()
+            self.decoder.attention.reset_scale()
 
     # ----------------------------------------------------------------- encoding
     def encode(

@@ -160,13 +160,19 @@ class TrainLoop:
         """The training forward's precision context (``train.precision``); a no-op for fp32."""
         return torch.autocast(self.dist.device.type, dtype=torch.bfloat16, enabled=self.cfg.precision == "bf16")
 
-    def train_step(self, batch: Any) -> tuple[float, int]:
+    def train_step(self, batch: Any, probe: bool = False) -> tuple[float, int]:
+        """One update; with ``probe``, a task that has ``probe(on)`` records gradient diagnostics of this batch."""
         self.net.train()
+        probe = probe and hasattr(self.task, "probe")
+        if probe:
+            self.task.probe(True)
         with self.autocast():
             loss, n = self.task.loss(self.net, batch)
         self.optimizer.zero_grad(set_to_none=True)
         denominator = n if self.cfg.normalization == "tokens" else self.task.sequences(batch)
         (loss / max(denominator, 1)).backward()
+        if probe:
+            self.task.probe(False)
         if self.cfg.max_grad_norm > 0:
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.max_grad_norm)
         self.optimizer.step()
@@ -229,7 +235,12 @@ class TrainLoop:
             bar = tqdm(total=len(batches), initial=p.batch_in_epoch, desc=f"epoch {p.epoch}", unit="batch",
                        disable=not self.dist.is_main, leave=False, mininterval=2.0)
             while p.batch_in_epoch < len(batches):
-                loss, n = self.train_step(self.task.make_batch(batches[p.batch_in_epoch], self.dist.device))
+                batch = self.task.make_batch(batches[p.batch_in_epoch], self.dist.device)
+                if c.warmup_steps and p.step < c.warmup_steps:
+                    set_lr(self.optimizer, p.lr * (p.step + 1) / c.warmup_steps)
+                elif c.warmup_steps and p.step == c.warmup_steps:
+                    set_lr(self.optimizer, p.lr)
+                loss, n = self.train_step(batch, probe=(p.step + 1) % c.log_every == 0)
                 if not math.isfinite(loss):
                     raise DataError(f"training diverged at step {p.step + 1} (loss {loss}); lower train.lr")
                 p.step += 1
@@ -244,7 +255,13 @@ class TrainLoop:
                     vals = {"train/loss": tot_loss / max(tot_units, 1), f"train/{self.unit}_per_s": rate, "train/lr": p.lr}
                     vals["train/ppl"] = math.exp(min(vals["train/loss"], 50.0))
                     vals["train/rss_mb"] = resident_mb()
-                    bar.set_postfix(loss=f"{vals['train/loss']:.3f}", **{f"{self.unit}/s": f"{rate:.0f}"}, lr=f"{p.lr:g}")
+                    health = self.task.window_metrics(p.step, p.epoch) if hasattr(self.task, "window_metrics") else {}
+                    vals.update(health)
+                    postfix = {"loss": f"{vals['train/loss']:.3f}", f"{self.unit}/s": f"{rate:.0f}", "lr": f"{p.lr:g}"}
+                    if health:
+                        postfix["support"] = f"{health['attn/support']:.2f}"
+                        postfix["1hot"] = f"{100 * health['attn/one_hot']:.0f}%"
+                    bar.set_postfix(**postfix)
                     self.logger.log(p.step, vals)
                     win_units, win_loss, win_t = 0, 0.0, time.time()
                 validate = c.valid_every and p.step % c.valid_every == 0

@@ -28,7 +28,9 @@ from scanmt.errors import ConfigError
 from scanmt.io import read_lines
 from scanmt.model.fertility import provider_state
 from scanmt.model.nmt import NMTModel, nmt_loss
+from scanmt.data.vocab import PAD_ID
 from scanmt.training import distributed
+from scanmt.training.attention_health import AttentionHealth
 from scanmt.training.fertility_setup import FertilitySetup, setup_fertility
 from scanmt.training.loop import Progress, TrainLoop
 
@@ -75,6 +77,8 @@ class NMTTask:
         self.fertility = fertility
         self.model: NMTModel = build_model(cfg, len(data.pipeline.vocab))
         self.model.reset_parameters(cfg.train.param_init)
+        transform = cfg.model.attention.transform
+        self.health = AttentionHealth(transform, sparse=transform != "softmax", sink=self.model.sink)
 
     def epoch_batches(self, epoch: int) -> list[list[int]]:
         c = self.cfg
@@ -87,7 +91,24 @@ class NMTTask:
 
     def loss(self, net: torch.nn.Module, batch: Batch) -> tuple[torch.Tensor, int]:
         out = net(batch.src, batch.src_len, batch.tgt_in, batch.fertility)
+        self.health.add(out.attention, batch.tgt_out != PAD_ID, batch.src_len)
         return nmt_loss(out.logits, batch.tgt_out, self.cfg.train.label_smoothing), batch.n_tgt_tokens
+
+    def probe(self, on: bool) -> None:
+        """Retain the attention scores' gradients of the next batch (``on``), or record their norm (``off``)."""
+        attention = self.model.decoder.attention
+        if on:
+            attention.probe = []
+        else:
+            self.health.add_score_grads(attention.probe or [])
+            attention.probe = None
+
+    def window_metrics(self, step: int, epoch: int) -> dict[str, float]:
+        """Attention health of the batches since the last call (logged with the training loss)."""
+        metrics = self.health.summary()
+        self.health.check(metrics, step, epoch)
+        self.health.reset()
+        return metrics
 
     def sequences(self, batch: Batch) -> int:
         return int(batch.src.size(0))

@@ -1,0 +1,108 @@
+"""Attention health during training: is the attention still learning?
+
+Every batch adds the attention of its real target steps to a window; every
+``train.log_every`` steps the window is logged as
+
+==================  =================================================================
+``attn/support``    mean number of source positions with non-zero weight per target step
+                    (sink included; :func:`scanmt.metrics.attention_stats.support_sizes`,
+                    the same count as ``scanmt evaluate --attention``)
+``attn/one_hot``    share of target steps whose largest weight is above 0.999
+``attn/max_weight`` mean largest weight per target step
+``attn/sink``       mean weight on the ``<sink>`` token (models with a sink)
+``attn/score_grad`` norm of the gradient of the (normalized) loss w.r.t. the attention scores
+                    ``z`` of all steps of the window's last batch
+==================  =================================================================
+
+A sparsemax row with a support of one has a zero Jacobian: once most steps are
+one-hot, the scores get no gradient and the alignment freezes where it is.
+:meth:`AttentionHealth.check` warns once when a sparse or constrained transform
+gets there in the first epoch.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+
+import torch
+
+from scanmt.metrics.attention_stats import one_hot_steps, support_sizes
+
+log = logging.getLogger("scanmt.train")
+
+#: a window with more one-hot steps than this, in the first epoch, is a collapse
+COLLAPSE_SHARE = 0.5
+
+ADVICE = (
+    "set model.attention.scaling=sqrt (the presets' default) or train the paper's way "
+    "(train.optimizer=sgd train.lr=1.0 train.normalization=sents); see docs/attention-recipe.md"
+)
+
+
+class AttentionHealth:
+    """Accumulates attention statistics over a logging window (see the module docstring)."""
+
+    def __init__(self, transform: str, sparse: bool, sink: bool):
+        self.transform = transform
+        #: True for transforms whose gradient vanishes at one-hot rows (everything but softmax)
+        self.sparse = sparse
+        self.sink = sink
+        self.warned = False
+        self.reset()
+
+    def reset(self) -> None:
+        self.steps = 0
+        self.support = 0.0
+        self.one_hot = 0.0
+        self.max_weight = 0.0
+        self.sink_mass = 0.0
+        self.score_grad: float | None = None
+
+    @torch.no_grad()
+    def add(self, attention: torch.Tensor, step_mask: torch.Tensor, src_len: torch.Tensor) -> None:
+        """Add a batch.
+
+        Args:
+            attention: ``[B, T, S']`` teacher-forced attention (``S' = S + 1`` with the sink).
+            step_mask: ``[B, T]`` True at real target steps.
+            src_len: ``[B]`` source lengths without the sink (the sink sits at ``src_len``).
+        """
+        a = attention.detach().float()[step_mask]  # [N, S']
+        self.steps += a.size(0)
+        self.support += float(support_sizes(a).sum())
+        self.one_hot += float(one_hot_steps(a).sum())
+        self.max_weight += float(a.amax(-1).sum())
+        if self.sink:
+            sink_col = src_len.unsqueeze(1).expand_as(step_mask)[step_mask]  # [N]
+            self.sink_mass += float(a.gather(1, sink_col.unsqueeze(1)).sum())
+
+    def add_score_grads(self, scores: list[torch.Tensor]) -> None:
+        """Record the gradient norm of the probed scores (after the backward pass)."""
+        sq = sum(float(z.grad.float().pow(2).sum()) for z in scores if z.grad is not None)
+        self.score_grad = math.sqrt(sq)
+
+    def summary(self) -> dict[str, float]:
+        """The window's metrics (empty if no step was added)."""
+        if not self.steps:
+            return {}
+        n = self.steps
+        out = {"attn/support": self.support / n, "attn/one_hot": self.one_hot / n, "attn/max_weight": self.max_weight / n}
+        if self.sink:
+            out["attn/sink"] = self.sink_mass / n
+        if self.score_grad is not None:
+            out["attn/score_grad"] = self.score_grad
+        return out
+
+    def check(self, metrics: dict[str, float], step: int, epoch: int) -> None:
+        """Warn once if a sparse transform went one-hot on most steps in the first epoch."""
+        share = metrics.get("attn/one_hot", 0.0)
+        if self.warned or not self.sparse or epoch > 1 or share <= COLLAPSE_SHARE:
+            return
+        self.warned = True
+        log.warning(
+            "attention collapse: at step %d, %.0f%% of target steps put all their %s attention on one source "
+            "token (mean support %.2f). A one-hot %s row has a zero Jacobian, so the attention scores stop "
+            "learning and the alignment freezes. To fix it, %s.",
+            step, 100 * share, self.transform, metrics.get("attn/support", float("nan")), self.transform, ADVICE,
+        )
