@@ -185,6 +185,8 @@ def check_train_config(t: "TrainConfig", prefix: str = "train") -> None:
     """Raise :class:`ConfigError` naming the key for a bad ``train.precision`` or ``train.normalization``."""
     if t.precision not in PRECISIONS:
         raise ConfigError(f"{prefix}.precision: unknown precision {t.precision!r} (known: {', '.join(PRECISIONS)})")
+    if t.warmup_steps < 0:
+        raise ConfigError(f"{prefix}.warmup_steps must be >= 0 (0 = no warm-up), got {t.warmup_steps}")
     if t.normalization not in NORMALIZATIONS:
         raise ConfigError(f"{prefix}.normalization: unknown normalization {t.normalization!r} "
                           f"(known: {', '.join(NORMALIZATIONS)})")
