@@ -343,6 +343,14 @@ class PredictorConfig:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "PredictorConfig":
+        """The config of ``d``; keys missing under ``train`` take the predictor's defaults (Adam, 8 epochs ...).
+
+        (Until this was fixed, overriding any ``train`` key, e.g. ``train.threads=1``, silently gave
+        the NMT defaults instead: SGD with lr 1.0, 13 epochs, no early stopping.)
+        """
+        train = d.get("train")
+        if isinstance(train, dict):
+            d = {**d, "train": {**dataclasses.asdict(_predictor_train_defaults()), **train}}
         return _build(cls, d, "")
 
 
