@@ -86,3 +86,19 @@ def test_majority_class_and_shares():
     assert majority_class([[0, 7, 6]], cap=5) == 5  # capped: two 5s
     assert majority_class([[0, 2]], cap=5) == 0  # ties: the smallest
     assert class_shares([1, 1, 0, 2]) == {"0": 25.0, "1": 50.0, "2": 25.0}
+
+
+def test_word_view_by_hand(tmp_path):
+    from scanmt.training.fertility_eval import word_view
+
+    pieces = [["▁ein", "▁Spiel", "ha", "us", "▁."]]  # words: ein, Spielhaus (3 pieces), .
+    align = tmp_path / "valid.word.align"
+    align.write_text("0-0 1-1 1-2\n", encoding="utf-8")  # F = ein 1, Spielhaus 2, . 0
+    bounds = [[1.0, 0.5, 0.5, 0.5, 1.0]]  # without add: word sums 1, 1.5, 1
+    v = word_view(pieces, bounds, align, add=1.0)
+    assert v.words == 3
+    assert v.word_sum_mae == pytest.approx((0 + 0.5 + 1) / 3)
+    assert v.word_sum_mae_baseline == pytest.approx((0 + 1 + 1) / 3)
+    assert v.one_piece_share == pytest.approx(200 / 3)
+    assert (v.one_piece_bound_mean, v.one_piece_bound_std, v.one_piece_corr) == (2.0, 0.0, 0.0)  # constant bound
+    assert v.multi_piece_bound_mean == pytest.approx(1.5)

@@ -10,9 +10,11 @@ On one split (``valid``) and at the predictor's own target level (subword or wor
 - the target class distribution and the predicted (argmax) class distribution;
 - the bounds the ``predicted`` strategy would use (``+ add``): mean, standard deviation and
   the shares of pieces with a bound below ``add + 0.5`` or at least ``add + 1.5``;
-- when ``{split}.word.align`` exists, the **word-sum MAE**, a yardstick common to both
-  levels: per source word, ``|Σ_{j∈w} (u_j − add) − F_w|`` with ``F_w`` the word aligner's
-  count, against the baseline of a bound of 1 per word (1/k_w per piece).
+- when ``{split}.word.align`` exists, yardsticks common to both levels (:class:`WordView`):
+  the **word-sum MAE**, per source word ``|Σ_{j∈w} (u_j − add) − F_w|`` with ``F_w`` the word
+  aligner's count, against the baseline of a bound of 1 per word (1/k_w per piece); and the
+  bounds of one-piece words (mean, std, Pearson correlation with ``F_w``) apart from those
+  of the pieces of longer words.
 """
 
 from __future__ import annotations
@@ -53,11 +55,24 @@ class PredictorEval:
     bound_std: float = 0.0
     bound_low_share: float = 0.0
     bound_high_share: float = 0.0
-    word_sum_mae: float | None = None
-    word_sum_mae_baseline: float | None = None
+    words: "WordView | None" = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass
+class WordView:
+    """The bounds seen per source word (``F_w`` from the word aligner, bounds without ``add``)."""
+
+    words: int
+    word_sum_mae: float
+    word_sum_mae_baseline: float
+    one_piece_share: float  # % of words
+    one_piece_bound_mean: float  # with add
+    one_piece_bound_std: float
+    one_piece_corr: float  # Pearson, bound vs F_w; 0.0 when either is constant
+    multi_piece_bound_mean: float  # per piece, with add
 
 
 def class_shares(values: Sequence[int]) -> dict[str, float]:
@@ -75,24 +90,44 @@ def majority_class(targets: Sequence[Sequence[int]], cap: int) -> int:
 
 
 def _mean_std(xs: Sequence[float]) -> tuple[float, float]:
+    if not xs:
+        return 0.0, 0.0
     m = sum(xs) / len(xs)
     return m, (sum((x - m) ** 2 for x in xs) / len(xs)) ** 0.5
 
 
-def word_sum_mae(pieces: Sequence[Sequence[str]], bounds: Sequence[Sequence[float]], word_align: Path) -> tuple[float, float]:
-    """Per word ``|Σ_{j∈w} bounds_j − F_w|`` averaged over words, and the same for a bound of 1 per word."""
+def _corr(xs: Sequence[float], ys: Sequence[float]) -> float:
+    (mx, sx), (my, sy) = _mean_std(xs), _mean_std(ys)
+    if sx == 0 or sy == 0:
+        return 0.0
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / len(xs) / sx / sy
+
+
+def word_view(pieces: Sequence[Sequence[str]], bounds: Sequence[Sequence[float]], word_align: Path,
+              add: float) -> WordView:
+    """:class:`WordView` of per-piece ``bounds`` (without ``add``) against the word links in ``word_align``."""
     links = read_links(word_align, src_lens=[word_count(p) for p in pieces])
     err = base = 0.0
+    one: list[float] = []
+    one_f: list[float] = []
+    multi: list[float] = []
     n = 0
     for p, b, (sure, _) in zip(pieces, bounds, links):
-        words = alignment_counts(sure, word_count(p))
-        sums = [0.0] * len(words)
+        fert = alignment_counts(sure, word_count(p))
+        sums, size = [0.0] * len(fert), [0] * len(fert)
         for w, u in zip(word_index(p), b):
             sums[w] += u
-        err += sum(abs(s - f) for s, f in zip(sums, words))
-        base += sum(abs(1 - f) for f in words)
-        n += len(words)
-    return err / n, base / n
+            size[w] += 1
+        err += sum(abs(s - f) for s, f in zip(sums, fert))
+        base += sum(abs(1 - f) for f in fert)
+        n += len(fert)
+        one += [s + add for s, k in zip(sums, size) if k == 1]
+        one_f += [float(f) for f, k in zip(fert, size) if k == 1]
+        multi += [u + add for w, u in zip(word_index(p), b) if size[w] > 1]
+    m1, s1 = _mean_std(one)
+    return WordView(words=n, word_sum_mae=err / n, word_sum_mae_baseline=base / n,
+                    one_piece_share=100.0 * len(one) / n, one_piece_bound_mean=m1, one_piece_bound_std=s1,
+                    one_piece_corr=_corr(one, one_f), multi_piece_bound_mean=_mean_std(multi)[0])
 
 
 def _split_pieces(data_dir: Path, split: str, src_lang: str) -> list[list[str]]:
@@ -138,8 +173,7 @@ def evaluate_predictor(checkpoint: Path, data_dir: Path, *, split: str = "valid"
     )
     word_align = alignment_path(align_dir, split, "word")
     if word_align.exists():
-        res.word_sum_mae, res.word_sum_mae_baseline = word_sum_mae(
-            pieces, [[u - add for u in b] for b in bounds], word_align)
+        res.words = word_view(pieces, [[u - add for u in b] for b in bounds], word_align, add)
     return res
 
 
@@ -155,6 +189,13 @@ def format_eval(r: PredictorEval) -> str:
         f"  bounds (+{r.add:g})      mean {r.bound_mean:.3f}, std {r.bound_std:.3f}; "
         f"< {r.add + 0.5:g}: {r.bound_low_share:.1f}%, >= {r.add + 1.5:g}: {r.bound_high_share:.1f}%",
     ]
-    if r.word_sum_mae is not None:
-        lines.append(f"  word-sum MAE      {r.word_sum_mae:6.3f}    (bound 1 per word: {r.word_sum_mae_baseline:.3f})")
+    w = r.words
+    if w is not None:
+        lines += [
+            f"  per word ({w.words} words, word aligner's F_w; bounds with +{r.add:g})",
+            f"    word-sum MAE    {w.word_sum_mae:6.3f}    (bound 1 per word: {w.word_sum_mae_baseline:.3f})",
+            f"    one-piece words {w.one_piece_share:.1f}%: bound mean {w.one_piece_bound_mean:.3f}, std "
+            f"{w.one_piece_bound_std:.3f}, correlation with F_w {w.one_piece_corr:.3f}",
+            f"    pieces of longer words: bound mean {w.multi_piece_bound_mean:.3f}",
+        ]
     return "\n".join(lines)
