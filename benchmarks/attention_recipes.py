@@ -21,8 +21,12 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-#: recipe name -> --set overrides on top of the preset
+#: recipe name -> --set overrides on top of the preset ("adam-*" and "sgd-*" name cpu-small's optimizer or the
+#: paper's; "preset-*" keep the preset's optimizer and change only the score scaling)
 RECIPES: dict[str, list[str]] = {
+    "preset-none": ["model.attention.scaling=none"],
+    "preset-sqrt": ["model.attention.scaling=sqrt"],
+    "preset-cosine": ["model.attention.scaling=cosine"],
     "adam": ["model.attention.scaling=none"],
     "adam-sqrt": ["model.attention.scaling=sqrt"],
     "adam-learned": ["model.attention.scaling=learned"],
