@@ -73,7 +73,13 @@ MAX_ONE_HOT = 0.5
 STEPS = 60
 
 
-def _train_preset(data_dir: Path, out: Path, transform: str, *extra: str) -> dict[int, dict[str, float]]:
+#: the paper preset's recipe (SGD lr 1, per-sentence loss, unscaled scores) on cpu-small's model size, to fit
+#: the test budget: what can collapse is the recipe, which the smaller model keeps
+PAPER_SIZE_DOWN = ("model.emb_size=256", "model.hidden_size=256", "model.layers=1")
+
+
+def _train_preset(data_dir: Path, out: Path, transform: str, *extra: str,
+                  preset: str = "cpu-small") -> dict[int, dict[str, float]]:
     from scanmt.training.trainer import Trainer
 
     sets = [
@@ -83,7 +89,7 @@ def _train_preset(data_dir: Path, out: Path, transform: str, *extra: str) -> dic
     ]
     if transform.startswith("c"):
         sets += ["model.attention.fertility.strategy=constant", "model.attention.exhaustion=0.2"]
-    cfg = Config.load(preset_path("cpu-small"), [*sets, *extra])
+    cfg = Config.load(preset_path(preset), [*sets, *(PAPER_SIZE_DOWN if preset == "paper" else ()), *extra])
     torch.manual_seed(0)
     Trainer(cfg, out).train()
     rows: dict[int, dict[str, float]] = {}
@@ -93,10 +99,16 @@ def _train_preset(data_dir: Path, out: Path, transform: str, *extra: str) -> dic
     return rows
 
 
+@pytest.mark.parametrize("preset", ["cpu-small", "paper"])
 @pytest.mark.parametrize("transform", ["sparsemax", "csparsemax"])
-def test_shipped_preset_does_not_collapse(small_data_dir, tmp_path, transform):
-    """cpu-small as shipped, on real Multi30k: sparse attention must stay sparse-but-spread and keep learning."""
-    rows = _train_preset(small_data_dir, tmp_path / transform, transform)
+def test_shipped_preset_does_not_collapse(small_data_dir, tmp_path, transform, preset):
+    """The shipped presets' recipes on real Multi30k: sparse attention must not go one-hot and must keep learning.
+
+    Measured when this test was written (same data and steps): the cpu-small recipe before the fix
+    (``model.attention.scaling=none`` under Adam) reached 84 % one-hot steps in a window with sparsemax and
+    97 % with csparsemax; cosine scores stay at 0 %, the paper's SGD recipe at most 3.3 %.
+    """
+    rows = _train_preset(small_data_dir, tmp_path / transform, transform, preset=preset)
     windows = [r for s, r in sorted(rows.items()) if "attn/one_hot" in r]
     assert len(windows) == STEPS // 10
     one_hot = [w["attn/one_hot"] for w in windows]
