@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import hashlib
 import json
 import logging
 import os
@@ -54,6 +55,20 @@ def read_meta(data_dir: str | Path) -> dict:
         if not isinstance(meta.get(key), str):
             raise DataError(f"{path}: missing {key!r}")
     return meta
+
+
+def training_digest(data_dir: str | Path, src_lang: str, tgt_lang: str) -> str:
+    """SHA-256 over the prepared files an NMT run trains and validates on (the same data in another folder
+    has the same digest)."""
+    names = ["vocab.txt", "spm.model", f"train.bpe.{src_lang}", f"train.bpe.{tgt_lang}", f"valid.bpe.{src_lang}",
+             f"valid.bpe.{tgt_lang}", f"valid.raw.{tgt_lang}"]
+    h = hashlib.sha256()
+    for name in names:
+        path = Path(data_dir) / name
+        if not path.is_file():
+            raise DataError(f"{path}: file not found (prepare the data again)")
+        h.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
 
 
 def _tokenize_file(lines: list[str], lang: str, desc: str) -> list[str]:

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
+from scanmt.config import config_differences, with_defaults
 from scanmt.errors import ConfigError, DataError, ScanmtError
 from scanmt.experiments.grid import Grid, GridError, System
 from scanmt.io import atomic_open
@@ -98,41 +99,6 @@ def cli_options(command: str) -> set[str] | None:
                 return None
             return {s for a in sub._actions for s in a.option_strings}  # noqa: SLF001
     return None
-
-
-def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        if isinstance(v, dict):
-            out.update(flatten(v, f"{prefix}{k}."))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
-
-
-def config_differences(old: dict[str, Any], new: dict[str, Any], ignore: Sequence[str] = IGNORED_KEYS,
-                       prefixes: Sequence[str] = ()) -> list[tuple[str, Any, Any]]:
-    """``(key, old, new)`` for every differing dotted key (``ignore`` keys and ``prefixes`` sections left out)."""
-    a, b = flatten(old), flatten(new)
-    diffs = []
-    for key in sorted(set(a) | set(b)):
-        if key in ignore or any(key.startswith(p) for p in prefixes):
-            continue
-        if a.get(key) != b.get(key):
-            diffs.append((key, a.get(key), b.get(key)))
-    return diffs
-
-
-def with_defaults(config: dict[str, Any]) -> dict[str, Any]:
-    """A recorded run's config with the keys added to :class:`~scanmt.config.Config` since, at their
-    defaults: a new option whose default keeps the old behaviour is not a change of config.
-    A config that no longer loads is returned as it is (its differences are then reported)."""
-    from scanmt.config import Config
-
-    try:
-        return Config.from_dict(json.loads(json.dumps(config))).to_dict()
-    except (ConfigError, TypeError, ValueError):
-        return config
 
 
 def write_json(path: Path, obj: Any) -> None:
@@ -372,7 +338,7 @@ def plan_runs(grid: Grid, systems: Sequence[System], seeds: Sequence[int], ctx: 
             model_from = None
             if system.reuse_model:
                 model_cfg = configs[system.reuse_model, seed]
-                diffs = config_differences(model_cfg, cfg_dict, prefixes=("decode.",))
+                diffs = config_differences(model_cfg, cfg_dict, IGNORED_KEYS, prefixes=("decode.",))
                 if diffs:
                     k, a, b = diffs[0]
                     raise GridError(f"{where}: reuse_model {system.reuse_model!r} was trained with {k}={a!r} but this "
@@ -431,7 +397,7 @@ def plan_runs(grid: Grid, systems: Sequence[System], seeds: Sequence[int], ctx: 
             )
             old = read_json(d / "spec.json")
             if old is not None:
-                diffs = config_differences(with_defaults(old.get("config", {})), cfg_dict)
+                diffs = config_differences(with_defaults(old.get("config", {})), cfg_dict, IGNORED_KEYS)
                 if old.get("model_from") != model_from:
                     diffs.append(("reuse_model", old.get("model_from"), model_from))
                 if bool(old.get("tune_penalties")) != system.tune_penalties:

@@ -144,9 +144,7 @@ class TrainLoop:
             save_checkpoint(self.out / name, self._payload())
 
     def _restore(self, ckpt: dict) -> None:
-        from scanmt.config import check_compatible
-
-        check_compatible(ckpt["config"], self.task.saved_config(), str(self.out / "last.pt"))
+        self._check_resume(ckpt)
         self.model.load_state_dict(ckpt["model"])
         self.optimizer.load_state_dict(ckpt["optimizer"])
         self.progress = Progress(**ckpt["progress"])
@@ -154,6 +152,29 @@ class TrainLoop:
         random.setstate(ckpt["rng"]["python"])
         p = self.progress
         log.info("resumed from step %d (epoch %d, batch %d)", p.step, p.epoch, p.batch_in_epoch)
+
+    def _check_resume(self, ckpt: dict) -> None:
+        """Refuse config changes a resumed run cannot honour (:func:`scanmt.config.check_resume`); log the others."""
+        from scanmt.config import check_resume, with_defaults
+
+        cfg = getattr(self.task, "cfg", None)
+        saved = with_defaults(ckpt["config"], type(cfg)) if cfg is not None else ckpt["config"]
+        digest = self.task.checkpoint_extras().get("data_digest")
+        same_data = None if digest is None or "data_digest" not in ckpt else digest == ckpt["data_digest"]
+        changes = check_resume(saved, self.task.saved_config(), str(self.out / "last.pt"), same_data=same_data)
+        for key, old, new in changes:
+            log.info("resume: %s changed from %r to %r", key, old, new)
+
+    def _check_position(self, batches: list[Any]) -> None:
+        """Raise if the epoch has no batches, or none left after the resumed position (the data changed)."""
+        p = self.progress
+        if not batches:
+            raise DataError(f"epoch {p.epoch} has no training batches: no training pair fits the batching limits")
+        if p.batch_in_epoch >= len(batches):
+            raise ConfigError(
+                f"{self.out / 'last.pt'} stopped after batch {p.batch_in_epoch} of epoch {p.epoch}, but that epoch now "
+                f"has {len(batches)} batches: the training data or its batching changed since; start a new run"
+            )
 
     # ----------------------------------------------------------- one step
     def autocast(self) -> torch.autocast:
@@ -229,6 +250,7 @@ class TrainLoop:
         win_units, win_loss, win_t = 0, 0.0, time.time()
         while stop is None:
             batches = self._batches(p.epoch)
+            self._check_position(batches)
             if p.batch_in_epoch == 0:
                 p.lr = epoch_lr(p.lr, p.epoch, c, p.decay_started)
             set_lr(self.optimizer, p.lr)

@@ -22,7 +22,7 @@ import torch
 from scanmt.config import Config
 from scanmt.data.dataset import Batch, ParallelData
 from scanmt.data.pipeline import TextPipeline
-from scanmt.data.prepare import read_meta
+from scanmt.data.prepare import read_meta, training_digest
 from scanmt.decoding.translator import Translator, build_model
 from scanmt.errors import ConfigError
 from scanmt.io import read_lines
@@ -43,6 +43,8 @@ class TrainData:
     train: ParallelData
     valid: ParallelData
     valid_refs: list[str]
+    #: digest of the prepared files used (stored in checkpoints: resuming on other data is refused)
+    digest: str | None = None
 
 
 def load_train_data(cfg: Config) -> TrainData:
@@ -62,7 +64,7 @@ def load_train_data(cfg: Config) -> TrainData:
     )
     refs = read_lines(d / f"valid.raw.{t}", what="reference file")
     refs = [refs[i] for i in valid.index]
-    return TrainData(pipeline, train, valid, refs)
+    return TrainData(pipeline, train, valid, refs, training_digest(d, s, t))
 
 
 class NMTTask:
@@ -137,6 +139,8 @@ class NMTTask:
 
     def checkpoint_extras(self) -> dict[str, Any]:
         extras: dict[str, Any] = {"pipeline": self.data.pipeline.to_state()}
+        if self.data.digest:
+            extras["data_digest"] = self.data.digest
         if self.fertility is not None:
             extras["fertility"] = provider_state(self.fertility.provider)
         return extras
