@@ -8,6 +8,7 @@ from pathlib import Path
 
 import sacrebleu
 
+from scanmt.cli import positive_int
 from scanmt.config import Config
 from scanmt.data.attention_file import SentenceAttention, save_attention
 from scanmt.io import read_lines, write_lines
@@ -30,7 +31,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--preset", default="cpu-small", help="config preset name or YAML path")
     p.add_argument("--minutes", type=float, default=10.0, help="training time budget in minutes")
     p.add_argument("--transform", default="softmax", help="attention transform (softmax, sparsemax, ...)")
-    p.add_argument("--beam", type=int, default=5, help="beam size for the test set")
+    p.add_argument("--beam", type=positive_int, default=5, help="beam size for the test set")
     p.add_argument("--samples", type=int, default=5, help="sample translations to print")
     p.add_argument("--set", action="extend", nargs="+", default=[], metavar="KEY=VALUE",
                    help="extra config overrides, e.g. --set train.max_minutes=5 train.precision=bf16")
