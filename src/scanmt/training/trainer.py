@@ -28,6 +28,7 @@ from scanmt.errors import ConfigError
 from scanmt.io import read_lines
 from scanmt.model.fertility import provider_state
 from scanmt.model.nmt import NMTModel, nmt_loss
+from scanmt.ops import load_native_kernels
 from scanmt.data.vocab import PAD_ID
 from scanmt.training import distributed
 from scanmt.training.attention_health import AttentionHealth
@@ -164,6 +165,8 @@ class Trainer:
         torch.manual_seed(cfg.train.seed)
         random.seed(cfg.train.seed)
         self.task = NMTTask(cfg, self.data, fert)
+        if cfg.model.attention.transform != "softmax" and self.dist.device.type == "cpu":
+            load_native_kernels()  # a first-run build happens here, not inside the timed training
         self.loop = TrainLoop(self.task, cfg.train, self.out, resume=resume, dist=self.dist, unit="tok")
         self.model = self.task.model
         if self.dist.is_main:
