@@ -205,6 +205,10 @@ def check_penalty_config(d: "DecodeConfig", prefix: str = "decode") -> None:
         raise ConfigError(f"{prefix}.length_alpha must be >= 0, got {d.length_alpha}")
 
 
+#: the first line of a config file written by :meth:`Config.save_yaml` (a run's ``config.yaml``)
+CONFIG_HEADER = "# scanmt config: every key (see configs/cpu-small.yaml for what each one means)"
+
+
 @dataclass
 class Config:
     data: DataConfig = field(default_factory=DataConfig)
@@ -245,6 +249,7 @@ class Config:
         from scanmt.io import atomic_open
 
         with atomic_open(path) as fh:
+            fh.write(CONFIG_HEADER + "\n")
             yaml.safe_dump(self.to_dict(), fh, sort_keys=False)
 
 

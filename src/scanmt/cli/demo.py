@@ -11,7 +11,7 @@ import sacrebleu
 from scanmt.cli import positive_int
 from scanmt.config import Config
 from scanmt.data.attention_file import SentenceAttention, save_attention
-from scanmt.io import read_lines, write_lines
+from scanmt.io import check_output_dir, read_lines, write_lines
 from scanmt.presets import preset_path
 
 NAME = "demo"
@@ -44,7 +44,8 @@ def run(args: argparse.Namespace) -> int:
     from scanmt.training.trainer import Trainer
 
     t_start = time.time()
-    out = Path(args.out)
+    out = check_output_dir(args.out, ours=lambda d: (d / "data").is_dir() or (d / "model").is_dir(),
+                           holds="an earlier demo (data/, model/)")
     src, tgt = parse_pair(args.pair)
     data_dir = out / "data"
     print(f"[1/4] preparing Multi30k {src}->{tgt} in {data_dir}")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from scanmt.cli import HelpFormatter
 from scanmt.errors import ConfigError
+from scanmt.io import check_output_dir
 
 NAME = "experiment"
 HELP = "run a grid of systems x seeds end to end (resumable) and report it like the paper's tables"
@@ -107,6 +108,11 @@ def _threads_key(overrides: list[str]) -> str | None:
     return found
 
 
+def is_experiment_dir(d: Path) -> bool:
+    """Whether ``d`` holds what ``experiment run`` writes."""
+    return any((d / name).exists() for name in ("grids", "runs", "shared", ".lock"))
+
+
 def _run(args: argparse.Namespace) -> int:
     from scanmt.config import Config
     from scanmt.data.prepare import read_meta
@@ -129,7 +135,7 @@ def _run(args: argparse.Namespace) -> int:
     systems = grid_mod.select_systems(g, args.systems)
     preset = preset_path(args.preset).resolve()
     Config.load(preset)  # the preset itself must load
-    out = args.out.resolve()
+    out = check_output_dir(args.out, ours=is_experiment_dir, holds="a scanmt experiment (grids/, runs/, shared/)").resolve()
     paths = shared.SharedPaths(out)
     if args.data != "multi30k":
         meta = read_meta(args.data)

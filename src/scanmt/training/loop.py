@@ -35,6 +35,7 @@ from scanmt.errors import ConfigError, DataError
 from scanmt.training import distributed
 from scanmt.training.checkpoint import load_checkpoint, save_checkpoint
 from scanmt.training.logger import MetricLogger
+from scanmt.training.run_dir import check_run_dir
 from scanmt.training.optim import build_optimizer, epoch_lr, set_lr
 
 log = logging.getLogger("scanmt.train")
@@ -114,10 +115,7 @@ class TrainLoop:
         self.dist = dist or distributed.setup()
         self.unit = unit
         last = self.out / "last.pt"
-        if last.exists() and not resume:
-            raise ConfigError(f"{self.out} already holds a run (last.pt); pass --resume to continue it or pick another --out")
-        if resume and not last.exists():
-            raise ConfigError(f"--resume: {last} not found")
+        check_run_dir(self.out, resume=resume)
         check_train_config(cfg)
         self.model = task.model.to(self.dist.device)
         self.optimizer = build_optimizer(self.model.parameters(), cfg)

@@ -34,6 +34,7 @@ from scanmt.training import distributed
 from scanmt.training.attention_health import AttentionHealth
 from scanmt.training.fertility_setup import FertilitySetup, setup_fertility
 from scanmt.training.loop import Progress, TrainLoop
+from scanmt.training.run_dir import check_run_dir
 
 log = logging.getLogger("scanmt.train")
 
@@ -156,8 +157,7 @@ class Trainer:
         self.dist = distributed.setup()
         if cfg.train.threads:
             torch.set_num_threads(cfg.train.threads)
-        if (self.out / "last.pt").exists() and not resume:
-            raise ConfigError(f"{self.out} already holds a run (last.pt); pass --resume to continue it or pick another --out")
+        check_run_dir(self.out, resume=resume)  # before the data is loaded
         self.data = data or load_train_data(cfg)
         fert = setup_fertility(cfg, self.data.train, self.data.valid)
         if fert is not None:
