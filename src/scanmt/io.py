@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -36,7 +37,9 @@ def atomic_open(path: str | Path, mode: str = "w", encoding: str | None = "utf-8
     renamed over it on success; on any exception the temporary file is removed and
     ``path`` is untouched.  A symbolic link is followed: its target is replaced and the
     link kept.  Anything else that exists (a device such as ``/dev/null``, a pipe, a
-    terminal) is written to directly, never renamed over, and ``-`` is standard output.
+    terminal) is written to directly, never renamed over; ``-`` is standard output, and
+    ``/dev/stdout`` or ``/dev/fd/N`` the open descriptor itself (a file the shell
+    appends to stays appended to).
     A directory is a :class:`DataError`.
     """
     binary = "b" in mode
@@ -44,6 +47,13 @@ def atomic_open(path: str | Path, mode: str = "w", encoding: str | None = "utf-8
         stream = sys.stdout.buffer if binary else sys.stdout
         yield stream
         stream.flush()
+        return
+    fd = _open_descriptor(path)
+    if fd is not None:  # /dev/stdout, /dev/fd/N: write to the descriptor itself (keeping its append mode)
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        with os.fdopen(os.dup(fd), mode, encoding=None if binary else encoding) as fh:
+            yield fh
         return
     path = Path(path)
     st = _stat(path)
@@ -57,6 +67,23 @@ def atomic_open(path: str | Path, mode: str = "w", encoding: str | None = "utf-8
         path = Path(os.path.realpath(path))
     with _replacing(path, mode, encoding, st) as fh:
         yield fh
+
+
+_DESCRIPTOR = re.compile(r"^/(?:proc/(?:self|\d+)/fd|dev/fd)/(\d+)$")
+
+
+def _open_descriptor(path: str | Path) -> int | None:
+    """N when ``path`` is, or links to, this process's ``/proc/self/fd/N`` or ``/dev/fd/N``
+    (``/dev/stdout`` is such a link); reopening it would truncate a file the shell appends to."""
+    current = os.path.abspath(path)
+    for _ in range(40):  # the kernel's limit on nested links
+        match = _DESCRIPTOR.match(current)
+        if match and (current.startswith(("/proc/self/", "/dev/fd/")) or current.split("/")[2] == str(os.getpid())):
+            return int(match.group(1))
+        if not os.path.islink(current):
+            return None
+        current = os.path.normpath(os.path.join(os.path.dirname(current), os.readlink(current)))
+    return None
 
 
 def _stat(path: Path) -> os.stat_result | None:

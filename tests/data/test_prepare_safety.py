@@ -186,3 +186,12 @@ def test_vocab_size_sentencepiece_cannot_make_is_explained(raw, tmp_path, capsys
     assert "INTERNAL" not in err and ".tmp." not in err
     assert __import__("re").search(message, err), err
     assert not list(tmp_path.glob(".out.tmp.*"))
+
+
+@pytest.mark.parametrize("size", ["0", "-5", "many"])
+def test_vocab_size_must_be_a_positive_whole_number(raw, tmp_path, capsys, size):
+    argv = _cli(raw, tmp_path / "out")
+    argv[-1] = size
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2 and "argument --vocab-size:" in capsys.readouterr().err

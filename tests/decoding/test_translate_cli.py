@@ -111,3 +111,25 @@ def test_zero_beam_or_batch_size_is_rejected(model, tmp_path, capsys, option, va
         main(["translate", "--model", str(model), "--input", "x", "--output", "y", option, value])
     assert exc.value.code == 2
     assert f"argument {option}: must be at least 1, got {value}" in capsys.readouterr().err
+
+
+def test_output_dev_stdout_appended_by_the_shell(model, tmp_path):
+    """Item 4's repro: ``--output /dev/stdout`` while the shell appends stdout to a file.
+
+    A private link with /dev/stdout's target stands in for it, so that an unfixed tree run as root
+    replaces that link, not the machine's /dev/stdout.
+    """
+    import subprocess
+
+    stdout_link = tmp_path / "stdout"
+    stdout_link.symlink_to(os.readlink("/dev/stdout"))  # /proc/self/fd/1
+    log = tmp_path / "log.txt"
+    log.write_text("previous run\n")
+    argv = [sys.executable, "-m", "scanmt", "translate", "--model", str(model), "--input",
+            _input(tmp_path, SENTENCES), "--output", str(stdout_link), "--beam", "1"]
+    with open(log, "a") as out:
+        proc = subprocess.run(argv, stdout=out, stderr=subprocess.PIPE, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    assert stdout_link.is_symlink()
+    lines = log.read_text().splitlines()
+    assert lines[0] == "previous run" and len(lines) >= 4 and any(ln.startswith("translated 3 sentences") for ln in lines)
