@@ -72,7 +72,8 @@ def test_stdin_and_stdout(model, tmp_path, monkeypatch, capsys):
     ["--output", "-", "--tokenized-out", "-"],
     ["--output", "x", "--attention-out", "-"],
 ])
-def test_stdio_misuse_is_an_error(model, tmp_path, capsys, argv):
+def test_stdio_misuse_is_an_error(model, tmp_path, capsys, monkeypatch, argv):
+    monkeypatch.chdir(tmp_path)  # an unfixed tree writes files named x or - here
     assert main(["translate", "--model", str(model), "--input", _input(tmp_path, SENTENCES), *argv]) == 2
     assert "error: --" in capsys.readouterr().err
 
@@ -105,8 +106,9 @@ def test_over_long_line_is_translated_or_cut_with_a_warning(model, tmp_path, cap
 
 @pytest.mark.parametrize("option", ["--beam", "--batch-size", "--max-len"])
 @pytest.mark.parametrize("value", ["0", "-1"])
-def test_zero_beam_or_batch_size_is_rejected(model, tmp_path, capsys, option, value):
+def test_zero_beam_or_batch_size_is_rejected(model, tmp_path, capsys, monkeypatch, option, value):
     """Item 6: ``--beam 0`` and ``--batch-size 0`` were silently accepted."""
+    monkeypatch.chdir(tmp_path)
     with pytest.raises(SystemExit) as exc:
         main(["translate", "--model", str(model), "--input", "x", "--output", "y", option, value])
     assert exc.value.code == 2
