@@ -21,8 +21,12 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-#: recipe name -> --set overrides on top of the preset
+#: recipe name -> --set overrides on top of the preset ("adam-*" and "sgd-*" name cpu-small's optimizer or the
+#: paper's; "preset-*" keep the preset's optimizer and change only the score scaling)
 RECIPES: dict[str, list[str]] = {
+    "preset-none": ["model.attention.scaling=none"],
+    "preset-sqrt": ["model.attention.scaling=sqrt"],
+    "preset-cosine": ["model.attention.scaling=cosine"],
     "adam": ["model.attention.scaling=none"],
     "adam-sqrt": ["model.attention.scaling=sqrt"],
     "adam-learned": ["model.attention.scaling=learned"],
@@ -77,6 +81,8 @@ def main() -> None:
     ap.add_argument("--config", type=Path, default=Path("configs/cpu-small.yaml"), help="preset to start from")
     ap.add_argument("--recipes", nargs="+", default=["adam", "adam-sqrt"], choices=sorted(RECIPES), help="recipes to run")
     ap.add_argument("--transforms", nargs="+", default=["sparsemax"], choices=sorted(TRANSFORMS), help="transforms")
+    ap.add_argument("--jobs", nargs="+", default=[], metavar="RECIPE:TRANSFORM",
+                    help="run exactly these pairs instead of every recipe x transform")
     ap.add_argument("--steps", type=int, default=400, help="updates per run")
     ap.add_argument("--log-every", type=int, default=25, help="logging (and health) window in updates")
     ap.add_argument("--at", type=int, nargs="+", default=[25, 50, 100, 200, 400], help="updates to report")
@@ -89,7 +95,10 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("runs/recipes"), help="folder of the runs")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    jobs = [(r, t) for t in args.transforms for r in args.recipes]
+    jobs = [tuple(j.split(":", 1)) for j in args.jobs] or [(r, t) for t in args.transforms for r in args.recipes]
+    for recipe, transform in jobs:
+        if recipe not in RECIPES or transform not in TRANSFORMS:
+            ap.error(f"unknown recipe or transform in {recipe}:{transform}")
     with ThreadPoolExecutor(args.workers) as pool:
         outs = list(pool.map(lambda job: run_one(args, *job), jobs))
     at = [s for s in args.at if s <= args.steps]

@@ -188,6 +188,8 @@ def check_train_config(t: "TrainConfig", prefix: str = "train") -> None:
     """Raise :class:`ConfigError` naming the key for a bad ``train.precision`` or ``train.normalization``."""
     if t.precision not in PRECISIONS:
         raise ConfigError(f"{prefix}.precision: unknown precision {t.precision!r} (known: {', '.join(PRECISIONS)})")
+    if t.warmup_steps < 0:
+        raise ConfigError(f"{prefix}.warmup_steps must be >= 0 (0 = no warm-up), got {t.warmup_steps}")
     if t.normalization not in NORMALIZATIONS:
         raise ConfigError(f"{prefix}.normalization: unknown normalization {t.normalization!r} "
                           f"(known: {', '.join(NORMALIZATIONS)})")
@@ -380,13 +382,21 @@ def _predictor_train_defaults() -> "TrainConfig":
     return TrainConfig(optimizer="adam", lr=0.002, epochs=8, patience=2, lr_decay_start=6, label_smoothing=0.0)
 
 
+#: fertility targets of the predictor (PredictorConfig.level)
+PREDICTOR_LEVELS: tuple[str, ...] = ("subword", "word")
+
+
 @dataclass
 class PredictorConfig:
     """Config of the fertility predictor (``scanmt fertility --train-predictor``)."""
 
     data: DataConfig = field(default_factory=DataConfig)
-    #: `scanmt align` output with {train,valid}.subword.align (default: data.dir/align)
+    #: `scanmt align` output with {train,valid}.{level}.align (default: data.dir/align)
     align_dir: str = ""
+    #: fertility targets: subword (aligner counts per subword) | word (each word's count from the word
+    #: aligner, on every piece; bounds shared evenly among a word's pieces; see scanmt.data.word_fertility).
+    #: Predictors saved before this key existed are subword ones.
+    level: str = "subword"
     model: PredictorModelConfig = field(default_factory=PredictorModelConfig)
     train: TrainConfig = field(default_factory=_predictor_train_defaults)
 
@@ -395,7 +405,18 @@ class PredictorConfig:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "PredictorConfig":
-        return _build(cls, d, "")
+        """The config of ``d``; keys missing under ``train`` take the predictor's defaults (Adam, 8 epochs ...).
+
+        (Until this was fixed, overriding any ``train`` key, e.g. ``train.threads=1``, silently gave
+        the NMT defaults instead: SGD with lr 1.0, 13 epochs, no early stopping.)
+        """
+        train = d.get("train")
+        if isinstance(train, dict):
+            d = {**d, "train": {**dataclasses.asdict(_predictor_train_defaults()), **train}}
+        cfg = _build(cls, d, "")
+        if cfg.level not in PREDICTOR_LEVELS:
+            raise ConfigError(f"level: unknown fertility level {cfg.level!r} (known: {', '.join(PREDICTOR_LEVELS)})")
+        return cfg
 
 
 #: keys whose change makes a checkpoint unusable for a config (architecture)

@@ -101,3 +101,25 @@ def test_translate_cli_fertility_file_errors(aligned_data_dir, tmp_path, capsys)
     for s in sents:
         assert s.src[-1] == "<sink>"
         assert (s.attention.sum(0)[:-1] <= s.fertility[:-1] + 1e-5).all()
+
+
+def test_eval_predictor_cli(aligned_data_dir, predictor, tmp_path, capsys):
+    """`scanmt fertility --eval-predictor`: accuracy and MAE against the majority class, on valid."""
+    import json
+
+    out = tmp_path / "eval.json"
+    assert main(["fertility", "--data", str(aligned_data_dir), "--eval-predictor", str(predictor),
+                 "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "fertility predictor (subword targets) on valid" in printed and "majority class" in printed
+    (r,) = json.loads(out.read_text(encoding="utf-8"))["results"]
+    assert r["level"] == "subword" and r["split"] == "valid" and r["pieces"] > 0
+    assert 0 <= r["accuracy"] <= 100 and r["mae"] >= 0
+    # the majority baseline's accuracy is the share of its class among the valid targets
+    assert r["majority_accuracy"] == pytest.approx(r["target_classes"][str(r["majority_class"])])
+    assert sum(r["target_classes"].values()) == pytest.approx(100.0)
+    assert r["bound_mean"] >= 1.0  # expected fertility >= 0, plus add 1
+    assert r["words"] is None  # the fixture has no word alignment
+    assert main(["fertility", "--data", str(aligned_data_dir), "--eval-predictor", str(predictor),
+                 "--train-predictor", str(tmp_path / "x")]) == 2
+    assert "either --train-predictor or --eval-predictor, not both" in capsys.readouterr().err

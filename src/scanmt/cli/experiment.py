@@ -19,7 +19,7 @@ another writes the Markdown report.
   scanmt experiment run experiments/table1.yaml --data multi30k --pair de-en --preset cpu-small --seeds 3 --out runs/table1
   scanmt experiment run experiments/table1.yaml ... --set train.max_minutes=6 --workers 2
   scanmt experiment run experiments/table1.yaml ... --dry-run          # check the grid and print the plan
-  scanmt experiment report runs/table1 --out docs/
+  scanmt experiment report runs/table1 --out docs/       # docs/experiments-table1.md and .json
 
 Shared work (data preparation, alignment, fertility predictor) is done once under OUT/shared/; each run
 (system x seed) lives in OUT/runs/SYSTEM/seedK/ with its config, checkpoints, translations, attention,
@@ -55,9 +55,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     r.add_argument("--dry-run", action="store_true", help="check the grid and every config, print the plan, do nothing")
 
     q = sub.add_parser("report", help="write a grid's results as Markdown (Table 1/2, Figure 2, Appendix B analogues)",
-                       formatter_class=fmt, description="Write DOCS/experiments-GRID.md (+ attention map PNGs).")
+                       formatter_class=fmt, description="Write DOCS/experiments-GRID.md (+ attention map PNGs) and "
+                       "DOCS/experiments-GRID.json (per system: mean and std of BLEU, REP, DROP, METEOR; seeds).")
     q.add_argument("dir", type=Path, help="experiment directory of `scanmt experiment run --out`")
-    q.add_argument("--out", type=Path, default=Path("docs"), help="directory for the Markdown file and figures")
+    q.add_argument("--out", type=Path, default=Path("docs"), help="directory for the Markdown and JSON files and figures")
     q.add_argument("--grid", help="report only this grid of DIR [every grid recorded there]")
     q.add_argument("--name", help="file name stem [experiments-GRID]")
     q.add_argument("--baseline", help="system for the significance column [the grid's baseline]")

@@ -7,10 +7,11 @@ summary.  ``guided`` and ``actual`` need the subword alignments written by
 are reused when the parameters and inputs have not changed.
 
 The ``predicted`` strategy needs a trained predictor (a BiLSTM tagger over the
-aligner's fertilities)::
+aligner's fertilities, of subwords or, with ``--set level=word``, of words)::
 
     scanmt fertility --data DIR --train-predictor runs/fertility-predictor
     scanmt fertility --data DIR --strategy predicted --predictor runs/fertility-predictor/best.pt --add 1
+    scanmt fertility --data DIR --eval-predictor runs/fertility-predictor/best.pt   # accuracy, MAE, baseline
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ source subword) and prints a summary. guided and actual need the subword alignme
   scanmt fertility --data DIR --strategy guided
   scanmt fertility --data DIR --train-predictor runs/fertility-predictor
   scanmt fertility --data DIR --strategy predicted --predictor runs/fertility-predictor/best.pt --add 1
+  scanmt fertility --data DIR --train-predictor runs/fert-word --set level=word   # word-level targets
+  scanmt fertility --data DIR --eval-predictor runs/fertility-predictor/best.pt [--splits valid]
 """
 
 
@@ -42,13 +45,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--strategy", choices=BUILTIN + ("predicted",), help="the fertility strategy to compute")
     p.add_argument("--value", type=float, help="the fertility of every token (constant only)")
     p.add_argument("--predictor", type=Path, help="predictor checkpoint (predicted only)")
-    p.add_argument("--add", type=float, default=1.0, help="added to the expected predicted fertility (predicted only)")
+    p.add_argument("--add", type=float, default=1.0, help="added to the expected predicted fertility (predicted and --eval-predictor)")
     p.add_argument("--train-predictor", type=Path, metavar="OUT",
                    help="train the fertility predictor into OUT (uses DIR/align or --align-dir) and exit")
     p.add_argument("--set", action="extend", nargs="+", default=[], metavar="KEY=VALUE",
-                   help="predictor config override, e.g. --set train.epochs=5 model.hidden_size=256")
+                   help="predictor config override, e.g. --set train.epochs=5 model.hidden_size=256 level=word")
+    p.add_argument("--eval-predictor", type=Path, metavar="CKPT",
+                   help="score a predictor on --splits [valid]: accuracy and MAE against the majority class, class "
+                        "distributions, the bounds (+ --add); and exit")
+    p.add_argument("--json", type=Path, metavar="FILE", help="with --eval-predictor: also write the numbers as JSON")
     p.add_argument("--resume", action="store_true", help="continue a killed --train-predictor run")
-    p.add_argument("--splits", nargs="+", help="splits to compute [all in meta.json]")
+    p.add_argument("--splits", nargs="+", help="splits to compute [all in meta.json; --eval-predictor: valid]")
     p.add_argument("--align-dir", type=Path, help="where `scanmt align` wrote its links [DIR/align]")
     p.add_argument("--force", action="store_true", help="recompute even if cached")
 
@@ -86,9 +93,35 @@ def _predicted_kwargs(args: argparse.Namespace) -> dict:
     return {"predictor": provider.apply, "predictor_id": f"{file_digest(path)[:16]}-add{args.add:g}"}
 
 
+def _eval_predictor(args: argparse.Namespace) -> int:
+    import json
+
+    from scanmt.data.fertility import require_predictor
+    from scanmt.io import atomic_open
+    from scanmt.training.fertility_eval import evaluate_predictor, format_eval
+
+    path = require_predictor(args.eval_predictor, key="--eval-predictor")
+    results = []
+    for split in args.splits or ["valid"]:
+        r = evaluate_predictor(path, args.data, split=split, add=args.add, align_dir=args.align_dir)
+        print(format_eval(r))
+        results.append(r.as_dict())
+    if args.json:
+        with atomic_open(args.json) as fh:
+            json.dump({"predictor": str(path), "results": results}, fh, indent=2)
+            fh.write("\n")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.train_predictor and args.eval_predictor:
+        raise ConfigError("give either --train-predictor or --eval-predictor, not both")
     if args.train_predictor:
         return _train_predictor(args)
+    if args.eval_predictor:
+        return _eval_predictor(args)
+    if args.json:
+        raise ConfigError("--json is only for --eval-predictor")
     if args.strategy is None:
         raise ConfigError("give --strategy (constant, guided, actual, predicted) or --train-predictor OUT")
     extra = _predicted_kwargs(args) if args.strategy == "predicted" else {}

@@ -17,9 +17,10 @@ For each grid recorded in ``OUT/grids/`` (by ``scanmt experiment run``) it write
   ``DOCS/experiments-{grid}/``;
 - an Appendix B analogue: source, reference and every system's output for a few
   test sentences;
-- the commands, and the runs that are missing or unfinished.
+- the commands, and the runs that are missing or unfinished;
 
-Every file is written atomically.
+and ``DOCS/experiments-{grid}.json`` (or ``--name``), the main table's numbers in a
+machine-readable form (:mod:`scanmt.experiments.results_json`).  Every file is written atomically.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from scanmt.errors import ConfigError, DataError
+from scanmt.experiments.results_json import read_meta_lenient, results_table, write_results_json
 from scanmt.io import atomic_open, read_lines
 
 #: (metric key, column title, higher is better)
@@ -316,11 +318,12 @@ def figure_systems(rec: dict[str, Any], systems: Sequence[SystemResults], baseli
     return (baseline, other) if other else None
 
 
-def render(out: Path, rec: dict[str, Any], docs: Path, stem: str, opts: ReportOptions) -> tuple[str, list[Path]]:
-    """The Markdown text and the figure files written for one grid record."""
+def render(out: Path, rec: dict[str, Any], docs: Path, stem: str, opts: ReportOptions,
+           systems: list[SystemResults] | None = None) -> tuple[str, list[Path]]:
+    """The Markdown text and the figure files written for one grid record (``systems``: :func:`collect`'s)."""
     from scanmt.data.attention_file import AttentionFile
 
-    systems = collect(out, rec)
+    systems = collect(out, rec) if systems is None else systems
     names = [s.name for s in systems]
     baseline = opts.baseline or rec.get("baseline") or ("softmax" if "softmax" in names else names[0])
     if baseline not in names:
@@ -378,6 +381,9 @@ def render(out: Path, rec: dict[str, Any], docs: Path, stem: str, opts: ReportOp
         "of each column is in bold. p: sacrebleu paired bootstrap resampling "
         f"({opts.samples} resamples) of each system's tokenized BLEU against {md_escape(base.label)}, on the seed-1 "
         "outputs; † marks p < 0.05.",
+        "",
+        f"The same numbers, machine-readable: [`{stem}.json`]({stem}.json) (per system: mean and std of BLEU, REP, "
+        "DROP and METEOR, and the number of seeds; see `scanmt.experiments.results_json`).",
         "",
     ]
     if not has_base:
@@ -508,7 +514,7 @@ def render(out: Path, rec: dict[str, Any], docs: Path, stem: str, opts: ReportOp
 
 def write_reports(out: Path, docs: Path, *, grid: str | None = None, name: str | None = None,
                   opts: ReportOptions | None = None) -> list[Path]:
-    """Write one Markdown report per recorded grid (or only ``grid``); returns the files written."""
+    """Write one Markdown report and its JSON per recorded grid (or only ``grid``); returns the files written."""
     opts = opts or ReportOptions()
     recs = grid_records(out)
     if grid is not None:
@@ -521,11 +527,14 @@ def write_reports(out: Path, docs: Path, *, grid: str | None = None, name: str |
     written = []
     for rec in recs:
         stem = name or f"experiments-{rec['name']}"
-        text, files = render(out, rec, docs, stem, opts)
+        systems = collect(out, rec)
+        table = results_table({s.name: s.runs for s in systems}, rec["split"],
+                              read_meta_lenient(out / "shared" / "data"))
+        text, files = render(out, rec, docs, stem, opts, systems)
         md = docs / f"{stem}.md"
         with atomic_open(md) as fh:
             fh.write(text)
-        written += [md, *files]
+        written += [md, write_results_json(docs / f"{stem}.json", table), *files]
     return written
 
 

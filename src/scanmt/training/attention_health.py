@@ -35,8 +35,8 @@ log = logging.getLogger("scanmt.train")
 COLLAPSE_SHARE = 0.5
 
 ADVICE = (
-    "set model.attention.scaling=sqrt (the presets' default) or train the paper's way "
-    "(train.optimizer=sgd train.lr=1.0 train.normalization=sents); see docs/attention-recipe.md"
+    "bound the score gaps with model.attention.scaling=cosine (cpu-small's default; sqrt also works), or train "
+    "the paper's way (train.optimizer=sgd train.lr=1.0 train.normalization=sents); see docs/attention-recipe.md"
 )
 
 

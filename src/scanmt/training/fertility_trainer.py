@@ -1,8 +1,10 @@
 """Training the fertility predictor (a BiLSTM tagger) with the shared :class:`TrainLoop`.
 
-Targets are the aligner's fertilities: for every source subword of the train
-(valid) split, the number of target subwords it is aligned to in
-``ALIGN_DIR/{split}.subword.align``, capped at ``model.max_fertility``.
+Targets are the aligner's fertilities (``level``): with ``subword`` (the default), for
+every source subword of the train (valid) split, the number of target subwords it is
+aligned to in ``ALIGN_DIR/{split}.subword.align``; with ``word``, for every piece, the
+number of target words its word is aligned to in ``ALIGN_DIR/{split}.word.align``
+(:mod:`scanmt.data.word_fertility`).  Both are capped at ``model.max_fertility``.
 Validation reports accuracy (argmax class = capped count) and the mean absolute
 error of the expected fertility against the uncapped count; early stopping
 follows accuracy.
@@ -23,7 +25,9 @@ from scanmt.data.dataset import Batch, ParallelData
 from scanmt.data.fertility import ALIGN_DIR, alignment_counts, alignment_path
 from scanmt.data.prepare import read_meta
 from scanmt.data.vocab import Vocab
+from scanmt.data.word_fertility import word_count, word_targets
 from scanmt.errors import DataError
+from scanmt.io import read_lines
 from scanmt.metrics.links import read_links
 from scanmt.model.fertility_predictor import FertilityPredictor
 from scanmt.training import distributed
@@ -31,16 +35,30 @@ from scanmt.training.loop import Progress, TrainLoop
 from scanmt.training.run_dir import check_run_dir
 
 
-def load_split(data_dir: Path, align_dir: Path, split: str, vocab: Vocab, src_lang: str, limit: int = 0) -> ParallelData:
-    """Source subwords of ``split`` with their aligner fertilities in ``ParallelData.fertility``."""
+def fertility_targets(pieces: list[list[str]], links_path: Path, level: str) -> list[list[int]]:
+    """Per source piece, its fertility target at ``level`` from the links file of that level.
+
+    Raises:
+        DataError: naming the links file and line, for a line count or link index that does not fit.
+    """
+    if level == "subword":
+        lens = [len(p) for p in pieces]
+        return [alignment_counts(sure, n) for (sure, _), n in zip(read_links(links_path, src_lens=lens), lens)]
+    links = read_links(links_path, src_lens=[word_count(p) for p in pieces])
+    return [word_targets(p, sure) for p, (sure, _) in zip(pieces, links)]
+
+
+def load_split(data_dir: Path, align_dir: Path, split: str, vocab: Vocab, src_lang: str, limit: int = 0,
+               level: str = "subword") -> ParallelData:
+    """Source subwords of ``split`` with their ``level`` fertility targets in ``ParallelData.fertility``."""
     src_path = data_dir / f"{split}.bpe.{src_lang}"
-    path = alignment_path(align_dir, split)
+    path = alignment_path(align_dir, split, level)
     if not path.exists():
-        raise DataError(f"{path}: no subword alignment for {split!r}; run `scanmt align --data {data_dir}` first")
+        raise DataError(f"{path}: no {level} alignment for {split!r}; run `scanmt align --data {data_dir}` first")
     data = ParallelData.from_files(src_path, None, vocab)
-    lens = [len(s) for s in data.src]
-    links = read_links(path, src_lens=lens)
-    data = data.with_fertility([alignment_counts(sure, n) for (sure, _), n in zip(links, lens)], source=str(path))
+    pieces = read_lines(src_path, what="source file")
+    targets = fertility_targets([ln.split() for ln in pieces], path, level)
+    data = data.with_fertility(targets, source=str(path))
     if limit:
         data = ParallelData(data.src[:limit], None, data.index[:limit], data.fertility[:limit])
     return data
@@ -117,8 +135,8 @@ def train_predictor(cfg: PredictorConfig, out_dir: str | Path, *, resume: bool =
     meta = read_meta(data_dir)
     align_dir = Path(cfg.align_dir) if cfg.align_dir else data_dir / ALIGN_DIR
     vocab = Vocab.load(data_dir / "vocab.txt")
-    train = load_split(data_dir, align_dir, "train", vocab, meta["src_lang"], cfg.data.train_limit)
-    valid = load_split(data_dir, align_dir, "valid", vocab, meta["src_lang"], cfg.data.valid_limit)
+    train = load_split(data_dir, align_dir, "train", vocab, meta["src_lang"], cfg.data.train_limit, cfg.level)
+    valid = load_split(data_dir, align_dir, "valid", vocab, meta["src_lang"], cfg.data.valid_limit, cfg.level)
     torch.manual_seed(cfg.train.seed)
     random.seed(cfg.train.seed)
     task = FertilityTask(cfg, vocab, train, valid)

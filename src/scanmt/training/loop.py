@@ -271,6 +271,14 @@ class TrainLoop:
         return None
 
     # ----------------------------------------------------------- loop
+    def _progress_bar(self) -> tqdm:
+        """One bar over the whole run (its ETA is the run's): ``train.max_steps``, else all epochs' batches."""
+        c, p = self.cfg, self.progress
+        planned = p.step + len(self._batches(p.epoch)) * (c.epochs - p.epoch + 1) - p.batch_in_epoch
+        total = min(c.max_steps, planned) if c.max_steps else planned
+        return tqdm(total=max(total, p.step), initial=p.step, desc=f"epoch {p.epoch}", unit="upd",
+                    disable=not self.dist.is_main, leave=False, mininterval=2.0)
+
     def run(self) -> Progress:
         """Train until a stop condition (:meth:`_should_stop`).
 
@@ -316,14 +324,14 @@ class TrainLoop:
         t0 = time.time()
         stop = self._should_stop(t0)
         win_units, win_loss, win_t = self._restored_window()
+        bar = self._progress_bar() if stop is None else None
         while stop is None:
             batches = self._batches(p.epoch)
             self._check_position(batches)
             if p.batch_in_epoch == 0:
                 p.lr = epoch_lr(p.lr, p.epoch, c, p.decay_started)
             set_lr(self.optimizer, p.lr)
-            bar = tqdm(total=len(batches), initial=p.batch_in_epoch, desc=f"epoch {p.epoch}", unit="batch",
-                       disable=not self.dist.is_main, leave=False, mininterval=2.0)
+            bar.set_description(f"epoch {p.epoch}")
             while p.batch_in_epoch < len(batches):
                 batch = self.task.make_batch(batches[p.batch_in_epoch], self.dist.device)
                 if c.warmup_steps and p.step < c.warmup_steps:
@@ -374,6 +382,7 @@ class TrainLoop:
                 stop = self._should_stop(t0)
                 if stop or end_of_epoch:
                     break
+        if bar is not None:
             bar.close()
         p.elapsed += time.time() - t0
         if not self.interrupted and (not p.history or p.history[-1]["step"] != p.step):

@@ -1,0 +1,139 @@
+"""Machine-readable results of a grid: ``DOCS/experiments-{grid}.json`` beside the Markdown report.
+
+Shape (one entry per system of the grid, in grid order, for the report's main test set)::
+
+    {
+      "softmax":    {"bleu": {"mean": 34.1, "std": 0.42}, "rep": {...}, "drop": {...}, "meteor": {...}, "seeds": 3},
+      "csparsemax": {...},
+      "test_set": "test_2016_flickr",
+      "test_sets": {"test_2016_flickr": {"softmax": {...}, ...}, "test_2017_flickr": {"softmax": {...}, ...}}
+    }
+
+- The numbers are the per-seed values the Markdown table aggregates (each finished
+  seed's ``metrics.json``): tokenized BLEU, REP, DROP and METEOR.
+- ``mean`` is the arithmetic mean over the finished seeds.  ``std`` is the sample
+  standard deviation (``ddof=1``) for two or more seeds and ``0.0`` for one seed
+  (a single run has no spread to estimate; the Markdown table shows no ``±`` then).
+  A system without finished seeds has ``"seeds": 0`` and ``null`` means and stds.
+- ``seeds`` counts the finished seeds of the system.
+- Two extra top-level keys describe the test sets; no system may be named like them
+  (:data:`RESERVED`):
+
+  - ``test_set``: the name of the main test set, that of the top-level entries;
+  - ``test_sets``: every test set, the main one first, each mapping the systems to the same
+    entries.  Further test sets come from a run's ``metrics.json`` key
+    ``"test_sets": {SPLIT: {"bleu": ..., "rep": ..., "drop": ..., "meteor": ...}}``, where
+    SPLIT is a split of the prepared data (``test2017``).
+
+Test-set names are the upstream corpus names when the prepared data's ``meta.json``
+records them (``test`` of Multi30k is ``test_2016_flickr``, ``test2017`` is
+``test_2017_flickr``), else the split names.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from scanmt.errors import ConfigError
+from scanmt.io import atomic_open
+
+#: metrics of every system entry, in this order
+METRICS: tuple[str, ...] = ("bleu", "rep", "drop", "meteor")
+#: top-level keys that are not systems
+RESERVED: tuple[str, ...] = ("test_set", "test_sets")
+
+Runs = Sequence[Mapping[str, Any]]
+
+
+def mean_std_entry(values: Sequence[float]) -> dict[str, float | None]:
+    """``{"mean", "std"}`` of per-seed values: std with ddof=1 for n ≥ 2, 0.0 for n = 1, None for n = 0."""
+    if not values:
+        return {"mean": None, "std": None}
+    std = statistics.stdev(values) if len(values) > 1 else 0.0
+    return {"mean": statistics.fmean(values), "std": std}
+
+
+def system_entry(runs: Runs) -> dict[str, Any]:
+    """One system's entry from the metric dicts of its finished seeds (missing or null values are skipped)."""
+    entry: dict[str, Any] = {}
+    for key in METRICS:
+        entry[key] = mean_std_entry([float(r[key]) for r in runs if r.get(key) is not None])
+    entry["seeds"] = len(runs)
+    return entry
+
+
+def split_display_name(meta: Mapping[str, Any] | None, split: str) -> str:
+    """The upstream name of a prepared split (``test`` -> ``test_2016_flickr``), else the split's name.
+
+    Read from ``meta.json``'s ``sources[split]["src"]``: the file name without ``.gz`` and
+    without the ``.{src_lang}`` suffix.
+    """
+    try:
+        src = Path(str(meta["sources"][split]["src"])).name  # type: ignore[index]
+        lang = str(meta["src_lang"])  # type: ignore[index]
+    except (KeyError, TypeError):
+        return split
+    if src.endswith(".gz"):
+        src = src[: -len(".gz")]
+    if src.endswith(f".{lang}") and len(src) > len(lang) + 1:
+        return src[: -len(lang) - 1]
+    return split
+
+
+def read_meta_lenient(data_dir: Path) -> dict[str, Any] | None:
+    """``meta.json`` of the grid's prepared data, or None when it is missing or unreadable."""
+    try:
+        meta = json.loads((data_dir / "meta.json").read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    return meta if isinstance(meta, dict) else None
+
+
+def extra_splits(systems: Mapping[str, Runs], main_split: str) -> list[str]:
+    """Further test splits named in the runs' ``metrics.json`` ``test_sets``, in order of first appearance."""
+    seen: list[str] = []
+    for runs in systems.values():
+        for r in runs:
+            for split in r.get("test_sets") or {}:
+                if split != main_split and split not in seen:
+                    seen.append(split)
+    return seen
+
+
+def results_table(systems: Mapping[str, Runs], main_split: str, meta: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The JSON object described in the module docstring.
+
+    Args:
+        systems: system name -> the ``metrics.json`` dicts of its finished seeds, in grid order.
+        main_split: the prepared split of the report's main test set (``test``).
+        meta: the prepared data's ``meta.json`` (for the test-set names), or None.
+
+    Raises:
+        ConfigError: a system is named like a reserved key, or two splits have the same name.
+    """
+    clash = sorted(set(systems) & set(RESERVED))
+    if clash:
+        raise ConfigError(f"system name {clash[0]!r} is reserved in the results JSON; rename the system")
+    main = {name: system_entry(runs) for name, runs in systems.items()}
+    main_name = split_display_name(meta, main_split)
+    sets: dict[str, Any] = {main_name: main}
+    for split in extra_splits(systems, main_split):
+        name = split_display_name(meta, split)
+        if name in sets:
+            raise ConfigError(f"test set {split!r} and another split are both named {name!r}")
+        sets[name] = {
+            sys_name: system_entry([r["test_sets"][split] for r in runs if split in (r.get("test_sets") or {})])
+            for sys_name, runs in systems.items()
+        }
+    return {**main, "test_set": main_name, "test_sets": sets}
+
+
+def write_results_json(path: Path, table: Mapping[str, Any]) -> Path:
+    """Write ``table`` as indented JSON, atomically; returns ``path``."""
+    with atomic_open(path) as fh:
+        json.dump(table, fh, indent=2)
+        fh.write("\n")
+    return path
