@@ -9,6 +9,8 @@ For each grid recorded in ``OUT/grids/`` (by ``scanmt experiment run``) it write
   sacreBLEU for reference, the paired-bootstrap p-value of each system's
   tokenized BLEU against the baseline (seed-1 outputs), and per row the git
   commit and a link to the exact commands;
+- one such table for each extra test split the runs scored (``metrics.json``
+  ``test_sets``, e.g. ``test2017``), titled with its upstream name (test_2017_flickr);
 - attention statistics (sparsity) and per-run details (steps, minutes, tuned
   penalties);
 - Figure 2 analogues: attention maps of the baseline and a constrained system,
@@ -33,7 +35,13 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from scanmt.errors import ConfigError, DataError
-from scanmt.experiments.results_json import read_meta_lenient, results_table, write_results_json
+from scanmt.experiments.results_json import (
+    extra_splits,
+    read_meta_lenient,
+    results_table,
+    split_display_name,
+    write_results_json,
+)
 from scanmt.io import atomic_open, read_lines
 
 #: (metric key, column title, higher is better)
@@ -80,6 +88,11 @@ class SystemResults:
 
     def values(self, key: str) -> list[float]:
         return [float(r[key]) for r in self.runs if r.get(key) is not None]
+
+    def on_split(self, split: str) -> "SystemResults":
+        """The same system on an extra test split: the finished seeds that scored it (``test_sets``)."""
+        runs = [{"seed": r["seed"], **r["test_sets"][split]} for r in self.runs if split in (r.get("test_sets") or {})]
+        return SystemResults(self.name, self.label, runs, self.unfinished, self.commands)
 
 
 def _stage(run: Path) -> str:
@@ -182,6 +195,7 @@ class Texts:
 
 
 def load_texts(out: Path, rec: dict[str, Any]) -> Texts:
+    """The source and reference of ``rec['split']`` (raises :class:`DataError` when missing)."""
     data = out / "shared" / "data"
     split, s, t = rec["split"], rec["src_lang"], rec["tgt_lang"]
     src = read_lines(data / f"{split}.raw.{s}", what="source file")
@@ -307,6 +321,60 @@ def _p_cell(name: str, baseline: str, p: dict[str, float | None], has_base: bool
     return f"{v:.3f}" + (" †" if v < 0.05 else "")
 
 
+def _metric_cells(s: SystemResults, systems: Sequence[SystemResults], best: dict[str, str]) -> list[str]:
+    """The :data:`COLUMNS` cells of one system's row, each column's best mean in bold."""
+    cells = []
+    for key, _, _ in COLUMNS:
+        vals = s.values(key)
+        cell = fmt(vals)
+        if vals and f"{mean_std(vals)[0]:.2f}" == best.get(key) and len([x for x in systems if x.values(key)]) > 1:
+            cell = f"**{cell}**"
+        cells.append(cell)
+    return cells
+
+
+def _table_head(first: str, baseline_label: str, extra: Sequence[str]) -> list[str]:
+    head = [first, *[c[1] for c in COLUMNS], f"p (BLEU vs {md_escape(baseline_label)})", "seeds", *extra]
+    return ["| " + " | ".join(head) + " |",
+            "|" + "|".join(["---"] + ["---:"] * (len(COLUMNS) + 2) + ["---"] * len(extra)) + "|"]
+
+
+def split_section(out: Path, rec: dict[str, Any], systems: Sequence[SystemResults], baseline: str,
+                  opts: ReportOptions, split: str, title: str) -> list[str]:
+    """Markdown lines of the results table on an extra test split (its numbers from ``test_sets``)."""
+    views = [s.on_split(split) for s in systems]
+    base = next(v for v in views if v.name == baseline)
+    sub = {**rec, "split": split}
+    try:
+        texts: Texts | None = load_texts(out, sub)
+    except DataError:
+        texts = None  # the prepared text is gone: no p-values
+    has_base = texts is not None and base.seed(1) is not None
+    pvals = significance(out, sub, texts, views, baseline, opts.samples) if has_base and texts else {}
+    best = best_means(views)
+    size = f", {len(texts.ref)} sentences" if texts else ""
+    L = [f"## Results on {md_escape(title)}", "",
+         f"The same runs on the extra test split `{split}` ({md_escape(title)}{size}), translated and scored like the "
+         "main test set (same columns; p on the seed-1 outputs of this split).", ""]
+    L += _table_head("system", base.label, [])
+    for v, s in zip(views, systems):
+        missing = len(s.runs) - len(v.runs) + len(s.unfinished)
+        cells = [md_escape(v.label), *_metric_cells(v, views, best), _p_cell(v.name, baseline, pvals, has_base),
+                 str(len(v.runs)) + (f" (+{missing} without this test set)" if missing else "")]
+        L.append("| " + " | ".join(cells) + " |")
+    return L + [""]
+
+
+def extra_split_sections(out: Path, rec: dict[str, Any], systems: Sequence[SystemResults], baseline: str,
+                         opts: ReportOptions) -> list[str]:
+    """One :func:`split_section` per extra test split any finished run scored."""
+    meta = read_meta_lenient(out / "shared" / "data")
+    L: list[str] = []
+    for split in extra_splits({s.name: s.runs for s in systems}, rec["split"]):
+        L += split_section(out, rec, systems, baseline, opts, split, split_display_name(meta, split))
+    return L
+
+
 def figure_systems(rec: dict[str, Any], systems: Sequence[SystemResults], baseline: str) -> tuple[str, str] | None:
     names = [s.name for s in systems]
     fig = rec.get("figure") or []
@@ -354,17 +422,11 @@ def render(out: Path, rec: dict[str, Any], docs: Path, stem: str, opts: ReportOp
               + ", ".join(f"`{x}`" for x in rec["set"]), ""]
 
     # main table
-    L += ["## Results", ""]
-    head = ["system", *[c[1] for c in COLUMNS], f"p (BLEU vs {md_escape(base.label)})", "seeds", "commit", "command"]
-    L += ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * (len(COLUMNS) + 2) + ["---", "---"]) + "|"]
+    main_name = split_display_name(read_meta_lenient(out / "shared" / "data"), rec["split"])
+    L += [f"## Results on {md_escape(main_name)}", ""]
+    L += _table_head("system", base.label, ["commit", "command"])
     for s in systems:
-        cells = [md_escape(s.label)]
-        for key, _, _ in COLUMNS:
-            vals = s.values(key)
-            cell = fmt(vals)
-            if vals and f"{mean_std(vals)[0]:.2f}" == best.get(key) and len([x for x in systems if x.values(key)]) > 1:
-                cell = f"**{cell}**"
-            cells.append(cell)
+        cells = [md_escape(s.label), *_metric_cells(s, systems, best)]
         cells.append(_p_cell(s.name, baseline, pvals, has_base))
         cells.append(str(len(s.runs)) + (f" (+{len(s.unfinished)} unfinished)" if s.unfinished else ""))
         cs = sorted({c for r in s.runs for c in (r.get("commits") or [r["commit"]])})
@@ -388,6 +450,7 @@ def render(out: Path, rec: dict[str, Any], docs: Path, stem: str, opts: ReportOp
     ]
     if not has_base:
         L += [f"No p-values: the baseline {md_escape(base.label)} has no finished seed-1 run.", ""]
+    L += extra_split_sections(out, rec, systems, baseline, opts)
 
     # attention statistics and per-run details
     L += ["## Attention statistics", "",
@@ -538,10 +601,11 @@ def write_reports(out: Path, docs: Path, *, grid: str | None = None, name: str |
     return written
 
 
-def summary_rows(out: Path, rec: dict[str, Any]) -> list[list[str]]:
-    """Rows for a plain-text summary (system, seeds, BLEU, METEOR, REP, DROP)."""
+def summary_rows(out: Path, rec: dict[str, Any], split: str | None = None) -> list[list[str]]:
+    """Rows for a plain-text summary (system, seeds, BLEU, METEOR, REP, DROP) of the main or an extra split."""
     rows = []
     for s in collect(out, rec):
+        s = s.on_split(split) if split is not None and split != rec["split"] else s
         rows.append([s.label, str(len(s.runs)), *[fmt(s.values(k)) for k in ("bleu", "meteor", "rep", "drop")]])
     return rows
 
