@@ -321,6 +321,11 @@ def _p_cell(name: str, baseline: str, p: dict[str, float | None], has_base: bool
     return f"{v:.3f}" + (" †" if v < 0.05 else "")
 
 
+def _code(text: str) -> str:
+    """``text`` as a Markdown code span (split and corpus names: no escaping needed inside)."""
+    return "`" + text.replace("`", "'") + "`"
+
+
 def _metric_cells(s: SystemResults, systems: Sequence[SystemResults], best: dict[str, str]) -> list[str]:
     """The :data:`COLUMNS` cells of one system's row, each column's best mean in bold."""
     cells = []
@@ -350,12 +355,12 @@ def split_section(out: Path, rec: dict[str, Any], systems: Sequence[SystemResult
     except DataError:
         texts = None  # the prepared text is gone: no p-values
     has_base = texts is not None and base.seed(1) is not None
-    pvals = significance(out, sub, texts, views, baseline, opts.samples) if has_base and texts else {}
+    pvals = significance(out, sub, texts, views, baseline, opts.samples) if texts is not None and has_base else {}
     best = best_means(views)
     size = f", {len(texts.ref)} sentences" if texts else ""
-    L = [f"## Results on {md_escape(title)}", "",
-         f"The same runs on the extra test split `{split}` ({md_escape(title)}{size}), translated and scored like the "
-         "main test set (same columns; p on the seed-1 outputs of this split).", ""]
+    L = [f"## Results on {_code(title)}", "",
+         f"The same runs on the extra test split {_code(split)} ({_code(title)}{size}), translated and scored like "
+         "the main test set (same columns; p on the seed-1 outputs of this split).", ""]
     L += _table_head("system", base.label, [])
     for v, s in zip(views, systems):
         missing = len(s.runs) - len(v.runs) + len(s.unfinished)
@@ -423,7 +428,7 @@ def render(out: Path, rec: dict[str, Any], docs: Path, stem: str, opts: ReportOp
 
     # main table
     main_name = split_display_name(read_meta_lenient(out / "shared" / "data"), rec["split"])
-    L += [f"## Results on {md_escape(main_name)}", ""]
+    L += [f"## Results on {_code(main_name)}", ""]
     L += _table_head("system", base.label, ["commit", "command"])
     for s in systems:
         cells = [md_escape(s.label), *_metric_cells(s, systems, best)]
