@@ -296,3 +296,25 @@ def test_a_finished_run_without_an_asked_extra_split_resumes(tmp_path):
     old = spec.to_dict()
     del old["extra_splits"]  # a spec.json from before extra splits: none
     assert runner.RunSpec.from_dict(old).extra_splits == {} and runner.run_status(runner.RunSpec.from_dict(old)) == "done"
+
+
+def test_mirror_follows_a_preparation_that_gained_a_split(small_data_dir, tmp_path):
+    """`--data PATH` mirrored before PATH had test2017: the next grid run links the new split's files too."""
+    import shutil
+
+    from scanmt.experiments import shared
+
+    src = tmp_path / "prepared"
+    shutil.copytree(small_data_dir, src, ignore=shutil.ignore_patterns("align", "fertility"))
+    paths = shared.SharedPaths(tmp_path / "exp")
+    said: list[str] = []
+    shared.prepare_data(paths, str(src), None, mirror=None, vocab_size=2000, say=said.append)
+    shared.prepare_data(paths, str(src), None, mirror=None, vocab_size=2000, say=said.append)
+    assert said[-1] == "[shared] prepare: done before, reused"
+    meta = json.loads((src / "meta.json").read_text(encoding="utf-8"))
+    meta["splits"].append("test2017")
+    (src / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+    for lang in ("de", "en"):
+        shutil.copy(src / f"test.raw.{lang}", src / f"test2017.raw.{lang}")
+    shared.prepare_data(paths, str(src), None, mirror=None, vocab_size=2000, say=said.append)
+    assert "[shared] prepare: running" in said[-2:][0] and (paths.data / "test2017.raw.de").is_symlink()
