@@ -1,6 +1,6 @@
 """The tiny grid end to end on a real Multi30k subset: run, kill, resume, skip, report.
 
-One test, in steps that build on each other (about a minute on one core):
+One test, in steps that build on each other (about two minutes on one core):
 
 1. ``scanmt experiment run experiments/tiny.yaml --extra-splits`` (the main test split only) in a
    subprocess, killed (SIGKILL, with its worker) as soon as the first run has written a checkpoint;
