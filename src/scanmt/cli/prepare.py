@@ -44,15 +44,10 @@ def parse_pair(pair: str) -> tuple[str, str]:
 
 
 def multi30k_splits(src: str, tgt: str, mirror: str | None) -> dict[str, SplitFiles]:
-    splits = {
+    return {
         name: SplitFiles(multi30k.locate(upstream, src, mirror), multi30k.locate(upstream, tgt, mirror))
-        for name, upstream in multi30k.DEFAULT_SPLITS.items()
+        for name, upstream in multi30k.prepared_splits(src, tgt).items()
     }
-    if "cs" not in (src, tgt):  # test_2017_flickr has no Czech
-        splits["test2017"] = SplitFiles(
-            multi30k.locate("test_2017_flickr", src, mirror), multi30k.locate("test_2017_flickr", tgt, mirror)
-        )
-    return splits
 
 
 def run(args: argparse.Namespace) -> int:
