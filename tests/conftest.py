@@ -25,21 +25,37 @@ def _head(src: Path, dst: Path, n: int) -> Path:
     return dst
 
 
-@pytest.fixture(scope="session")
-def small_data_dir(tmp_path_factory) -> Path:
-    """Multi30k De-En: 3000 train / 200 valid / 100 test pairs, prepared with a 2000-piece BPE."""
+SMALL_SPLITS = (("train", "train", 3000), ("valid", "val", 200), ("test", "test_2016_flickr", 100))
+
+
+def _prepare_small(tmp_path_factory, splits: tuple[tuple[str, str, int], ...]) -> Path:
+    """The first lines of Multi30k De-En splits ``(name, upstream, lines)``, prepared with a 2000-piece BPE.
+
+    The raw files keep their upstream names, so meta.json maps each split to its upstream name.
+    """
     m = require_multi30k()
     from scanmt.data.prepare import SplitFiles, prepare
 
     raw = tmp_path_factory.mktemp("raw")
-    splits = {}
-    for name, upstream, n in (("train", "train", 3000), ("valid", "val", 200), ("test", "test_2016_flickr", 100)):
-        splits[name] = SplitFiles(
-            _head(m / f"{upstream}.de.gz", raw / f"{name}.de", n), _head(m / f"{upstream}.en.gz", raw / f"{name}.en", n)
-        )
+    files = {}
+    for name, upstream, n in splits:
+        files[name] = SplitFiles(_head(m / f"{upstream}.de.gz", raw / f"{upstream}.de", n),
+                                 _head(m / f"{upstream}.en.gz", raw / f"{upstream}.en", n))
     out = tmp_path_factory.mktemp("prepared") / "de-en"
-    prepare(splits, "de", "en", out, vocab_size=2000)
+    prepare(files, "de", "en", out, vocab_size=2000)
     return out
+
+
+@pytest.fixture(scope="session")
+def small_data_dir(tmp_path_factory) -> Path:
+    """Multi30k De-En: 3000 train / 200 valid / 100 test pairs, prepared with a 2000-piece BPE."""
+    return _prepare_small(tmp_path_factory, SMALL_SPLITS)
+
+
+@pytest.fixture(scope="session")
+def small_data_dir_2017(tmp_path_factory) -> Path:
+    """:func:`small_data_dir`'s splits and 100 pairs of test_2017_flickr as ``test2017``, as `scanmt prepare` names it."""
+    return _prepare_small(tmp_path_factory, SMALL_SPLITS + (("test2017", "test_2017_flickr", 100),))
 
 
 def tiny_config(data_dir: Path, **overrides):

@@ -44,3 +44,46 @@ def test_missing_config_file(tmp_path):
 def test_round_trip_through_dict():
     cfg = Config.load(preset_path("paper"))
     assert Config.from_dict(cfg.to_dict()) == cfg
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("1e-3", 0.001), ("2E-4", 0.0002), (".5", 0.5), ("5.", 5.0), ("1_000", 1000.0), ("5e+2", 500.0), ("-1e-1", -0.1),
+    ("3", 3.0),
+])
+def test_set_takes_numbers_in_python_syntax(text, value):
+    """Issue 16 item 5: YAML 1.1 reads ``1e-3`` as a string; any Python number syntax works."""
+    assert Config.load(preset_path("cpu-small"), [f"train.lr={text}"]).train.lr == value
+
+
+@pytest.mark.parametrize(("text", "value"), [("1_000", 1000), ("1e3", 1000), ("2.0", 2)])
+def test_integer_keys_take_whole_numbers_in_any_syntax(text, value):
+    assert Config.load(preset_path("cpu-small"), [f"train.max_steps={text}"]).train.max_steps == value
+
+
+def test_config_file_numbers_in_python_syntax(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("train:\n  lr: 1e-3\n  max_steps: 1_000\n")
+    cfg = Config.load(path)
+    assert (cfg.train.lr, cfg.train.max_steps) == (0.001, 1000)
+
+
+@pytest.mark.parametrize(("item", "message"), [
+    ("train.lr=abc", "--set train.lr=abc: train.lr: expected a number, got 'abc'"),
+    ("train.lr=nan", "--set train.lr=nan: train.lr: expected a number, got 'nan'"),
+    ("train.lr=inf", "--set train.lr=inf: train.lr: expected a number"),
+    ("train.max_steps=2.5", "--set train.max_steps=2.5: train.max_steps: expected an integer, got 2.5"),
+    ("train.precision=fp16", "--set train.precision=fp16: train.precision: unknown precision 'fp16'"),
+    ("train.lrr=1", "--set train.lrr=1: unknown config key train.lrr"),
+    ("data.src_lang=no", "--set data.src_lang=no: data.src_lang: expected a string, got False .*quote it"),
+])
+def test_set_errors_name_set_not_the_config_file(item, message):
+    with pytest.raises(ConfigError, match=message) as exc:
+        Config.load(preset_path("cpu-small"), ["train.epochs=3", item])
+    assert "cpu-small.yaml" not in str(exc.value)
+
+
+def test_errors_of_the_file_itself_name_the_file(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("train:\n  lr: fast\n")
+    with pytest.raises(ConfigError, match=r"c\.yaml: train\.lr: expected a number, got 'fast'"):
+        Config.load(path, ["train.epochs=3"])

@@ -11,7 +11,10 @@ model can always be rebuilt exactly.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import math
+import re
 import types
 import typing
 from dataclasses import dataclass, field
@@ -204,6 +207,10 @@ def check_penalty_config(d: "DecodeConfig", prefix: str = "decode") -> None:
         raise ConfigError(f"{prefix}.length_alpha must be >= 0, got {d.length_alpha}")
 
 
+#: the first line of a config file written by :meth:`Config.save_yaml` (a run's ``config.yaml``)
+CONFIG_HEADER = "# scanmt config: every key (see configs/cpu-small.yaml for what each one means)"
+
+
 @dataclass
 class Config:
     data: DataConfig = field(default_factory=DataConfig)
@@ -233,17 +240,39 @@ class Config:
             raise ConfigError(f"{path}: invalid YAML: {exc}") from None
         if not isinstance(raw, dict):
             raise ConfigError(f"{path}: top level must be a mapping of sections")
+        file_only = copy.deepcopy(raw)
         apply_overrides(raw, overrides)
         try:
             return cls.from_dict(raw)
         except ConfigError as exc:
-            raise ConfigError(f"{path}: {exc}") from None
+            raise _blame(exc, path, file_only, overrides, cls) from None
 
     def save_yaml(self, path: str | Path) -> None:
         from scanmt.io import atomic_open
 
         with atomic_open(path) as fh:
+            fh.write(CONFIG_HEADER + "\n")
             yaml.safe_dump(self.to_dict(), fh, sort_keys=False)
+
+
+def _blame(exc: ConfigError, path: Path, file_only: dict[str, Any], overrides: Sequence[str],
+           cls: type) -> ConfigError:
+    """``exc`` prefixed with what caused it: the config file, or the ``--set`` item(s) (when the file alone loads)."""
+    if overrides:
+        try:
+            cls.from_dict(file_only)
+        except ConfigError:
+            pass
+        else:
+            return set_error(exc, overrides)
+    return ConfigError(f"{path}: {exc}")
+
+
+def set_error(exc: ConfigError, overrides: Sequence[str]) -> ConfigError:
+    """``exc``, caused by ``--set`` items, prefixed with the items whose key it names (else all of them)."""
+    named = [o for o in overrides
+             if re.search(rf"(?<![\w.]){re.escape(o.partition('=')[0].strip())}(?![\w.])", str(exc))]
+    return ConfigError(f"--set {' '.join(named or overrides)}: {exc}")
 
 
 def apply_overrides(raw: dict[str, Any], overrides: Sequence[str]) -> None:
@@ -289,17 +318,40 @@ def _coerce(tp: Any, value: Any, key: str) -> Any:
             raise ConfigError(f"{key}: expected true/false, got {value!r}")
         return value
     if tp is int:
-        if isinstance(value, bool) or not isinstance(value, int):
+        number = _number(value)
+        if number is None or number != int(number):
             raise ConfigError(f"{key}: expected an integer, got {value!r}")
-        return value
+        return int(number)
     if tp is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        number = _number(value)
+        if number is None:
             raise ConfigError(f"{key}: expected a number, got {value!r}")
-        return float(value)
+        return float(number)
     if tp is str:
         if not isinstance(value, str):
-            raise ConfigError(f"{key}: expected a string, got {value!r}")
+            hint = " (YAML reads yes/no/on/off/true/false and numbers as such: quote it)" if value is not None else ""
+            raise ConfigError(f"{key}: expected a string, got {value!r}{hint}")
         return value
+    return value
+
+
+def _number(value: Any) -> int | float | None:
+    """A finite number from a YAML value, or None.
+
+    Strings in Python's number syntax count (``1e-3``, ``2E-4``, ``.5``, ``1_000``), since
+    YAML 1.1 reads ``1e-3`` as a string; booleans, ``nan`` and ``inf`` do not.
+    """
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            value = int(text)
+        except ValueError:
+            try:
+                value = float(text)
+            except ValueError:
+                return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
     return value
 
 
@@ -381,6 +433,25 @@ ARCHITECTURE_KEYS: tuple[str, ...] = (
 )
 
 
+#: keys that may change when a run is resumed (``train --resume``): how long and how it runs, logs and
+#: saves, and the decoding defaults stored for ``translate`` (validation decodes greedily); every
+#: other key would make the continued run differ from what its checkpoint and config.yaml say
+RESUME_CHANGEABLE: tuple[str, ...] = (
+    "train.epochs",
+    "train.max_steps",
+    "train.max_minutes",
+    "train.patience",
+    "train.valid_every",
+    "train.checkpoint_every",
+    "train.log_every",
+    "train.logger",
+    "train.threads",
+    "decode.",
+)
+#: may change on resume when the new folder holds the same prepared data (the run's data was moved)
+DATA_DIR_KEY = "data.dir"
+
+
 def get_key(d: dict[str, Any], dotted: str) -> Any:
     node: Any = d
     for p in dotted.split("."):
@@ -388,9 +459,68 @@ def get_key(d: dict[str, Any], dotted: str) -> Any:
     return node
 
 
-def check_compatible(saved: dict[str, Any], current: dict[str, Any], what: str) -> None:
-    """Raise :class:`ConfigError` if ``current`` changes an architecture key of ``saved``."""
-    for key in ARCHITECTURE_KEYS:
-        a, b = get_key(saved, key), get_key(current, key)
-        if a != b:
-            raise ConfigError(f"{what} was trained with {key}={a!r} but the config says {key}={b!r}")
+def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}``."""
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def config_differences(old: dict[str, Any], new: dict[str, Any], ignore: Sequence[str] = (),
+                       prefixes: Sequence[str] = ()) -> list[tuple[str, Any, Any]]:
+    """``(key, old, new)`` for every differing dotted key (``ignore`` keys and ``prefixes`` sections left out)."""
+    a, b = flatten(old), flatten(new)
+    diffs = []
+    for key in sorted(set(a) | set(b)):
+        if key in ignore or any(key.startswith(p) for p in prefixes):
+            continue
+        if a.get(key) != b.get(key):
+            diffs.append((key, a.get(key), b.get(key)))
+    return diffs
+
+
+def with_defaults(config: dict[str, Any], cls: type = Config) -> dict[str, Any]:
+    """A saved config with the keys added to ``cls`` since, at their defaults: a new option whose
+    default keeps the old behaviour is not a change of config.  A config that no longer loads is
+    returned as it is (its differences are then reported)."""
+    try:
+        return cls.from_dict(copy.deepcopy(config)).to_dict()
+    except (ConfigError, TypeError, ValueError):
+        return config
+
+
+def _changeable(key: str) -> bool:
+    return any(key == k or (k.endswith(".") and key.startswith(k)) for k in RESUME_CHANGEABLE)
+
+
+def check_resume(saved: dict[str, Any], current: dict[str, Any], what: str, *,
+                 same_data: bool | None = None) -> list[tuple[str, Any, Any]]:
+    """The changes of ``current`` against the ``saved`` config of a run being resumed.
+
+    Returns the allowed ones (:data:`RESUME_CHANGEABLE`; ``data.dir`` when ``same_data``
+    says the new folder holds the same data) and raises :class:`ConfigError` for the
+    first other one, naming the key and both values.  ``same_data`` False (the data
+    changed under the same ``data.dir``) is an error too.
+    """
+    allowed = []
+    for key, old, new in config_differences(saved, current):
+        if _changeable(key) or (key == DATA_DIR_KEY and same_data):
+            allowed.append((key, old, new))
+            continue
+        kind = "an architecture key" if key in ARCHITECTURE_KEYS else "it is part of what was trained"
+        raise ConfigError(
+            f"{what} was trained with {key}={old!r} but the config says {key}={new!r}: {key} cannot change on "
+            f"--resume ({kind}; keys that can: {', '.join(RESUME_CHANGEABLE)}*). Start a new run (another --out) "
+            f"to train with {key}={new!r}"
+            + (" (the new data.dir holds other data)" if key == DATA_DIR_KEY and same_data is False else "")
+        )
+    if same_data is False and not any(k == DATA_DIR_KEY for k, _, _ in allowed):
+        raise ConfigError(
+            f"the data in {DATA_DIR_KEY}={get_key(current, DATA_DIR_KEY)!r} changed since {what} was written "
+            "(prepared again?): resuming would train on other data; start a new run (another --out)"
+        )
+    return allowed

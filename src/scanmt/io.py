@@ -10,23 +10,97 @@ from __future__ import annotations
 import contextlib
 import gzip
 import os
+import re
+import stat
+import sys
 import tempfile
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO, Callable, Iterator
 
 from scanmt.errors import DataError
 
 
+#: the file name that means standard input (reading) or standard output (writing)
+STDIO = "-"
+
+
+def is_stdio(path: str | Path) -> bool:
+    """Whether ``path`` is ``-`` (standard input or output)."""
+    return str(path) == STDIO
+
+
 @contextlib.contextmanager
 def atomic_open(path: str | Path, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO]:
-    """Open a temporary file next to ``path``; rename it over ``path`` on success.
+    """Open ``path`` for writing so that it never holds a half-written file.
 
-    On any exception the temporary file is removed and ``path`` is untouched.
+    A regular file (or a new name) is written to a temporary file next to it, which is
+    renamed over it on success; on any exception the temporary file is removed and
+    ``path`` is untouched.  A symbolic link is followed: its target is replaced and the
+    link kept.  Anything else that exists (a device such as ``/dev/null``, a pipe, a
+    terminal) is written to directly, never renamed over; ``-`` is standard output, and
+    ``/dev/stdout`` or ``/dev/fd/N`` the open descriptor itself (a file the shell
+    appends to stays appended to).
+    A directory is a :class:`DataError`.
     """
+    binary = "b" in mode
+    if is_stdio(path):
+        stream = sys.stdout.buffer if binary else sys.stdout
+        yield stream
+        stream.flush()
+        return
+    fd = _open_descriptor(path)
+    if fd is not None:  # /dev/stdout, /dev/fd/N: write to the descriptor itself (keeping its append mode)
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        with os.fdopen(os.dup(fd), mode, encoding=None if binary else encoding) as fh:
+            yield fh
+        return
     path = Path(path)
+    st = _stat(path)
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise DataError(f"{path}: is a directory, expected a file name")
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        with open(path, mode, encoding=None if binary else encoding) as fh:
+            yield fh
+        return
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
+    with _replacing(path, mode, encoding, st) as fh:
+        yield fh
+
+
+_DESCRIPTOR = re.compile(r"^/(?:proc/(?:self|\d+)/fd|dev/fd)/(\d+)$")
+
+
+def _open_descriptor(path: str | Path) -> int | None:
+    """N when ``path`` is, or links to, this process's ``/proc/self/fd/N`` or ``/dev/fd/N``
+    (``/dev/stdout`` is such a link); reopening it would truncate a file the shell appends to."""
+    current = os.path.abspath(path)
+    for _ in range(40):  # the kernel's limit on nested links
+        match = _DESCRIPTOR.match(current)
+        if match and (current.startswith(("/proc/self/", "/dev/fd/")) or current.split("/")[2] == str(os.getpid())):
+            return int(match.group(1))
+        if not os.path.islink(current):
+            return None
+        current = os.path.normpath(os.path.join(os.path.dirname(current), os.readlink(current)))
+    return None
+
+
+def _stat(path: Path) -> os.stat_result | None:
+    """``os.stat`` (links followed), or None if nothing is there."""
+    try:
+        return os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+@contextlib.contextmanager
+def _replacing(path: Path, mode: str, encoding: str | None, old: os.stat_result | None) -> Iterator[IO]:
+    """Write a temporary file beside the regular file ``path`` and rename it over ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give the file normal permissions
+    # mkstemp creates 0600: keep the replaced file's permissions, else give the usual ones
+    os.chmod(tmp, stat.S_IMODE(old.st_mode) if old is not None else 0o666 & ~_umask())
     binary = "b" in mode
     try:
         with os.fdopen(fd, mode, encoding=None if binary else encoding) as fh:
@@ -54,6 +128,8 @@ def write_lines(path: str | Path, lines: list[str] | tuple[str, ...]) -> None:
 
 
 def _open_text_bytes(path: Path) -> bytes:
+    if is_stdio(path):
+        return sys.stdin.buffer.read()
     if not path.exists():
         raise DataError(f"{path}: file not found")
     if path.is_dir():
@@ -68,7 +144,7 @@ def _open_text_bytes(path: Path) -> bytes:
 
 
 def read_lines(path: str | Path, *, allow_empty: bool = False, what: str = "file") -> list[str]:
-    """Read a UTF-8 (optionally ``.gz``) text file as a list of lines without newlines.
+    """Read a UTF-8 (optionally ``.gz``) text file as a list of lines without newlines (``-``: standard input).
 
     Args:
         path: the file.
@@ -79,8 +155,8 @@ def read_lines(path: str | Path, *, allow_empty: bool = False, what: str = "file
         DataError: missing file, invalid UTF-8 (with the line number), an empty
             line, or a trailing blank line (an extra newline at the end).
     """
-    path = Path(path)
-    raw = _open_text_bytes(path)
+    raw = _open_text_bytes(Path(path))
+    path = "<stdin>" if is_stdio(path) else Path(path)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -125,3 +201,28 @@ def check_parallel(src: list[str], tgt: list[str], src_path: str | Path, tgt_pat
         raise DataError(
             f"{src_path} has {len(src)} lines but {tgt_path} has {len(tgt)}: parallel files must match line by line"
         )
+
+
+def check_output_dir(path: str | Path, *, ours: Callable[[Path], bool], holds: str, option: str = "--out") -> Path:
+    """``path`` as a directory a command may write into, checked before any work is done.
+
+    It may be absent, empty, or hold what ``ours(dir)`` recognises as the command's own
+    earlier output (``holds`` says what, for the message).  A symbolic link to a
+    directory is followed (the returned path is its target).  Raises :class:`DataError`
+    naming ``option`` for a file, or for a non-empty folder of something else: a command
+    never writes into, let alone deletes, a folder it did not make.
+    """
+    p = Path(path)
+    try:
+        if p.exists() and not p.is_dir():
+            raise DataError(f"{option} {path}: is a file, not a folder")
+        if p.is_symlink():
+            p = Path(os.path.realpath(p))
+        if p.is_dir() and any(p.iterdir()) and not ours(p):
+            raise DataError(
+                f"{option} {path}: the folder is not empty and does not hold {holds}; refusing to write into it "
+                "(give a new or empty folder)"
+            )
+    except OSError as exc:
+        raise DataError(f"{option} {path}: {exc.strerror or exc}") from None
+    return p

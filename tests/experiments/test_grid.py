@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from scanmt.cli.main import main
+from scanmt.errors import ConfigError
 from scanmt.experiments import runner
 from scanmt.experiments.grid import GridError, load_grid, normalize_overrides, select_systems
 
@@ -209,7 +210,8 @@ def test_report_lists_only_the_requested_systems(tmp_path):
 
     g = load_grid(write(tmp_path, "name: g\nsystems: [{name: a}, {name: b}, {name: c}]\n"))
     out = tmp_path / "exp"
-    ctx = SimpleNamespace(src_lang="de", tgt_lang="en", split="test", preset="p.yaml", command="cmd", commit="abc")
+    ctx = SimpleNamespace(src_lang="de", tgt_lang="en", split="test", preset="p.yaml", command="cmd", commit="abc",
+                          extra_splits=())
     args = Namespace(data="multi30k", set=[])
 
     def spec(name):
@@ -235,3 +237,84 @@ def test_report_lists_only_the_requested_systems(tmp_path):
     assert [s.name for s in collect(out, record())] == ["a", "c"]
     # and a report of such a record shows every system, as before
     assert [s.name for s in collect(out, rec)] == ["a", "b", "c"]
+
+
+def test_extra_splits_are_checked_before_any_work(tmp_path, capsys):
+    out = tmp_path / "exp"
+    assert main(dry_run(GRIDS / "tiny.yaml", out, "--extra-splits", "test2017", "test2099")) == 2
+    err = capsys.readouterr().err
+    assert "--extra-splits test2099: Multi30k de-en has no such split (available: train, valid, test, test2017)" in err
+    assert err.count("\n") == 1 and not out.exists()
+    assert main(dry_run(GRIDS / "tiny.yaml", out, "--pair", "en-cs", "--extra-splits", "test2017")) == 2
+    assert "(available: train, valid, test)" in capsys.readouterr().err  # test_2017_flickr has no Czech
+    assert main(dry_run(GRIDS / "tiny.yaml", out, "--extra-splits", "test")) == 2
+    assert "that is the main split" in capsys.readouterr().err
+
+
+def test_extra_splits_default_and_none(tmp_path, capsys):
+    out = tmp_path / "exp"
+    assert main(dry_run(GRIDS / "tiny.yaml", out)) == 0  # default: test2017, which Multi30k de-en has
+    text = capsys.readouterr().out
+    assert "split test (extra: test2017)" in text
+    assert "--input " + str(out.resolve() / "shared" / "data" / "test2017.raw.de") in text
+    assert "--json " + str(out.resolve() / "runs" / "softmax" / "seed1" / "eval.test2017.json") in text
+    assert main(dry_run(GRIDS / "tiny.yaml", out, "--extra-splits")) == 0  # the option alone: none
+    text = capsys.readouterr().out
+    assert "(extra: none)" in text and "test2017" not in text
+    assert main(dry_run(GRIDS / "tiny.yaml", out, "--pair", "fr-cs")) == 0  # no test2017 for Czech: none
+    assert "(extra: none)" in capsys.readouterr().out
+
+
+def test_resolve_extra_splits():
+    avail = ["train", "valid", "test", "test2017"]
+    assert runner.resolve_extra_splits(None, "test", avail, "d") == ("test2017",)
+    assert runner.resolve_extra_splits(None, "test2017", avail, "d") == ()
+    assert runner.resolve_extra_splits([], "test", avail, "d") == ()
+    assert runner.resolve_extra_splits(["test2017", "valid", "test2017"], "test", avail, "d") == ("test2017", "valid")
+    with pytest.raises(ConfigError, match=r"--split test2016: d has no such split \(available: train, valid, test, "):
+        runner.resolve_extra_splits(None, "test2016", avail, "d")
+
+
+def test_a_finished_run_without_an_asked_extra_split_resumes(tmp_path):
+    """DONE without the split's numbers in metrics.json (made before, or killed before metrics.json): resume."""
+    spec = runner.RunSpec.from_dict({
+        "grid": "g", "system": "s", "label": "s", "seed": 1, "run_dir": str(tmp_path), "preset": "p", "overrides": [],
+        "config": {}, "split": "test", "src_lang": "de", "tgt_lang": "en", "tune_penalties": False,
+        "model_from": None, "train_argv": ["train"], "tune_argv": None, "translate_argv": ["translate"],
+        "evaluate_argv": ["evaluate"], "command": "c", "commit": "x",
+        "extra_splits": {"test2017": {"translate": ["translate", "2017"], "evaluate": ["evaluate", "2017"]}},
+    })
+    assert [s for s, _ in spec.steps()] == ["train", "tune", "translate", "evaluate", "translate.test2017",
+                                             "evaluate.test2017"]
+    (tmp_path / "DONE").write_text("x\n")
+    runner.write_json(tmp_path / "metrics.json", {"bleu": 1.0})
+    runner.write_json(runner.stage_marker(tmp_path, "train"), {})
+    assert runner.run_status(spec) == "resume" and runner.missing_splits(spec) == ["test2017"]
+    assert runner.resume_note(spec) == ", adding test set(s) test2017" and not runner.needs_training(spec)
+    runner.write_json(tmp_path / "metrics.json", {"bleu": 1.0, "test_sets": {"test2017": {"bleu": 2.0}}})
+    assert runner.run_status(spec) == "done"
+    old = spec.to_dict()
+    del old["extra_splits"]  # a spec.json from before extra splits: none
+    assert runner.RunSpec.from_dict(old).extra_splits == {} and runner.run_status(runner.RunSpec.from_dict(old)) == "done"
+
+
+def test_mirror_follows_a_preparation_that_gained_a_split(small_data_dir, tmp_path):
+    """`--data PATH` mirrored before PATH had test2017: the next grid run links the new split's files too."""
+    import shutil
+
+    from scanmt.experiments import shared
+
+    src = tmp_path / "prepared"
+    shutil.copytree(small_data_dir, src, ignore=shutil.ignore_patterns("align", "fertility"))
+    paths = shared.SharedPaths(tmp_path / "exp")
+    said: list[str] = []
+    shared.prepare_data(paths, str(src), None, mirror=None, vocab_size=2000, say=said.append)
+    shared.prepare_data(paths, str(src), None, mirror=None, vocab_size=2000, say=said.append)
+    assert said[-1] == "[shared] prepare: done before, reused"
+    meta = json.loads((src / "meta.json").read_text(encoding="utf-8"))
+    meta["splits"].append("test2017")
+    (src / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+    for lang in ("de", "en"):
+        shutil.copy(src / f"test.raw.{lang}", src / f"test2017.raw.{lang}")
+    shared.prepare_data(paths, str(src), None, mirror=None, vocab_size=2000, say=said.append)
+    assert "[shared] prepare: running" in said[-2:][0] and (paths.data / "test2017.raw.de").is_symlink()

@@ -1,14 +1,17 @@
 """The tiny grid end to end on a real Multi30k subset: run, kill, resume, skip, report.
 
-One test, in steps that build on each other (about a minute on one core):
+One test, in steps that build on each other (about two minutes on one core):
 
-1. ``scanmt experiment run experiments/tiny.yaml`` in a subprocess, killed (SIGKILL, with its worker)
-   as soon as the first run has written a checkpoint;
+1. ``scanmt experiment run experiments/tiny.yaml --extra-splits`` (the main test split only) in a
+   subprocess, killed (SIGKILL, with its worker) as soon as the first run has written a checkpoint;
 2. the same command again resumes that run's training and finishes both runs;
 3. once more: every run is skipped, every shared step reused;
-4. ``scanmt experiment report``: the Markdown table has both systems, the attention map is a small PNG;
+3b. without ``--extra-splits``: the data has test2017, so the finished runs get only its translate and
+   evaluate steps (no training, no new translation of the main split), and ``metrics.json`` its ``test_sets``;
+4. ``scanmt experiment report``: the Markdown table has both systems, the attention map is a small PNG,
+   test_2017_flickr has its own table and its entry in the JSON;
 5. a second grid into the same directory reuses the finished softmax run and tunes CovPenalty's
-   alpha and beta on validation, with two workers (the tuned run waits for its model).
+   alpha and beta on validation, with two workers (the tuned run waits for its model), on both test sets.
 """
 
 from __future__ import annotations
@@ -68,10 +71,43 @@ def kill_when(proc: subprocess.Popen, ready: Path, timeout: float) -> None:
     proc.wait()
 
 
+def stamps(run: Path, names: tuple[str, ...]) -> dict[str, int]:
+    return {n: (run / n).stat().st_mtime_ns for n in names}
+
+
+MAIN_FILES = ("best.pt", "last.pt", "test.hyp.en", "test.hyp.tok.en", "test.attn.npz", "eval.json",
+              ".stages/train.done", ".stages/translate.done", ".stages/evaluate.done")
+T17_FILES = ("test2017.hyp.en", "test2017.hyp.tok.en", "test2017.attn.npz", "eval.test2017.json",
+             ".stages/translate.test2017.done", ".stages/evaluate.test2017.done")
+
+
+def check_added_test2017(runs: tuple[Path, ...], before: dict[Path, dict[str, int]], text: str) -> None:
+    """Step 3b: only the test2017 steps ran on the finished runs; their files, markers and numbers."""
+    for run in runs:
+        assert f"start {run.parent.name}/seed1 (cpu, 1 thread, adding test set(s) test2017)" in text
+        assert stamps(run, MAIN_FILES) == before[run], f"{run}: training or the main split was redone"
+        for name in T17_FILES:
+            assert (run / name).exists(), f"{run / name} missing"
+        log = (run / "log.txt").read_text(encoding="utf-8").split("#####")[-1]
+        assert "=== train: done before" in log and "=== translate: done before" in log
+        assert "=== translate.test2017: scanmt translate" in log and "=== evaluate.test2017: scanmt evaluate" in log
+        m = json.loads((run / "metrics.json").read_text(encoding="utf-8"))
+        t17 = m["test_sets"]["test2017"]
+        assert set(t17) >= {"bleu", "sacrebleu", "meteor", "rep", "drop"} and t17["sentences"] == 100
+        assert all(isinstance(t17[k], float) and t17[k] >= 0 for k in ("bleu", "meteor", "rep", "drop"))
+        ev = json.loads((run / "eval.test2017.json").read_text(encoding="utf-8"))
+        assert t17["bleu"] == ev["tok_bleu"]["score"] and t17["bleu"] != m["bleu"]
+        cmd = (run / "command.txt").read_text(encoding="utf-8")
+        assert "--input " + str(run.parents[2] / "shared" / "data" / "test2017.raw.de") in cmd
+        assert "--json " + str(run / "eval.test2017.json") in cmd
+    assert "skip " not in text and "\ntest2017:" in text  # the closing summary has its table
+
+
 @pytest.mark.slow
-def test_tiny_grid_end_to_end(small_data_dir, tmp_path, capsys):
+def test_tiny_grid_end_to_end(small_data_dir_2017, tmp_path, capsys):
     out = tmp_path / "exp"
-    argv = run_argv(TINY, small_data_dir, out)
+    small_data_dir = small_data_dir_2017
+    argv = run_argv(TINY, small_data_dir, out, "--extra-splits")
     softmax = out / "runs" / "softmax" / "seed1"
     csparsemax = out / "runs" / "csparsemax" / "seed1"
 
@@ -101,6 +137,7 @@ def test_tiny_grid_end_to_end(small_data_dir, tmp_path, capsys):
             assert (run / name).exists(), f"{run / name} missing"
         cmd = (run / "command.txt").read_text(encoding="utf-8")
         assert "# git commit: " in cmd and "scanmt experiment run " in cmd and "scanmt train --config " in cmd
+        assert m["test_sets"] == {} and not (run / "eval.test2017.json").exists() and "test2017" not in cmd
     assert json.loads((csparsemax / "metrics.json").read_text())["attention"]["zero_fraction"] > 0  # sparse
     assert "system" in text and "softmax" in text.split("summary:")[1]
 
@@ -110,6 +147,11 @@ def test_tiny_grid_end_to_end(small_data_dir, tmp_path, capsys):
     text = capsys.readouterr().out
     assert "skip  softmax/seed1: done before" in text and "skip  csparsemax/seed1: done before" in text
     assert "start " not in text and time.time() - t0 < 30
+
+    # 3b. the default extra split (test2017, which the data has): only its steps run on the finished runs
+    before = {run: stamps(run, MAIN_FILES) for run in (softmax, csparsemax)}
+    assert main(run_argv(TINY, small_data_dir, out)) == 0
+    check_added_test2017((softmax, csparsemax), before, capsys.readouterr().out)
 
     # 4. the report
     docs = tmp_path / "docs"
@@ -126,6 +168,18 @@ def test_tiny_grid_end_to_end(small_data_dir, tmp_path, capsys):
         assert w > 100 and h > 50 and p.stat().st_size <= 150_000
         assert f"(experiments-tiny/{p.name})" in md
     assert "None: every requested run finished." in md
+    assert "## Results on `test_2016_flickr`" in md and "## Results on `test_2017_flickr`" in md
+    t17 = md.split("## Results on `test_2017_flickr`")[1].split("\n## ")[0]
+    assert "`test2017` (`test_2017_flickr`, 100 sentences)" in t17
+    assert "| system | BLEU | METEOR | REP | DROP | sacreBLEU | p (BLEU vs softmax) | seeds |" in t17
+    t17_rows = [ln for ln in t17.splitlines() if ln.startswith("| softmax |") or ln.startswith("| csparsemax (c")]
+    assert len(t17_rows) == 2 and "baseline" in t17_rows[0] and t17_rows[1].endswith(" | 1 |")
+    soft_bleu = json.loads((softmax / "metrics.json").read_text())["test_sets"]["test2017"]["bleu"]
+    assert f"{soft_bleu:.2f}" in t17_rows[0]
+    js = json.loads((docs / "experiments-tiny.json").read_text(encoding="utf-8"))
+    assert js["test_set"] == "test_2016_flickr" and list(js["test_sets"]) == ["test_2016_flickr", "test_2017_flickr"]
+    assert js["test_sets"]["test_2017_flickr"]["softmax"]["bleu"] == {"mean": soft_bleu, "std": 0.0}
+    assert js["test_sets"]["test_2017_flickr"]["csparsemax"]["seeds"] == 1
 
     # 5. another grid into the same directory: softmax reused, CovPenalty tuned on validation
     raw = yaml.safe_load(TINY.read_text(encoding="utf-8"))
@@ -144,6 +198,8 @@ def test_tiny_grid_end_to_end(small_data_dir, tmp_path, capsys):
     assert m["model_from"] == str(softmax) and not (tuned / "best.pt").exists()
     assert set(m["penalties"]) >= {"length_alpha", "coverage_beta"}
     assert "--penalties" in (tuned / "command.txt").read_text(encoding="utf-8")
+    assert set(m["test_sets"]) == {"test2017"} and (tuned / "test2017.hyp.en").exists()
+    assert "test2017.raw.de" in (tuned / "command.txt").read_text(encoding="utf-8")
     assert main(["experiment", "report", str(out), "--out", str(docs), "--grid", "tuned", "--figures", "0"]) == 0
     md2 = (docs / "experiments-tuned.md").read_text(encoding="utf-8")
     assert "| softmax + CovPenalty |" in md2 and (docs / "experiments-tiny.md").exists()

@@ -36,7 +36,7 @@ from scanmt.data.align import (
 from scanmt.data.prepare import read_meta
 from scanmt.data.symmetrize import METHODS, symmetrize
 from scanmt.errors import ConfigError, DataError
-from scanmt.io import atomic_open, check_parallel, read_lines
+from scanmt.io import atomic_open, check_output_dir, check_parallel, read_lines
 from scanmt.metrics.links import read_links
 
 NAME = "align"
@@ -153,10 +153,14 @@ def _write_manifest(path: Path, manifest: dict) -> None:
         fh.write("\n")
 
 
+def _is_align_dir(d: Path) -> bool:
+    return (d / MANIFEST).exists() or any((d / level / MODEL_FILE).exists() for level in LEVEL_FILES)
+
+
 def _run_train(args: argparse.Namespace) -> int:
     data: Path = args.data
     meta = read_meta(data)
-    out: Path = args.out or data / "align"
+    out = check_output_dir(args.out or data / "align", ours=_is_align_dir, holds=f"scanmt align output ({MANIFEST})")
     levels = ("subword", "word") if args.level in (None, "both") else (args.level,)
     splits = list(args.splits or meta.get("splits") or ["train"])
     if "train" not in splits:

@@ -19,6 +19,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from scanmt.cli import positive_int
+
 NAME = "demo"
 HELP = "train softmax and csparsemax attention side by side on Multi30k and compare BLEU, REP, DROP and attention"
 DESCRIPTION = """The whole pipeline in one command (about 15 minutes on an idle 2-core CPU):
@@ -59,7 +61,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--preset", default="cpu-small", help="config preset name or YAML path")
     p.add_argument("--systems", nargs="+", default=["softmax", "csparsemax"], choices=sorted(SYSTEMS),
                    help="attention transforms to train and compare")
-    p.add_argument("--updates", type=int, default=DEFAULT_UPDATES,
+    p.add_argument("--updates", type=positive_int, default=DEFAULT_UPDATES,
                    help="training updates per system (the budget; the same on any machine)")
     p.add_argument("--minutes", type=float, default=0.0,
                    help="optional wall-clock cap per system in minutes (0 = none; a capped run gets fewer updates "
@@ -67,7 +69,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--precision", choices=("auto", "fp32", "bf16"), default="auto",
                    help="training precision; auto = bf16 where the CPU has native bfloat16 (AVX512-BF16 or AMX), "
                         "else fp32")
-    p.add_argument("--beam", type=int, default=5, help="beam size for the test set")
+    p.add_argument("--beam", type=positive_int, default=5, help="beam size for the test set")
     p.add_argument("--samples", type=int, default=3, help="sample translations to print")
     p.add_argument("--set", action="extend", nargs="+", default=[], metavar="KEY=VALUE",
                    help="extra config overrides for every system, e.g. --set train.seed=2")
@@ -236,14 +238,12 @@ def run(args: argparse.Namespace) -> int:
     from scanmt.cli.prepare import multi30k_splits, parse_pair
     from scanmt.config import Config
     from scanmt.data.prepare import prepare
-    from scanmt.errors import ConfigError
-    from scanmt.io import read_lines
+    from scanmt.io import check_output_dir, read_lines
     from scanmt.presets import preset_path
 
-    if args.updates < 1:
-        raise ConfigError(f"--updates must be >= 1, got {args.updates}")
     t_start = time.time()
-    out = Path(args.out)
+    out = check_output_dir(args.out, ours=lambda d: (d / "data" / "meta.json").is_file(),
+                           holds="an earlier demo (data/meta.json)")
     src, tgt = parse_pair(args.pair)
     data_dir = out / "data"
     print(f"[1/5] preparing Multi30k {src}->{tgt} in {data_dir}")

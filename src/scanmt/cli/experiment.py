@@ -9,6 +9,7 @@ from pathlib import Path
 
 from scanmt.cli import HelpFormatter
 from scanmt.errors import ConfigError
+from scanmt.io import check_output_dir
 
 NAME = "experiment"
 HELP = "run a grid of systems x seeds end to end (resumable) and report it like the paper's tables"
@@ -23,7 +24,11 @@ another writes the Markdown report.
 Shared work (data preparation, alignment, fertility predictor) is done once under OUT/shared/; each run
 (system x seed) lives in OUT/runs/SYSTEM/seedK/ with its config, checkpoints, translations, attention,
 metrics.json and the exact commands (command.txt). Rerunning the same command skips finished runs and
-resumes interrupted ones, so it is safe to kill at any moment."""
+resumes interrupted ones, so it is safe to kill at any moment.
+
+Every run translates and scores the main test split (--split, test = test_2016_flickr), then each extra
+split (--extra-splits; by default test2017 = test_2017_flickr when the prepared data has it). A finished
+run asked for an extra split it lacks gets only that split's translate and evaluate steps."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -47,7 +52,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     r.add_argument("--predictor-set", action="extend", nargs="+", default=[], metavar="KEY=VALUE",
                    help="override for the fertility predictor's config, after the grid's predictor_set")
     r.add_argument("--systems", nargs="+", metavar="NAME", help="run only these systems (and those they reuse models from)")
-    r.add_argument("--split", default="test", help="the prepared split to translate and score")
+    r.add_argument("--split", default="test", help="the prepared split to translate and score (the main table)")
+    r.add_argument("--extra-splits", nargs="*", default=None, metavar="SPLIT",
+                   help="further prepared test splits every run also translates and scores (eval.SPLIT.json, "
+                   "metrics.json test_sets, a table each in the report); finished runs get only these steps "
+                   "[test2017 when the prepared data has it; the option alone: none]")
     r.add_argument("--workers", type=int, default=None,
                    help="runs in parallel, each in its own process with max(1, CPUs // workers) threads [1; with "
                         "several GPUs: one per GPU]")
@@ -88,6 +97,8 @@ def canonical_command(args: argparse.Namespace) -> str:
     argv += ["--preset", args.preset, "--seeds", str(args.seeds), "--out", str(args.out)]
     if args.split != "test":
         argv += ["--split", args.split]
+    if args.extra_splits is not None:
+        argv += ["--extra-splits", *args.extra_splits]
     for s in args.set:
         argv += ["--set", s]
     for s in args.predictor_set:
@@ -108,11 +119,43 @@ def _threads_key(overrides: list[str]) -> str | None:
     return found
 
 
+def is_experiment_dir(d: Path) -> bool:
+    """Whether ``d`` holds what ``experiment run`` writes."""
+    return any((d / name).exists() for name in ("grids", "runs", "shared", ".lock"))
+
+
+def available_splits(data: str, data_dir: Path, src: str, tgt: str) -> tuple[list[str], str]:
+    """``(splits, where)``: the splits of the prepared data a grid runs on, and where they were read.
+
+    ``--data PATH``: its ``meta.json``. ``--data multi30k``: ``OUT/shared/data/meta.json`` once prepared
+    for this pair, else the splits ``scanmt prepare`` will write (nothing is prepared to find out).
+    """
+    from scanmt.data.multi30k import prepared_splits
+    from scanmt.data.prepare import read_meta
+    from scanmt.experiments.results_json import read_meta_lenient
+
+    meta = read_meta(data) if data != "multi30k" else read_meta_lenient(data_dir)
+    where = f"{data if data != 'multi30k' else data_dir}/meta.json"
+    if meta is not None and (meta.get("src_lang"), meta.get("tgt_lang")) == (src, tgt):
+        return list(meta.get("splits") or meta.get("sources") or []), where
+    return list(prepared_splits(src, tgt)), f"Multi30k {src}-{tgt}"
+
+
+def _pair(args: argparse.Namespace) -> tuple[str, str]:
+    """``(src, tgt)``: a prepared --data's own pair, else --pair (de-en)."""
+    if args.data != "multi30k":
+        from scanmt.data.prepare import read_meta
+
+        meta = read_meta(args.data)
+        return meta["src_lang"], meta["tgt_lang"]
+    from scanmt.cli.prepare import parse_pair
+
+    return parse_pair(args.pair or "de-en")
+
+
 def _run(args: argparse.Namespace) -> int:
     from scanmt.config import Config
-    from scanmt.data.prepare import read_meta
     from scanmt.experiments import grid as grid_mod
-    from scanmt.experiments import report as report_mod
     from scanmt.experiments import runner, shared
     from scanmt.presets import preset_path
 
@@ -130,25 +173,21 @@ def _run(args: argparse.Namespace) -> int:
     systems = grid_mod.select_systems(g, args.systems)
     preset = preset_path(args.preset).resolve()
     Config.load(preset)  # the preset itself must load
-    out = args.out.resolve()
+    out = check_output_dir(args.out, ours=is_experiment_dir, holds="a scanmt experiment (grids/, runs/, shared/)").resolve()
     paths = shared.SharedPaths(out)
-    if args.data != "multi30k":
-        meta = read_meta(args.data)
-        src, tgt = meta["src_lang"], meta["tgt_lang"]
-    else:
-        from scanmt.cli.prepare import parse_pair
-
-        src, tgt = parse_pair(args.pair or "de-en")
+    src, tgt = _pair(args)
+    extra_splits = runner.resolve_extra_splits(args.extra_splits, args.split,
+                                               *available_splits(args.data, paths.data, src, tgt))
     commit = runner.git_commit()
     ctx = runner.RunContext(
         out=out, preset=preset, data_dir=paths.data, src_lang=src, tgt_lang=tgt, cli_set=list(args.set),
         split=args.split, command=canonical_command(args), commit=commit, align_model=paths.word_aligner,
-        predictor=paths.predictor,
+        predictor=paths.predictor, extra_splits=extra_splits,
     )
     seeds = list(range(1, args.seeds + 1))
     specs = runner.plan_runs(g, systems, seeds, ctx)  # every config checked before any heavy work
     need_predictor = any(
-        s.train_argv is not None and runner.run_status(s) != "done"
+        runner.needs_training(s)
         and s.config["model"]["attention"]["fertility"]["strategy"] == "predicted"
         and s.config["model"]["attention"]["fertility"]["predictor"] == str(paths.predictor)
         for s in specs
@@ -162,21 +201,12 @@ def _run(args: argparse.Namespace) -> int:
 
     say(f"scanmt experiment run: grid {g.name} ({g.path}), {len(systems)} systems x {len(seeds)} seeds = "
         f"{len(specs)} runs in {out}")
-    say(f"  data {args.data} ({src}->{tgt}), preset {preset}, split {args.split}, commit {commit}")
+    say(f"  data {args.data} ({src}->{tgt}), preset {preset}, split {args.split}"
+        f" (extra: {', '.join(extra_splits) or 'none'}), commit {commit}")
     say(f"  {workers} worker(s)" + (f" on GPUs {', '.join(gpus)}" if gpus else " on CPU")
         + f", {cpus} CPUs; predictor: {'yes' if need_predictor else 'not needed'}")
     if args.dry_run:
-        say("\nplan (dry run: nothing is done)")
-        for spec in specs:
-            say(f"  {spec.key:<32} {runner.run_status(spec):<7} "
-                + (f"model of {Path(spec.model_from).parent.name}" if spec.model_from else "trains")
-                + (", tunes penalties" if spec.tune_penalties else ""))
-        shown = [specs[0]] + [s for s in specs if s.tune_argv][:1]
-        for spec in shown if specs else []:
-            say(f"\nsteps of {spec.key}:")
-            for argv in (spec.train_argv, spec.tune_argv, spec.translate_argv, spec.evaluate_argv):
-                if argv:
-                    say("  " + runner.cmdline(argv))
+        _print_plan(specs, say)
         return 0
 
     out.mkdir(parents=True, exist_ok=True)
@@ -188,29 +218,62 @@ def _run(args: argparse.Namespace) -> int:
             import torch
 
             torch.set_num_threads(int(threads_value))  # the shared steps run in this process
-        # shared work, each step skipped when done before
-        shared.prepare_data(paths, args.data, args.pair, mirror=args.mirror, vocab_size=args.vocab_size, say=say)
-        shared.align(paths, g.align_args(), say)
-        if need_predictor:
-            pred_set = list(g.predictor_set) + list(args.predictor_set)
-            if threads_value is not None and _threads_key(pred_set) is None:
-                pred_set.insert(0, f"train.threads={threads_value}")
-            shared.train_predictor(paths, pred_set, say)
-        ferts = [s.config["model"]["attention"]["fertility"] for s in specs
-                 if s.train_argv is not None and runner.run_status(s) != "done"
-                 and s.config["model"]["attention"]["fertility"]["strategy"] != "none"]
-        shared.cache_fertility(paths, ferts, say)
+        _shared_steps(args, g, paths, specs, need_predictor, threads_value, say)
         _record(out, g, args, ctx, seeds, specs)
 
         say(f"\nruns ({len(specs)}):")
         results = runner.run_pool(specs, workers=workers, gpus=gpus if gpus else [], threads=threads, say=say)
 
+    return _summary(out, g.name, specs, results, t_start, say)
+
+
+def _print_plan(specs, say) -> None:
+    """The dry run's plan: each run's status, then the steps of the first run (and of a tuned one)."""
+    from scanmt.experiments import runner
+
+    say("\nplan (dry run: nothing is done)")
+    for spec in specs:
+        say(f"  {spec.key:<32} {runner.run_status(spec):<7} "
+            + (f"model of {Path(spec.model_from).parent.name}" if spec.model_from else "trains")
+            + (", tunes penalties" if spec.tune_penalties else ""))
+    shown = [specs[0]] + [s for s in specs if s.tune_argv][:1]
+    for spec in shown if specs else []:
+        say(f"\nsteps of {spec.key}:")
+        for _, argv in spec.steps():
+            if argv:
+                say("  " + runner.cmdline(argv))
+
+
+def _shared_steps(args: argparse.Namespace, g, paths, specs, need_predictor: bool, threads_value: str | None,
+                  say) -> None:
+    """Shared work, each step skipped when done before: data, alignment, predictor, fertility caches."""
+    from scanmt.experiments import runner, shared
+
+    shared.prepare_data(paths, args.data, args.pair, mirror=args.mirror, vocab_size=args.vocab_size, say=say)
+    shared.align(paths, g.align_args(), say)
+    if need_predictor:
+        pred_set = list(g.predictor_set) + list(args.predictor_set)
+        if threads_value is not None and _threads_key(pred_set) is None:
+            pred_set.insert(0, f"train.threads={threads_value}")
+        shared.train_predictor(paths, pred_set, say)
+    ferts = [s.config["model"]["attention"]["fertility"] for s in specs
+             if runner.needs_training(s) and s.config["model"]["attention"]["fertility"]["strategy"] != "none"]
+    shared.cache_fertility(paths, ferts, say)
+
+
+def _summary(out: Path, grid: str, specs, results, t_start: float, say) -> int:
+    """The closing summary (main split, then each extra split); 1 when a run did not finish."""
+    from scanmt.experiments import report as report_mod
+
     failed = [r for r in results if r.status in ("failed", "busy")]
-    rec = next(r for r in report_mod.grid_records(out) if r["name"] == g.name)
-    say(f"\nsummary: grid {g.name}, {len(results) - len(failed)}/{len(specs)} runs finished, "
+    rec = next(r for r in report_mod.grid_records(out) if r["name"] == grid)
+    say(f"\nsummary: grid {grid}, {len(results) - len(failed)}/{len(specs)} runs finished, "
         f"{(time.time() - t_start) / 60:.1f} min (mean ± std over finished seeds)")
-    rows = report_mod.summary_rows(out, rec)
-    say(report_mod.format_rows(["system", "seeds", "BLEU", "METEOR", "REP", "DROP"], rows))
+    head = ["system", "seeds", "BLEU", "METEOR", "REP", "DROP"]
+    say(report_mod.format_rows(head, report_mod.summary_rows(out, rec)))
+    for split in rec.get("extra_splits") or []:
+        say(f"\n{split}:")
+        say(report_mod.format_rows(head, report_mod.summary_rows(out, rec, split)))
     if failed:
         say(f"\n{len(failed)} run(s) did not finish:")
         for r in failed:
@@ -241,7 +304,7 @@ def _record(out: Path, g, args: argparse.Namespace, ctx, seeds: list[int], specs
         "transforms": {s.system: s.config["model"]["attention"]["transform"] for s in specs},
         "seeds": all_seeds,
         "data": args.data, "pair": f"{ctx.src_lang}-{ctx.tgt_lang}", "src_lang": ctx.src_lang, "tgt_lang": ctx.tgt_lang,
-        "split": ctx.split, "preset": str(ctx.preset), "set": list(g.set) + list(args.set),
+        "split": ctx.split, "extra_splits": list(ctx.extra_splits), "preset": str(ctx.preset), "set": list(g.set) + list(args.set),
         "command": ctx.command, "commit": ctx.commit, "updated": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
     record["transforms"] = {**old.get("transforms", {}), **record["transforms"]}

@@ -61,7 +61,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _train_predictor(args: argparse.Namespace) -> int:
-    from scanmt.config import PredictorConfig, apply_overrides
+    from scanmt.config import PredictorConfig, apply_overrides, set_error
     from scanmt.training.fertility_trainer import train_predictor
 
     meta = read_meta(args.data)
@@ -69,7 +69,10 @@ def _train_predictor(args: argparse.Namespace) -> int:
     if args.align_dir:
         raw["align_dir"] = str(args.align_dir)
     apply_overrides(raw, args.set)
-    cfg = PredictorConfig.from_dict(raw)
+    try:
+        cfg = PredictorConfig.from_dict(raw)
+    except ConfigError as exc:
+        raise set_error(exc, args.set) from None
     res = train_predictor(cfg, args.train_predictor, resume=args.resume)
     best = max(res.progress.history, key=lambda h: h["valid/accuracy"])
     print(f"\nfertility predictor summary ({args.train_predictor})")

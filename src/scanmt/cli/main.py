@@ -37,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument("--version", action="version", version=f"scanmt {version()}", help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for mod_name in COMMANDS:
@@ -57,19 +58,56 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def version() -> str:
+    """The installed distribution's version (the source tree's when it is not installed)."""
+    try:
+        from importlib.metadata import PackageNotFoundError, version as dist_version
+
+        return dist_version("scanmt")
+    except PackageNotFoundError:
+        import scanmt
+
+        return scanmt.__version__
+
+
+class ProgressBarSafeHandler(logging.StreamHandler):
+    """Writes log records with ``tqdm.write``, so that a progress bar on the same terminal is cleared
+    first and redrawn after, instead of having the record glued onto its line."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        from tqdm import tqdm
+
+        try:
+            tqdm.write(self.format(record), file=self.stream)
+        except Exception:  # noqa: BLE001 - logging must not raise
+            self.handleError(record)
+
+
+def setup_logging(verbose: bool) -> None:
+    """Log to stderr through :class:`ProgressBarSafeHandler` (unless the root logger has handlers already)."""
+    root = logging.getLogger()
+    if not root.handlers:
+        handler = ProgressBarSafeHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S"))
+        root.addHandler(handler)
+    root.setLevel(logging.DEBUG if verbose else logging.INFO)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(message)s",
-        datefmt="%H:%M:%S",
-    )
+    setup_logging(args.verbose)
     try:
         return int(args._run(args) or 0)
     except ScanmtError as exc:
         print(f"scanmt {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a disk that is full, a folder that is not writable, ...
+        if args.verbose:
+            raise
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"scanmt {args.command}: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print(f"scanmt {args.command}: interrupted", file=sys.stderr)
         return 130

@@ -75,6 +75,8 @@ def run(args: argparse.Namespace) -> int:
     from scanmt.metrics.aer import SINK
     from scanmt.viz.attention_map import plot_attention_maps
 
+    if args.out.is_dir():
+        raise ConfigError(f"--out {args.out}: is a folder; give the name of a PNG file to write")
     names = args.names or [p.stem for p in args.attention]
     if len(names) != len(args.attention):
         raise ConfigError(f"--names gives {len(names)} names for {len(args.attention)} attention files")

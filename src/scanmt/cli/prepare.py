@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from scanmt.cli import positive_int
 from scanmt.data import multi30k
 from scanmt.data.prepare import SplitFiles, prepare
 from scanmt.errors import DataError
@@ -27,9 +28,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--train", nargs=2, metavar=("SRC", "TGT"), help="raw training files (one sentence per line)")
     p.add_argument("--valid", nargs=2, metavar=("SRC", "TGT"), help="raw validation files")
     p.add_argument("--test", nargs=2, metavar=("SRC", "TGT"), help="raw test files")
-    p.add_argument("--out", required=True, help="output directory for the prepared data")
-    p.add_argument("--vocab-size", type=int, default=8000, help="joint BPE vocabulary size")
-    p.add_argument("--force", action="store_true", help="overwrite an existing preparation with other settings")
+    p.add_argument("--out", required=True,
+                   help="output folder for the prepared data: new, empty, or an earlier preparation")
+    p.add_argument("--vocab-size", type=positive_int, default=8000, help="joint BPE vocabulary size")
+    p.add_argument("--force", action="store_true",
+                   help="replace an earlier preparation in --out made with other settings (only its own files: "
+                        "anything else there is kept)")
 
 
 def parse_pair(pair: str) -> tuple[str, str]:
@@ -40,15 +44,10 @@ def parse_pair(pair: str) -> tuple[str, str]:
 
 
 def multi30k_splits(src: str, tgt: str, mirror: str | None) -> dict[str, SplitFiles]:
-    splits = {
+    return {
         name: SplitFiles(multi30k.locate(upstream, src, mirror), multi30k.locate(upstream, tgt, mirror))
-        for name, upstream in multi30k.DEFAULT_SPLITS.items()
+        for name, upstream in multi30k.prepared_splits(src, tgt).items()
     }
-    if "cs" not in (src, tgt):  # test_2017_flickr has no Czech
-        splits["test2017"] = SplitFiles(
-            multi30k.locate("test_2017_flickr", src, mirror), multi30k.locate("test_2017_flickr", tgt, mirror)
-        )
-    return splits
 
 
 def run(args: argparse.Namespace) -> int:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 import numpy as np
 
+from scanmt.cli import positive_int
 from scanmt.data.attention_file import SentenceAttention, save_attention
-from scanmt.io import read_lines, write_lines
+from scanmt.errors import ConfigError
+from scanmt.io import is_stdio, read_lines, write_lines
 
 NAME = "translate"
 HELP = "translate raw text with a checkpoint (beam search or greedy)"
@@ -16,15 +19,23 @@ DESCRIPTION = """Translate a file of raw sentences (one per line) with a trained
 
   scanmt translate --model runs/softmax/best.pt --input test.de --output test.hyp.en --beam 5
   scanmt translate ... --attention-out test.attn.npz    # attention matrices for plots and metrics
+  sacremoses ... | scanmt translate --model best.pt --input - --output - > out.en   # a pipe
 
-The output is detokenized text, written atomically."""
+The output is detokenized text, one line per input line (an empty line stays empty), written
+atomically to a file (a device or pipe, such as /dev/stdout, is written directly)."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, help="checkpoint (best.pt or last.pt of a run)")
-    p.add_argument("--input", required=True, help="raw source sentences, one per line (UTF-8, .gz allowed)")
-    p.add_argument("--output", required=True, help="where to write the detokenized translations")
-    p.add_argument("--beam", type=int, default=None, help="beam size; 1 = greedy (default: the checkpoint's decode.beam)")
+    p.add_argument("--input", required=True,
+                   help="raw source sentences, one per line (UTF-8, .gz allowed; - for standard input)")
+    p.add_argument("--output", required=True,
+                   help="where to write the detokenized translations (- for standard output)")
+    p.add_argument("--beam", type=positive_int, default=None,
+                   help="beam size; 1 = greedy (default: the checkpoint's decode.beam)")
+    p.add_argument("--max-len", type=positive_int, default=None, metavar="N",
+                   help="cut source sentences longer than N subwords to their first N, with a warning that counts "
+                        "them (default: translate every sentence in full)")
     p.add_argument("--length-alpha", type=float, default=None,
                    help="Wu et al. length penalty alpha, lp = ((5+|Y|)/6)^alpha (default: the checkpoint's)")
     p.add_argument("--coverage-beta", type=float, default=None,
@@ -36,7 +47,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--penalties", metavar="FILE",
                    help="length/coverage penalty settings written by `scanmt tune-penalties` (the options above "
                         "override it)")
-    p.add_argument("--batch-size", type=int, default=None, help="sentences per decoding batch")
+    p.add_argument("--batch-size", type=positive_int, default=None,
+                   help="sentences per decoding batch (default: the checkpoint's decode.batch_size)")
     p.add_argument("--attention-out", help="write attention matrices (.npz, one entry per sentence)")
     p.add_argument("--tokenized-out", help="also write the Moses-tokenized output (for tokenized BLEU, REP)")
     p.add_argument("--fertility", metavar="FILE",
@@ -51,7 +63,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from scanmt.decoding.translator import Translator
 
-    lines = read_lines(args.input, what="input file")
+    check_stdio(args)
+    lines = read_lines(args.input, what="input file", allow_empty=not args.force_target)
     tr = Translator.from_checkpoint(args.model, device=args.device)
     if args.penalties:
         from scanmt.cli.tune_penalties import load_penalties
@@ -83,7 +96,8 @@ def run(args: argparse.Namespace) -> int:
         write_lines(args.output, [f"{t.hypothesis.log_prob:.4f}" for t in out])
         beam = 0
     else:
-        out = tr.translate_lines(lines, beam=beam, progress=True, source=args.input, fertility=fertility)
+        out = tr.translate_lines(lines, beam=beam, progress=True, source=source_name(args.input), fertility=fertility,
+                                 max_len=args.max_len)
         write_lines(args.output, [t.text for t in out])
     dt = time.time() - t0
     if args.tokenized_out:
@@ -97,16 +111,36 @@ def run(args: argparse.Namespace) -> int:
                 fert = np.asarray(t.fertility + [float("inf")] * (len(src) - len(t.fertility)), dtype=np.float32)
             sents.append(SentenceAttention(t.hypothesis.attention.numpy(), src, hyp, fert))
         save_attention(args.attention_out, sents, {"transform": tr.model.cfg.attention.transform, "sink": tr.model.sink})
+    report(args, tr, out, beam, dt)
+    return 0
+
+
+def source_name(path: str) -> str:
+    return "<stdin>" if is_stdio(path) else path
+
+
+def check_stdio(args: argparse.Namespace) -> None:
+    """At most one file read from standard input and one written to standard output (not the binary attention)."""
+    if args.attention_out and is_stdio(args.attention_out):
+        raise ConfigError("--attention-out -: the attention file is binary (.npz); give a file name")
+    for kind, options in (("input", ("input", "force_target", "fertility")), ("output", ("output", "tokenized_out"))):
+        named = [f"--{o.replace('_', '-')}" for o in options if is_stdio(getattr(args, o) or "")]
+        if len(named) > 1:
+            raise ConfigError(f"{' and '.join(named)} are all -: only one of them can be standard {kind}")
+
+
+def report(args: argparse.Namespace, tr, out: list, beam: int, dt: float) -> None:
+    """The summary, on standard error when a translation goes to standard output."""
+    to = sys.stderr if is_stdio(args.output) or is_stdio(args.tokenized_out or "") else sys.stdout
     n_tok = sum(len(t.pieces) + 1 for t in out)
-    print(f"translated {len(out)} sentences from {args.input} -> {args.output}")
+    print(f"translated {len(out)} sentences from {source_name(args.input)} -> {args.output}", file=to)
     mode = "forced (log-probabilities written)" if args.force_target else ("greedy" if beam <= 1 else f"beam {beam}")
     d = tr.decode
     pen = "" if beam <= 1 or args.force_target else (
         f", length alpha {d.length_alpha:g}, coverage beta {d.coverage_beta:g} (eps {d.coverage_eps:g}), "
         f"penalties: {d.penalty_mode}"
     )
-    print(f"  decoding: {mode}{pen}")
-    print(f"  time: {dt:.1f} s, {len(out) / max(dt, 1e-9):.1f} sentences/s, {n_tok / max(dt, 1e-9):.0f} tokens/s")
+    print(f"  decoding: {mode}{pen}", file=to)
+    print(f"  time: {dt:.1f} s, {len(out) / max(dt, 1e-9):.1f} sentences/s, {n_tok / max(dt, 1e-9):.0f} tokens/s", file=to)
     if args.attention_out:
-        print(f"  attention: {args.attention_out}")
-    return 0
+        print(f"  attention: {args.attention_out}", file=to)

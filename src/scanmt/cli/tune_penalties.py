@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from scanmt.cli import positive_int
 from scanmt.errors import ConfigError
 
 NAME = "tune-penalties"
@@ -67,7 +68,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--redecode", action="store_true",
                    help="rescore mode: run the beam for every grid point instead of re-ranking one decode")
     p.add_argument("--limit", type=int, default=0, help="use only the first N sentences of the split (0 = all)")
-    p.add_argument("--batch-size", type=int, default=None, help="sentences per decoding batch")
+    p.add_argument("--batch-size", type=positive_int, default=None, help="sentences per decoding batch")
     p.add_argument("--out", type=Path, help="where to write the best setting; None: CKPT_DIR/penalties.SPLIT.yaml")
     p.add_argument("--device", default="cpu", help="cpu or cuda[:N]")
 

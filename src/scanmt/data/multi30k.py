@@ -26,6 +26,17 @@ LANGS = ("de", "en", "fr", "cs")
 DEFAULT_SPLITS = {"train": "train", "valid": "val", "test": "test_2016_flickr"}
 
 
+def prepared_splits(src: str, tgt: str) -> dict[str, str]:
+    """The splits ``scanmt prepare --corpus multi30k`` writes for a pair: prepared name -> upstream name.
+
+    ``test2017`` (test_2017_flickr) for every pair without Czech, which it has no translation into.
+    """
+    splits = dict(DEFAULT_SPLITS)
+    if "cs" not in (src, tgt):
+        splits["test2017"] = "test_2017_flickr"
+    return splits
+
+
 def candidate_dirs(mirror: str | Path | None = None) -> list[Path]:
     dirs: list[Path] = []
     if mirror:

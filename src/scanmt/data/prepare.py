@@ -1,10 +1,11 @@
 """``scanmt prepare``: raw parallel text -> tokenized text, joint BPE, vocabulary, encoded splits.
 
 Output directory layout (all files written atomically; the directory itself is
-built under a temporary name and renamed into place, so an interrupted run
-leaves nothing behind)::
+built under a temporary name, ``.NAME.tmp.PID.*`` beside it, and renamed into
+place; a later run removes the temporary folder of a killed one)::
 
-    meta.json                {"src_lang", "tgt_lang", "vocab_size", "splits": [...], "sources": {...}}
+    meta.json                {"src_lang", "tgt_lang", "vocab_size", "splits": [...], "sources": {...},
+                              "files": [every file name written here]}
     spm.model, spm.vocab     joint sentencepiece BPE model (learned on train, both sides)
     vocab.txt                NMT vocabulary (specials first), shared by both sides
     {split}.raw.{lang}       the original lines
@@ -14,6 +15,9 @@ leaves nothing behind)::
 
 from __future__ import annotations
 
+import contextlib
+import glob
+import hashlib
 import json
 import logging
 import os
@@ -28,7 +32,7 @@ from scanmt.data.subword import SubwordModel, train_subword_model
 from scanmt.data.tokenize import tokenize
 from scanmt.data.vocab import Vocab
 from scanmt.errors import DataError
-from scanmt.io import atomic_open, check_parallel, read_json, read_lines, write_lines
+from scanmt.io import atomic_open, check_output_dir, check_parallel, read_json, read_lines, write_lines
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +57,20 @@ def read_meta(data_dir: str | Path) -> dict:
     return meta
 
 
+def training_digest(data_dir: str | Path, src_lang: str, tgt_lang: str) -> str:
+    """SHA-256 over the prepared files an NMT run trains and validates on (the same data in another folder
+    has the same digest)."""
+    names = ["vocab.txt", "spm.model", f"train.bpe.{src_lang}", f"train.bpe.{tgt_lang}", f"valid.bpe.{src_lang}",
+             f"valid.bpe.{tgt_lang}", f"valid.raw.{tgt_lang}"]
+    h = hashlib.sha256()
+    for name in names:
+        path = Path(data_dir) / name
+        if not path.is_file():
+            raise DataError(f"{path}: file not found (prepare the data again)")
+        h.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
 def _tokenize_file(lines: list[str], lang: str, desc: str) -> list[str]:
     return [tokenize(ln, lang) for ln in tqdm(lines, desc=desc, unit="sent", leave=False, mininterval=1.0)]
 
@@ -68,13 +86,16 @@ def prepare(
 ) -> dict:
     """Prepare ``splits`` (must include ``train``) into ``out_dir``; returns meta.
 
-    Raises DataError for missing files, unequal line counts, empty lines or bad
-    UTF-8 before any heavy work starts.  If ``out_dir`` already holds a
-    preparation with the same inputs and settings it is reused.
+    ``out_dir`` must be absent, empty or an earlier preparation (checked first, so
+    that ``--out`` naming a file or someone else's folder fails before any work).  An
+    earlier preparation with the same inputs and settings is reused; one with other
+    settings is replaced with ``force`` (only the files it lists; anything else in the
+    folder, such as ``align/``, is kept).  Raises DataError for missing or empty
+    files, unequal line counts, empty lines or bad UTF-8 before any heavy work starts.
     """
-    out_dir = Path(out_dir)
     if "train" not in splits:
         raise DataError("prepare needs a train split")
+    out_dir = check_output_dir(out_dir, ours=_is_preparation, holds="a scanmt preparation (meta.json)")
     sources = {k: {"src": str(v.src), "tgt": str(v.tgt)} for k, v in splits.items()}
     wanted = {"src_lang": src_lang, "tgt_lang": tgt_lang, "vocab_size": vocab_size, "sources": sources}
     if (out_dir / "meta.json").exists() and not force:
@@ -85,49 +106,144 @@ def prepare(
         raise DataError(
             f"{out_dir} already holds data prepared with other settings; use another --out or --force"
         )
-
-    # 1. read + validate everything first (cheap), so bad input fails before heavy work
-    raw: dict[str, tuple[list[str], list[str]]] = {}
-    for name, f in splits.items():
-        s = read_lines(f.src, what="source file")
-        t = read_lines(f.tgt, what="target file")
-        check_parallel(s, t, f.src, f.tgt)
-        raw[name] = (s, t)
-
+    raw = _read_splits(splits)
+    _clean_leftovers(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.tmp."))
+    work = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f"{_work_prefix(out_dir)}{os.getpid()}."))
     try:
-        tok: dict[str, tuple[list[str], list[str]]] = {}
-        for name, (s, t) in raw.items():
-            ts = _tokenize_file(s, src_lang, f"tokenize {name}.{src_lang}")
-            tt = _tokenize_file(t, tgt_lang, f"tokenize {name}.{tgt_lang}")
-            tok[name] = (ts, tt)
-            write_lines(work / f"{name}.raw.{src_lang}", s)
-            write_lines(work / f"{name}.raw.{tgt_lang}", t)
-            write_lines(work / f"{name}.tok.{src_lang}", ts)
-            write_lines(work / f"{name}.tok.{tgt_lang}", tt)
-        log.info("learning a joint BPE model with %d pieces", vocab_size)
-        train_subword_model(
-            [work / f"train.tok.{src_lang}", work / f"train.tok.{tgt_lang}"], work / "spm", vocab_size
-        )
-        sp = SubwordModel(work / "spm.model")
-        train_pieces: list[list[str]] = []
-        for name, (ts, tt) in tok.items():
-            ps, pt = sp.encode_all(ts), sp.encode_all(tt)
-            if name == "train":
-                train_pieces = ps + pt
-            write_lines(work / f"{name}.bpe.{src_lang}", [" ".join(p) for p in ps])
-            write_lines(work / f"{name}.bpe.{tgt_lang}", [" ".join(p) for p in pt])
-        vocab = Vocab.build(train_pieces)
-        vocab.save(work / "vocab.txt")
-        meta = {**wanted, "splits": list(splits), "sizes": {k: len(v[0]) for k, v in raw.items()}, "vocab": len(vocab)}
-        with atomic_open(work / "meta.json") as fh:
-            json.dump(meta, fh, indent=2)
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        os.chmod(work, 0o755)
-        os.replace(work, out_dir)
+        meta = _build(raw, src_lang, tgt_lang, vocab_size, work, wanted, f"{splits['train'].src} and {splits['train'].tgt}")
+        _install(work, out_dir)
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
     return meta
+
+
+def _read_splits(splits: dict[str, SplitFiles]) -> dict[str, tuple[list[str], list[str]]]:
+    """Every split's lines, validated (cheap), so that bad input fails before the heavy work."""
+    raw: dict[str, tuple[list[str], list[str]]] = {}
+    for name, f in splits.items():
+        s = read_lines(f.src, what="source file")
+        t = read_lines(f.tgt, what="target file")
+        if not s:
+            raise DataError(f"{f.src}: the {name} source file is empty (no sentences)")
+        check_parallel(s, t, f.src, f.tgt)
+        raw[name] = (s, t)
+    return raw
+
+
+def _build(raw: dict[str, tuple[list[str], list[str]]], src_lang: str, tgt_lang: str, vocab_size: int, work: Path,
+           wanted: dict, train_files: str) -> dict:
+    """Write the whole preparation into the empty folder ``work``; returns its meta (``train_files``: for messages)."""
+    tok: dict[str, tuple[list[str], list[str]]] = {}
+    for name, (s, t) in raw.items():
+        ts = _tokenize_file(s, src_lang, f"tokenize {name}.{src_lang}")
+        tt = _tokenize_file(t, tgt_lang, f"tokenize {name}.{tgt_lang}")
+        tok[name] = (ts, tt)
+        write_lines(work / f"{name}.raw.{src_lang}", s)
+        write_lines(work / f"{name}.raw.{tgt_lang}", t)
+        write_lines(work / f"{name}.tok.{src_lang}", ts)
+        write_lines(work / f"{name}.tok.{tgt_lang}", tt)
+    log.info("learning a joint BPE model with %d pieces", vocab_size)
+    train_subword_model(
+        [work / f"train.tok.{src_lang}", work / f"train.tok.{tgt_lang}"], work / "spm", vocab_size,
+        described_as=train_files,
+    )
+    sp = SubwordModel(work / "spm.model")
+    train_pieces: list[list[str]] = []
+    for name, (ts, tt) in tok.items():
+        ps, pt = sp.encode_all(ts), sp.encode_all(tt)
+        if name == "train":
+            train_pieces = ps + pt
+        write_lines(work / f"{name}.bpe.{src_lang}", [" ".join(p) for p in ps])
+        write_lines(work / f"{name}.bpe.{tgt_lang}", [" ".join(p) for p in pt])
+    vocab = Vocab.build(train_pieces)
+    vocab.save(work / "vocab.txt")
+    meta = {**wanted, "splits": list(raw), "sizes": {k: len(v[0]) for k, v in raw.items()}, "vocab": len(vocab)}
+    meta["files"] = sorted([p.name for p in work.iterdir()] + ["meta.json"])
+    with atomic_open(work / "meta.json") as fh:
+        json.dump(meta, fh, indent=2)
+    return meta
+
+
+# --------------------------------------------------------------------------- the output folder
+
+#: present in a preparation folder while ``--force`` replaces its files (lists the names it may replace)
+PARTIAL = ".prepare-partial"
+
+
+def _is_preparation(d: Path) -> bool:
+    """Whether ``d`` holds a preparation (or one whose replacement was interrupted)."""
+    return (d / "meta.json").is_file() or (d / PARTIAL).is_file()
+
+
+def owned_files(meta: dict) -> set[str]:
+    """The names of the files a preparation wrote (its ``meta.json`` lists them; older ones by the layout)."""
+    if isinstance(meta.get("files"), list):
+        return {str(f) for f in meta["files"]}
+    langs = (meta.get("src_lang"), meta.get("tgt_lang"))
+    names = {"meta.json", "spm.model", "spm.vocab", "vocab.txt"}
+    return names | {f"{s}.{k}.{lang}" for s in meta.get("splits", []) for k in ("raw", "tok", "bpe") for lang in langs}
+
+
+def _install(work: Path, out_dir: Path) -> None:
+    """Move the finished preparation ``work`` to ``out_dir``, replacing only what a preparation wrote there."""
+    os.chmod(work, 0o755)
+    if not out_dir.exists() or not any(out_dir.iterdir()):
+        os.replace(work, out_dir)  # a new name, or over an empty folder: one rename
+        return
+    marker = out_dir / PARTIAL
+    old = _previous_files(out_dir)
+    new = {p.name for p in work.iterdir()}
+    with atomic_open(marker) as fh:  # first, so that an interrupted replacement can be finished by a rerun
+        json.dump(sorted(old | new), fh)
+    with contextlib.suppress(FileNotFoundError):
+        (out_dir / "meta.json").unlink()
+    for name in sorted(old - new):
+        with contextlib.suppress(FileNotFoundError):
+            (out_dir / name).unlink()
+    for name in sorted(new - {"meta.json"}) + ["meta.json"]:  # meta.json last: it marks a complete preparation
+        os.replace(work / name, out_dir / name)
+    marker.unlink()
+    work.rmdir()
+    log.info("replaced the earlier preparation in %s", out_dir)
+
+
+def _previous_files(out_dir: Path) -> set[str]:
+    """Names written by the earlier (possibly half-replaced) preparation in ``out_dir``."""
+    names: set[str] = set()
+    if (out_dir / PARTIAL).is_file():
+        names |= set(json.loads((out_dir / PARTIAL).read_text(encoding="utf-8")))
+    if (out_dir / "meta.json").is_file():
+        names |= owned_files(read_meta(out_dir))
+    return {n for n in names if "/" not in n and n not in ("", ".", "..")} - {PARTIAL}
+
+
+def _work_prefix(out_dir: Path) -> str:
+    return f".{out_dir.name}.tmp."
+
+
+def _clean_leftovers(out_dir: Path) -> None:
+    """Remove the temporary folders of prepare runs into ``out_dir`` that were killed; report others."""
+    prefix = _work_prefix(out_dir)
+    for d in sorted(out_dir.parent.glob(f"{glob.escape(prefix)}*")) if out_dir.parent.is_dir() else []:
+        pid = d.name[len(prefix):].split(".")[0]
+        if not d.is_dir() or d.is_symlink():
+            continue
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(d, ignore_errors=True)
+            log.warning("removed %s, left behind by an interrupted prepare (process %s)", d, pid)
+        elif pid.isdigit():
+            log.warning("%s belongs to a prepare still running (process %s) into the same folder", d, pid)
+        else:
+            log.warning("%s looks left behind by an interrupted prepare of an older scanmt; delete it", d)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -9,6 +9,8 @@ attention and alignments are projected to words.
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Sequence
@@ -43,13 +45,19 @@ def merge_pieces(pieces: Sequence[str]) -> str:
 
 
 def train_subword_model(
-    texts: Sequence[Path], model_prefix: Path, vocab_size: int, *, character_coverage: float = 1.0, seed: int = 1
+    texts: Sequence[Path], model_prefix: Path, vocab_size: int, *, character_coverage: float = 1.0, seed: int = 1,
+    described_as: str = "",
 ) -> Path:
     """Learn a joint BPE model on the given tokenized text files.
 
     Writes ``{model_prefix}.model`` and ``{model_prefix}.vocab`` atomically
     (trained under a temporary prefix, then renamed) and returns the model path.
+    Sentencepiece's errors become a :class:`DataError` naming ``described_as`` (the
+    user's files; default: ``texts``) and, for a vocabulary size it cannot make, the
+    sizes that work.
     """
+    if vocab_size < 1:
+        raise DataError(f"the vocabulary size (--vocab-size) must be >= 1, got {vocab_size}")
     model_prefix = Path(model_prefix)
     model_prefix.parent.mkdir(parents=True, exist_ok=True)
     tmpdir = tempfile.mkdtemp(dir=model_prefix.parent, prefix=".spm.")
@@ -73,11 +81,27 @@ def train_subword_model(
             num_threads=os.cpu_count() or 1,
         )
     except RuntimeError as exc:
-        raise DataError(f"sentencepiece could not learn {vocab_size} subwords from {texts}: {exc}") from None
+        shutil.rmtree(tmpdir, ignore_errors=True)
+        where = described_as or ", ".join(str(t) for t in texts)
+        raise DataError(subword_error(str(exc), vocab_size, where)) from None
     for ext in (".model", ".vocab"):
         os.replace(f"{tmp_prefix}{ext}", f"{model_prefix}{ext}")
     os.rmdir(tmpdir)
     return Path(f"{model_prefix}.model")
+
+
+def subword_error(message: str, vocab_size: int, where: str) -> str:
+    """A one-line explanation of a sentencepiece training error (which quotes its own source and temporary paths)."""
+    too_high = re.search(r"Vocabulary size too high \((\d+)\)\. Please set it to a value <= (\d+)", message)
+    if too_high:
+        return (f"--vocab-size {vocab_size} is too large for the training text ({where}): sentencepiece can make "
+                f"at most {too_high.group(2)} subwords from it; use --vocab-size {too_high.group(2)} or less")
+    too_low = re.search(r"smaller than required_chars\. (\d+) vs (\d+)", message)
+    if too_low:
+        return (f"--vocab-size {vocab_size} is too small for the training text ({where}): every distinct "
+                f"character needs a subword of its own; use --vocab-size {too_low.group(2)} or more")
+    detail = re.sub(r"^\w+: \S+\(\d+\) \[.*?\]\s*", "", message.strip().splitlines()[0] if message.strip() else "")
+    return f"sentencepiece could not learn {vocab_size} subwords from {where}" + (f": {detail}" if detail else "")
 
 
 class SubwordModel:

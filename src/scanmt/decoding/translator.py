@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
@@ -19,6 +20,8 @@ from scanmt.model.decoder import DecoderState, EncoderOutput
 from scanmt.model.fertility import provider_from_state
 from scanmt.model.nmt import NMTModel
 from scanmt.training.checkpoint import load_checkpoint
+
+log = logging.getLogger(__name__)
 
 #: maps a batch of source subword lists to per-token fertilities (constrained transforms)
 FertilityFn = Callable[[Sequence[Sequence[str]]], Sequence[Sequence[float]]]
@@ -252,16 +255,51 @@ class Translator:
         progress: bool = False,
         source: str = "input",
         fertility: Sequence[Sequence[float]] | None = None,
+        max_len: int | None = None,
     ) -> list[Translation]:
-        """Raw sentences -> translations; sentences longer than the model's max_len are an error."""
-        from scanmt.errors import DataError
+        """Raw sentences -> translations, one per line, in order.
 
+        An empty (or blank) line gives an empty translation.  With ``max_len``, a
+        sentence of more subwords is cut to its first ``max_len`` (with a warning that
+        counts them); without, sentences longer than the model was trained on
+        (``data.max_len``) are translated in full, with a warning that counts them.
+        ``source`` names the input in the warnings.
+        """
         src_pieces = self.pipeline.source_pieces_all(lines)
-        if self.max_len:
-            for i, p in enumerate(src_pieces):
-                if len(p) > self.max_len:
-                    raise DataError(
-                        f"{source}:{i + 1}: sentence has {len(p)} subwords, more than the model's maximum "
-                        f"{self.max_len} (data.max_len); split it or raise the limit"
-                    )
-        return self.translate_pieces(src_pieces, beam=beam, progress=progress, fertility=fertility)
+        src_pieces, fertility = self._limit_lengths(src_pieces, fertility, max_len, source)
+        todo = [i for i, pieces in enumerate(src_pieces) if pieces]
+        out = [self._empty_translation() for _ in src_pieces]
+        if todo:
+            fert = None if fertility is None else [fertility[i] for i in todo]
+            done = self.translate_pieces([src_pieces[i] for i in todo], beam=beam, progress=progress, fertility=fert)
+            for i, t in zip(todo, done):
+                out[i] = t
+        if len(todo) < len(out):
+            log.info("%s: %d empty line(s) give empty translations", source, len(out) - len(todo))
+        return out
+
+    def _limit_lengths(
+        self, src_pieces: list[list[str]], fertility: Sequence[Sequence[float]] | None, max_len: int | None,
+        source: str,
+    ) -> tuple[list[list[str]], Sequence[Sequence[float]] | None]:
+        """Cut sentences to ``max_len`` subwords (and their fertilities), or warn about long ones."""
+        limit = max_len or self.max_len
+        long = [i for i, pieces in enumerate(src_pieces) if limit and len(pieces) > limit]
+        if not long:
+            return src_pieces, fertility
+        lines = ", ".join(str(i + 1) for i in long[:5]) + (", ..." if len(long) > 5 else "")
+        if not max_len:
+            log.warning("%s: %d line(s) have more than %d subwords, the longest the model was trained on "
+                        "(data.max_len); translated in full (lines %s; --max-len N cuts them)",
+                        source, len(long), limit, lines)
+            return src_pieces, fertility
+        log.warning("%s: %d line(s) have more than --max-len %d subwords and were cut to their first %d (lines %s)",
+                    source, len(long), max_len, max_len, lines)
+        cut = [pieces[:max_len] for pieces in src_pieces]
+        return cut, None if fertility is None else [list(f)[:max_len] for f in fertility]
+
+    def _empty_translation(self) -> Translation:
+        """The translation of an empty line: no words, ``</s>`` attending to the sink (if any)."""
+        sink = int(self.model.sink)
+        hyp = Hypothesis([], 0.0, 0.0, torch.ones(1, sink))
+        return Translation("", [], [], hyp, [] if self.model.constrained else None)

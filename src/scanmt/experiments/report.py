@@ -9,6 +9,8 @@ For each grid recorded in ``OUT/grids/`` (by ``scanmt experiment run``) it write
   sacreBLEU for reference, the paired-bootstrap p-value of each system's
   tokenized BLEU against the baseline (seed-1 outputs), and per row the git
   commit and a link to the exact commands;
+- one such table for each extra test split the runs scored (``metrics.json``
+  ``test_sets``, e.g. ``test2017``), titled with its upstream name (test_2017_flickr);
 - attention statistics (sparsity) and per-run details (steps, minutes, tuned
   penalties);
 - Figure 2 analogues: attention maps of the baseline and a constrained system,
@@ -33,7 +35,13 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from scanmt.errors import ConfigError, DataError
-from scanmt.experiments.results_json import read_meta_lenient, results_table, write_results_json
+from scanmt.experiments.results_json import (
+    extra_splits,
+    read_meta_lenient,
+    results_table,
+    split_display_name,
+    write_results_json,
+)
 from scanmt.io import atomic_open, read_lines
 
 #: (metric key, column title, higher is better)
@@ -80,6 +88,11 @@ class SystemResults:
 
     def values(self, key: str) -> list[float]:
         return [float(r[key]) for r in self.runs if r.get(key) is not None]
+
+    def on_split(self, split: str) -> "SystemResults":
+        """The same system on an extra test split: the finished seeds that scored it (``test_sets``)."""
+        runs = [{"seed": r["seed"], **r["test_sets"][split]} for r in self.runs if split in (r.get("test_sets") or {})]
+        return SystemResults(self.name, self.label, runs, self.unfinished, self.commands)
 
 
 def _stage(run: Path) -> str:
@@ -182,6 +195,7 @@ class Texts:
 
 
 def load_texts(out: Path, rec: dict[str, Any]) -> Texts:
+    """The source and reference of ``rec['split']`` (raises :class:`DataError` when missing)."""
     data = out / "shared" / "data"
     split, s, t = rec["split"], rec["src_lang"], rec["tgt_lang"]
     src = read_lines(data / f"{split}.raw.{s}", what="source file")
@@ -307,6 +321,65 @@ def _p_cell(name: str, baseline: str, p: dict[str, float | None], has_base: bool
     return f"{v:.3f}" + (" †" if v < 0.05 else "")
 
 
+def _code(text: str) -> str:
+    """``text`` as a Markdown code span (split and corpus names: no escaping needed inside)."""
+    return "`" + text.replace("`", "'") + "`"
+
+
+def _metric_cells(s: SystemResults, systems: Sequence[SystemResults], best: dict[str, str]) -> list[str]:
+    """The :data:`COLUMNS` cells of one system's row, each column's best mean in bold."""
+    cells = []
+    for key, _, _ in COLUMNS:
+        vals = s.values(key)
+        cell = fmt(vals)
+        if vals and f"{mean_std(vals)[0]:.2f}" == best.get(key) and len([x for x in systems if x.values(key)]) > 1:
+            cell = f"**{cell}**"
+        cells.append(cell)
+    return cells
+
+
+def _table_head(first: str, baseline_label: str, extra: Sequence[str]) -> list[str]:
+    head = [first, *[c[1] for c in COLUMNS], f"p (BLEU vs {md_escape(baseline_label)})", "seeds", *extra]
+    return ["| " + " | ".join(head) + " |",
+            "|" + "|".join(["---"] + ["---:"] * (len(COLUMNS) + 2) + ["---"] * len(extra)) + "|"]
+
+
+def split_section(out: Path, rec: dict[str, Any], systems: Sequence[SystemResults], baseline: str,
+                  opts: ReportOptions, split: str, title: str) -> list[str]:
+    """Markdown lines of the results table on an extra test split (its numbers from ``test_sets``)."""
+    views = [s.on_split(split) for s in systems]
+    base = next(v for v in views if v.name == baseline)
+    sub = {**rec, "split": split}
+    try:
+        texts: Texts | None = load_texts(out, sub)
+    except DataError:
+        texts = None  # the prepared text is gone: no p-values
+    has_base = texts is not None and base.seed(1) is not None
+    pvals = significance(out, sub, texts, views, baseline, opts.samples) if texts is not None and has_base else {}
+    best = best_means(views)
+    size = f", {len(texts.ref)} sentences" if texts else ""
+    L = [f"## Results on {_code(title)}", "",
+         f"The same runs on the extra test split {_code(split)} ({_code(title)}{size}), translated and scored like "
+         "the main test set (same columns; p on the seed-1 outputs of this split).", ""]
+    L += _table_head("system", base.label, [])
+    for v, s in zip(views, systems):
+        missing = len(s.runs) - len(v.runs) + len(s.unfinished)
+        cells = [md_escape(v.label), *_metric_cells(v, views, best), _p_cell(v.name, baseline, pvals, has_base),
+                 str(len(v.runs)) + (f" (+{missing} without this test set)" if missing else "")]
+        L.append("| " + " | ".join(cells) + " |")
+    return L + [""]
+
+
+def extra_split_sections(out: Path, rec: dict[str, Any], systems: Sequence[SystemResults], baseline: str,
+                         opts: ReportOptions) -> list[str]:
+    """One :func:`split_section` per extra test split any finished run scored."""
+    meta = read_meta_lenient(out / "shared" / "data")
+    L: list[str] = []
+    for split in extra_splits({s.name: s.runs for s in systems}, rec["split"]):
+        L += split_section(out, rec, systems, baseline, opts, split, split_display_name(meta, split))
+    return L
+
+
 def figure_systems(rec: dict[str, Any], systems: Sequence[SystemResults], baseline: str) -> tuple[str, str] | None:
     names = [s.name for s in systems]
     fig = rec.get("figure") or []
@@ -318,32 +391,36 @@ def figure_systems(rec: dict[str, Any], systems: Sequence[SystemResults], baseli
     return (baseline, other) if other else None
 
 
-def render(out: Path, rec: dict[str, Any], docs: Path, stem: str, opts: ReportOptions,
-           systems: list[SystemResults] | None = None) -> tuple[str, list[Path]]:
-    """The Markdown text and the figure files written for one grid record (``systems``: :func:`collect`'s)."""
-    from scanmt.data.attention_file import AttentionFile
+@dataclass
+class _Page:
+    """What every section of one grid's report reads."""
 
-    systems = collect(out, rec) if systems is None else systems
-    names = [s.name for s in systems]
-    baseline = opts.baseline or rec.get("baseline") or ("softmax" if "softmax" in names else names[0])
-    if baseline not in names:
-        raise ConfigError(f"--baseline {baseline!r} is not a system of grid {rec['name']} ({', '.join(names)})")
-    texts = load_texts(out, rec)
-    base = next(s for s in systems if s.name == baseline)
-    has_base = base.seed(1) is not None
-    pvals = significance(out, rec, texts, systems, baseline, opts.samples) if has_base else {}
-    best = best_means(systems)
+    out: Path
+    rec: dict[str, Any]
+    docs: Path
+    stem: str
+    opts: ReportOptions
+    systems: list[SystemResults]
+    baseline: str
+    texts: Texts
+
+    @property
+    def base(self) -> SystemResults:
+        return next(s for s in self.systems if s.name == self.baseline)
+
+
+def _header(p: _Page) -> list[str]:
+    rec, systems = p.rec, p.systems
     n_done = sum(len(s.runs) for s in systems)
     commits = sorted({c for s in systems for r in s.runs for c in (r.get("commits") or [r["commit"]])})
-    L: list[str] = []
     title = rec.get("title") or f"Experiments: grid {rec['name']}"
-    L += [f"# {title}", ""]
+    L = [f"# {title}", ""]
     if rec.get("description"):
         L += [rec["description"].strip(), ""]
     L += [
-        f"Generated by `{opts.command or 'scanmt experiment report'}` on {time.strftime('%Y-%m-%d %H:%M')} from "
-        f"`{out}`: {n_done} finished runs of {len(systems)} systems. Test set: `{rec['split']}` of `{rec['data']}` "
-        f"({rec['src_lang']}→{rec['tgt_lang']}, {len(texts.ref)} sentences); preset `{rec['preset']}`; "
+        f"Generated by `{p.opts.command or 'scanmt experiment report'}` on {time.strftime('%Y-%m-%d %H:%M')} from "
+        f"`{p.out}`: {n_done} finished runs of {len(systems)} systems. Test set: `{rec['split']}` of `{rec['data']}` "
+        f"({rec['src_lang']}→{rec['tgt_lang']}, {len(p.texts.ref)} sentences); preset `{rec['preset']}`; "
         f"seeds requested: {len(rec.get('seeds') or [])}; commit(s): {', '.join(f'`{c}`' for c in commits) or '–'}.",
         "",
         f"Grid command: `{rec.get('command', '')}`",
@@ -352,19 +429,20 @@ def render(out: Path, rec: dict[str, Any], docs: Path, stem: str, opts: ReportOp
     if rec.get("set"):
         L += ["Overrides for every system (grid `set:`, then `--set`; later ones win): "
               + ", ".join(f"`{x}`" for x in rec["set"]), ""]
+    return L
 
-    # main table
-    L += ["## Results", ""]
-    head = ["system", *[c[1] for c in COLUMNS], f"p (BLEU vs {md_escape(base.label)})", "seeds", "commit", "command"]
-    L += ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * (len(COLUMNS) + 2) + ["---", "---"]) + "|"]
+
+def _main_table(p: _Page) -> list[str]:
+    """The Table 1/2 analogue on the main test split, with its notes."""
+    systems, baseline, base, opts = p.systems, p.baseline, p.base, p.opts
+    has_base = base.seed(1) is not None
+    pvals = significance(p.out, p.rec, p.texts, systems, baseline, opts.samples) if has_base else {}
+    best = best_means(systems)
+    main_name = split_display_name(read_meta_lenient(p.out / "shared" / "data"), p.rec["split"])
+    L = [f"## Results on {_code(main_name)}", ""]
+    L += _table_head("system", base.label, ["commit", "command"])
     for s in systems:
-        cells = [md_escape(s.label)]
-        for key, _, _ in COLUMNS:
-            vals = s.values(key)
-            cell = fmt(vals)
-            if vals and f"{mean_std(vals)[0]:.2f}" == best.get(key) and len([x for x in systems if x.values(key)]) > 1:
-                cell = f"**{cell}**"
-            cells.append(cell)
+        cells = [md_escape(s.label), *_metric_cells(s, systems, best)]
         cells.append(_p_cell(s.name, baseline, pvals, has_base))
         cells.append(str(len(s.runs)) + (f" (+{len(s.unfinished)} unfinished)" if s.unfinished else ""))
         cs = sorted({c for r in s.runs for c in (r.get("commits") or [r["commit"]])})
@@ -382,18 +460,21 @@ def render(out: Path, rec: dict[str, Any], docs: Path, stem: str, opts: ReportOp
         f"({opts.samples} resamples) of each system's tokenized BLEU against {md_escape(base.label)}, on the seed-1 "
         "outputs; † marks p < 0.05.",
         "",
-        f"The same numbers, machine-readable: [`{stem}.json`]({stem}.json) (per system: mean and std of BLEU, REP, "
-        "DROP and METEOR, and the number of seeds; see `scanmt.experiments.results_json`).",
+        f"The same numbers, machine-readable: [`{p.stem}.json`]({p.stem}.json) (per system: mean and std of BLEU, "
+        "REP, DROP and METEOR, and the number of seeds; see `scanmt.experiments.results_json`).",
         "",
     ]
     if not has_base:
         L += [f"No p-values: the baseline {md_escape(base.label)} has no finished seed-1 run.", ""]
+    return L
 
-    # attention statistics and per-run details
-    L += ["## Attention statistics", "",
-          "| system | exact zeros (%) | attended source tokens / step | never-attended source tokens (%) |",
-          "|---|---:|---:|---:|"]
-    for s in systems:
+
+def _details(p: _Page) -> list[str]:
+    """Attention statistics and per-run details."""
+    L = ["## Attention statistics", "",
+         "| system | exact zeros (%) | attended source tokens / step | never-attended source tokens (%) |",
+         "|---|---:|---:|---:|"]
+    for s in p.systems:
         z = [100 * r["attention"]["zero_fraction"] for r in s.runs if r.get("attention")]
         a = [r["attention"]["mean_attended"] for r in s.runs if r.get("attention")]
         u = [100 * r["attention"]["unattended_share"] for r in s.runs if r.get("attention")]
@@ -401,7 +482,7 @@ def render(out: Path, rec: dict[str, Any], docs: Path, stem: str, opts: ReportOp
     L += ["", "Means over seeds, test set, subword attention including the <sink> column of constrained models.", ""]
     L += ["## Runs", "", "| system | seed | steps | train min | best valid BLEU | BLEU | METEOR | REP | DROP | penalties (α, β) |",
           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
-    for s in systems:
+    for s in p.systems:
         for r in sorted(s.runs, key=lambda r: r["seed"]):
             t = r.get("train") or {}
             pen = r.get("penalties")
@@ -415,100 +496,124 @@ def render(out: Path, rec: dict[str, Any], docs: Path, stem: str, opts: ReportOp
                 f"{mins if mins is not None else '–'} | {f'{vb:.2f}' if isinstance(vb, (int, float)) else '–'} | "
                 f"{r['bleu']:.2f} | {r['meteor']:.2f} | {r['rep']:.2f} | {r['drop']:.2f} | {pen_s} |"
             )
-    L.append("")
+    return L + [""]
 
-    # figure 2 analogue
-    files: list[Path] = []
-    chosen: list[int] = []
-    L += ["## Attention maps (Figure 2 analogue)", ""]
-    pair = figure_systems(rec, systems, baseline)
-    fig_dir = docs / stem
-    if opts.figures <= 0:
-        L += ["No figures requested (`--figures 0`).", ""]
-    elif pair is None:
-        L += ["No figure: the grid needs two systems.", ""]
-    else:
-        a_name, b_name = pair
-        a_sys = next((s for s in systems if s.name == a_name), None)
-        b_sys = next((s for s in systems if s.name == b_name), None)
-        ha = hyp_lines(out, rec, a_name, 1) if a_sys and a_sys.seed(1) else None
-        hb = hyp_lines(out, rec, b_name, 1) if b_sys and b_sys.seed(1) else None
-        if ha is None or hb is None:
-            L += [f"No figure: {a_name} and {b_name} need finished seed-1 runs.", ""]
-        else:
-            ta, tb = _tokenize_all(ha, texts.tgt_lang), _tokenize_all(hb, texts.tgt_lang)
-            fa = AttentionFile(out / "runs" / a_name / "seed1" / f"{rec['split']}.attn.npz")
-            fb = AttentionFile(out / "runs" / b_name / "seed1" / f"{rec['split']}.attn.npz")
-            src_tokens = [len(fa[i].src) for i in range(len(fa))]
-            chosen = choose_sentences(ta, tb, texts, opts.figures, max_src_words=opts.max_figure_words,
-                                      src_tokens=src_tokens, max_src_tokens=opts.max_figure_tokens)
-            if not chosen:
-                L += [f"No figure: {md_escape(a_sys.label)} repeats no word (REP sentence score 0) in the test "
-                      f"sentences of at most {opts.max_figure_words} words and {opts.max_figure_tokens} subwords.", ""]
-            else:
-                L += [f"Test sentences where {md_escape(a_sys.label)} repeats words (REP sentence score σ > 0, those "
-                      f"{md_escape(b_sys.label)} repeats least first), chosen automatically from the seed-1 outputs "
-                      f"among sources of at most {opts.max_figure_tokens} subwords. Source subwords on the x axis, "
-                      "output subwords on the y axis, white is exactly zero.", ""]
-                ra = repetition_scores(ta, texts.ref_tok)
-                rb = repetition_scores(tb, texts.ref_tok)
-                for i in chosen:
-                    png = fig_dir / f"attention-{i + 1}.png"
-                    size = draw_figure(png, [(a_sys.label, fa[i]), (b_sys.label, fb[i])],
-                                       f"{rec['split']} sentence {i + 1}")
-                    files.append(png)
-                    L += [
-                        f"**Sentence {i + 1}** (σ {a_sys.label} = {ra[i]:g}, σ {b_sys.label} = {rb[i]:g}; "
-                        f"{size // 1024} KB)",
-                        "",
-                        f"![attention maps, sentence {i + 1}]({stem}/{png.name})",
-                        "",
-                        "| | |", "|---|---|",
-                        f"| source | {md_escape(texts.src[i])} |",
-                        f"| reference | {md_escape(texts.ref[i])} |",
-                        f"| {md_escape(a_sys.label)} | {md_escape(ha[i])} |",
-                        f"| {md_escape(b_sys.label)} | {md_escape(hb[i])} |",
-                        "",
-                    ]
 
-    # appendix B analogue
-    L += ["## Translation examples (Appendix B analogue)", ""]
-    outputs = {s.name: hyp_lines(out, rec, s.name, 1) for s in systems if s.seed(1) is not None}
+def _figures(p: _Page) -> tuple[list[str], list[Path], list[int]]:
+    """The Figure 2 analogue: ``(lines, PNG files, chosen sentence indices)``."""
+    L = ["## Attention maps (Figure 2 analogue)", ""]
+    pair = figure_systems(p.rec, p.systems, p.baseline)
+    if p.opts.figures <= 0:
+        return L + ["No figures requested (`--figures 0`).", ""], [], []
+    if pair is None:
+        return L + ["No figure: the grid needs two systems.", ""], [], []
+    a_sys = next((s for s in p.systems if s.name == pair[0]), None)
+    b_sys = next((s for s in p.systems if s.name == pair[1]), None)
+    ha = hyp_lines(p.out, p.rec, pair[0], 1) if a_sys and a_sys.seed(1) else None
+    hb = hyp_lines(p.out, p.rec, pair[1], 1) if b_sys and b_sys.seed(1) else None
+    if a_sys is None or b_sys is None or ha is None or hb is None:
+        return L + [f"No figure: {pair[0]} and {pair[1]} need finished seed-1 runs.", ""], [], []
+    lines, files, chosen = _figure_pair(p, (a_sys, ha), (b_sys, hb))
+    return L + lines, files, chosen
+
+
+def _figure_pair(p: _Page, a: tuple[SystemResults, list[str]], b: tuple[SystemResults, list[str]]
+                 ) -> tuple[list[str], list[Path], list[int]]:
+    """Attention maps of two systems' seed-1 runs for the sentences :func:`choose_sentences` picks."""
+    from scanmt.data.attention_file import AttentionFile
+
+    (a_sys, ha), (b_sys, hb) = a, b
+    texts, opts, split = p.texts, p.opts, p.rec["split"]
+    ta, tb = _tokenize_all(ha, texts.tgt_lang), _tokenize_all(hb, texts.tgt_lang)
+    fa = AttentionFile(p.out / "runs" / a_sys.name / "seed1" / f"{split}.attn.npz")
+    fb = AttentionFile(p.out / "runs" / b_sys.name / "seed1" / f"{split}.attn.npz")
+    src_tokens = [len(fa[i].src) for i in range(len(fa))]
+    chosen = choose_sentences(ta, tb, texts, opts.figures, max_src_words=opts.max_figure_words,
+                              src_tokens=src_tokens, max_src_tokens=opts.max_figure_tokens)
+    if not chosen:
+        return [f"No figure: {md_escape(a_sys.label)} repeats no word (REP sentence score 0) in the test "
+                f"sentences of at most {opts.max_figure_words} words and {opts.max_figure_tokens} subwords.", ""], [], []
+    L = [f"Test sentences where {md_escape(a_sys.label)} repeats words (REP sentence score σ > 0, those "
+         f"{md_escape(b_sys.label)} repeats least first), chosen automatically from the seed-1 outputs "
+         f"among sources of at most {opts.max_figure_tokens} subwords. Source subwords on the x axis, "
+         "output subwords on the y axis, white is exactly zero.", ""]
+    ra, rb = repetition_scores(ta, texts.ref_tok), repetition_scores(tb, texts.ref_tok)
+    files = []
+    for i in chosen:
+        png = p.docs / p.stem / f"attention-{i + 1}.png"
+        size = draw_figure(png, [(a_sys.label, fa[i]), (b_sys.label, fb[i])], f"{split} sentence {i + 1}")
+        files.append(png)
+        L += [
+            f"**Sentence {i + 1}** (σ {a_sys.label} = {ra[i]:g}, σ {b_sys.label} = {rb[i]:g}; {size // 1024} KB)",
+            "",
+            f"![attention maps, sentence {i + 1}]({p.stem}/{png.name})",
+            "",
+            "| | |", "|---|---|",
+            f"| source | {md_escape(texts.src[i])} |",
+            f"| reference | {md_escape(texts.ref[i])} |",
+            f"| {md_escape(a_sys.label)} | {md_escape(ha[i])} |",
+            f"| {md_escape(b_sys.label)} | {md_escape(hb[i])} |",
+            "",
+        ]
+    return L, files, chosen
+
+
+def _examples(p: _Page, chosen: Sequence[int]) -> list[str]:
+    """The Appendix B analogue: the figures' sentences, then those the baseline repeats words in, then short ones."""
+    texts, opts = p.texts, p.opts
+    L = ["## Translation examples (Appendix B analogue)", ""]
+    outputs = {s.name: hyp_lines(p.out, p.rec, s.name, 1) for s in p.systems if s.seed(1) is not None}
     if not outputs or opts.examples <= 0:
-        L += ["No examples: no system has a finished seed-1 run.", ""]
-    else:
-        base_out = outputs.get(baseline)
-        picks = list(chosen)
-        if base_out is not None:
-            more = choose_sentences(_tokenize_all(base_out, texts.tgt_lang), None, texts, len(texts.ref),
-                                    max_src_words=opts.max_figure_words)
-            picks += [i for i in more if i not in picks]
-        picks += [i for i in range(len(texts.ref)) if i not in picks and len(texts.src[i].split()) <= opts.max_figure_words]
-        picks = picks[: opts.examples]
-        L += ["Seed-1 outputs; sentences where the baseline repeats words first, then the first short test sentences.", ""]
-        for i in picks:
-            L += [f"**Sentence {i + 1}**", "", "| | |", "|---|---|",
-                  f"| source | {md_escape(texts.src[i])} |", f"| reference | {md_escape(texts.ref[i])} |"]
-            for s in systems:
-                if s.name in outputs and outputs[s.name] is not None:
-                    L.append(f"| {md_escape(s.label)} | {md_escape(outputs[s.name][i])} |")
-            L.append("")
+        return L + ["No examples: no system has a finished seed-1 run.", ""]
+    base_out = outputs.get(p.baseline)
+    picks = list(chosen)
+    if base_out is not None:
+        more = choose_sentences(_tokenize_all(base_out, texts.tgt_lang), None, texts, len(texts.ref),
+                                max_src_words=opts.max_figure_words)
+        picks += [i for i in more if i not in picks]
+    picks += [i for i in range(len(texts.ref)) if i not in picks and len(texts.src[i].split()) <= opts.max_figure_words]
+    L += ["Seed-1 outputs; sentences where the baseline repeats words first, then the first short test sentences.", ""]
+    for i in picks[: opts.examples]:
+        L += [f"**Sentence {i + 1}**", "", "| | |", "|---|---|",
+              f"| source | {md_escape(texts.src[i])} |", f"| reference | {md_escape(texts.ref[i])} |"]
+        for s in p.systems:
+            if s.name in outputs and outputs[s.name] is not None:
+                L.append(f"| {md_escape(s.label)} | {md_escape(outputs[s.name][i])} |")
+        L.append("")
+    return L
 
-    # commands and missing runs
-    L += ["## Commands", "",
-          "The exact commands of each system's first finished seed (`command.txt` in its run directory): the grid "
-          "command, then one `scanmt` line per step; other seeds differ only in `train.seed` and paths.", ""]
-    for s in systems:
+
+def _commands(p: _Page) -> list[str]:
+    """Each system's commands, then the runs that are missing or unfinished."""
+    L = ["## Commands", "",
+         "The exact commands of each system's first finished seed (`command.txt` in its run directory): the grid "
+         "command, then one `scanmt` line per step; other seeds differ only in `train.seed` and paths.", ""]
+    for s in p.systems:
         if not s.runs:
             continue
         L += [f'<a id="{_anchor(s.name)}"></a>', "", f"### {md_escape(s.label)}", "", "```", s.commands.strip(), "```", ""]
-    missing = [(s, u) for s in systems for u in s.unfinished]
+    missing = [(s, u) for s in p.systems for u in s.unfinished]
     L += ["## Missing or unfinished runs", ""]
     if missing:
         L += [f"- {md_escape(s.label)}: {u}" for s, u in missing]
         L += ["", "Rerun the grid command to finish them (finished runs are skipped, interrupted ones resume).", ""]
     else:
         L += ["None: every requested run finished.", ""]
+    return L
+
+
+def render(out: Path, rec: dict[str, Any], docs: Path, stem: str, opts: ReportOptions,
+           systems: list[SystemResults] | None = None) -> tuple[str, list[Path]]:
+    """The Markdown text and the figure files written for one grid record (``systems``: :func:`collect`'s)."""
+    systems = collect(out, rec) if systems is None else systems
+    names = [s.name for s in systems]
+    baseline = opts.baseline or rec.get("baseline") or ("softmax" if "softmax" in names else names[0])
+    if baseline not in names:
+        raise ConfigError(f"--baseline {baseline!r} is not a system of grid {rec['name']} ({', '.join(names)})")
+    p = _Page(out, rec, docs, stem, opts, systems, baseline, load_texts(out, rec))
+    L = _header(p) + _main_table(p) + extra_split_sections(out, rec, systems, baseline, opts) + _details(p)
+    fig_lines, files, chosen = _figures(p)
+    L += fig_lines + _examples(p, chosen) + _commands(p)
     return "\n".join(L), files
 
 
@@ -538,10 +643,11 @@ def write_reports(out: Path, docs: Path, *, grid: str | None = None, name: str |
     return written
 
 
-def summary_rows(out: Path, rec: dict[str, Any]) -> list[list[str]]:
-    """Rows for a plain-text summary (system, seeds, BLEU, METEOR, REP, DROP)."""
+def summary_rows(out: Path, rec: dict[str, Any], split: str | None = None) -> list[list[str]]:
+    """Rows for a plain-text summary (system, seeds, BLEU, METEOR, REP, DROP) of the main or an extra split."""
     rows = []
     for s in collect(out, rec):
+        s = s.on_split(split) if split is not None and split != rec["split"] else s
         rows.append([s.label, str(len(s.runs)), *[fmt(s.values(k)) for k in ("bleu", "meteor", "rep", "drop")]])
     return rows
 

@@ -7,16 +7,20 @@ Every run (system x seed) lives in ``OUT/runs/{system}/seed{k}/``::
     log.txt             everything the worker printed (appended across attempts)
     config.yaml, last.pt, best.pt, metrics.csv      scanmt train (resumed from last.pt after a kill)
     penalties.yaml      scanmt tune-penalties (systems with tune_penalties: true)
-    {split}.hyp.{tgt}, {split}.hyp.tok.{tgt}, {split}.attn.npz     scanmt translate
-    eval.json           scanmt evaluate (every metric with its signature)
-    metrics.json        the run's summary: BLEU, tokenized BLEU, METEOR, REP, DROP, attention stats, training
-    .stages/*.done      one marker per finished step (train, tune, translate, evaluate)
-    DONE                written last; a rerun skips the run
+    {split}.hyp.{tgt}, {split}.hyp.tok.{tgt}, {split}.attn.npz     scanmt translate (main split and each extra one)
+    eval.json           scanmt evaluate of the main split (every metric with its signature)
+    eval.{split}.json   scanmt evaluate of each extra test split (``--extra-splits``, e.g. test2017)
+    metrics.json        the run's summary: BLEU, tokenized BLEU, METEOR, REP, DROP, attention stats, training;
+                        ``test_sets``: {split: {bleu, sacrebleu, meteor, rep, drop, sentences}} per extra split
+    .stages/*.done      one marker per finished step (train, tune, translate, evaluate, then
+                        translate.{split} and evaluate.{split} per extra split)
+    DONE                written last; a rerun skips the run unless an extra split asked for is missing
 
 Steps are executed through :func:`scanmt.cli.main.main` with exactly the argument
 lists recorded in ``command.txt``, so each line there reproduces its step.  Every
 file is written atomically, so the run is safe to kill at any moment; a rerun
-resumes from the first unfinished step (training from ``last.pt``).
+resumes from the first unfinished step (training from ``last.pt``).  A finished run asked
+for an extra split it lacks gets only that split's translate and evaluate steps.
 
 A worker is ``python -m scanmt.experiments.runner SPEC.json THREADS``; the pool
 (:func:`run_pool`) starts up to ``workers`` of them, one per GPU when given GPUs.
@@ -38,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
+from scanmt.config import config_differences, with_defaults
 from scanmt.errors import ConfigError, DataError, ScanmtError
 from scanmt.experiments.grid import Grid, GridError, System
 from scanmt.io import atomic_open
@@ -55,6 +60,8 @@ DECODE_OPTIONS = {
 }
 PENALTY_KEYS = ("length_alpha", "coverage_beta", "coverage_eps", "penalty_mode")
 STAGES = ("train", "tune", "translate", "evaluate")
+#: extra test splits every run also translates and scores when the prepared data has them
+DEFAULT_EXTRA_SPLITS = ("test2017",)
 EXIT_BUSY = 75
 LOCK_WAIT_S = 30.0
 
@@ -98,41 +105,6 @@ def cli_options(command: str) -> set[str] | None:
                 return None
             return {s for a in sub._actions for s in a.option_strings}  # noqa: SLF001
     return None
-
-
-def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        if isinstance(v, dict):
-            out.update(flatten(v, f"{prefix}{k}."))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
-
-
-def config_differences(old: dict[str, Any], new: dict[str, Any], ignore: Sequence[str] = IGNORED_KEYS,
-                       prefixes: Sequence[str] = ()) -> list[tuple[str, Any, Any]]:
-    """``(key, old, new)`` for every differing dotted key (``ignore`` keys and ``prefixes`` sections left out)."""
-    a, b = flatten(old), flatten(new)
-    diffs = []
-    for key in sorted(set(a) | set(b)):
-        if key in ignore or any(key.startswith(p) for p in prefixes):
-            continue
-        if a.get(key) != b.get(key):
-            diffs.append((key, a.get(key), b.get(key)))
-    return diffs
-
-
-def with_defaults(config: dict[str, Any]) -> dict[str, Any]:
-    """A recorded run's config with the keys added to :class:`~scanmt.config.Config` since, at their
-    defaults: a new option whose default keeps the old behaviour is not a change of config.
-    A config that no longer loads is returned as it is (its differences are then reported)."""
-    from scanmt.config import Config
-
-    try:
-        return Config.from_dict(json.loads(json.dumps(config))).to_dict()
-    except (ConfigError, TypeError, ValueError):
-        return config
 
 
 def write_json(path: Path, obj: Any) -> None:
@@ -201,6 +173,8 @@ class RunContext:
     commit: str
     align_model: Path
     predictor: Path | None = None
+    #: further prepared test splits every run translates and scores after the main one
+    extra_splits: tuple[str, ...] = ()
 
 
 @dataclass
@@ -227,6 +201,8 @@ class RunSpec:
     command: str
     commit: str
     device_options: dict[str, bool] = field(default_factory=dict)
+    #: extra test split -> {"translate": argv, "evaluate": argv}, in the order they run
+    extra_splits: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     #: one entry per attempt: {"started": time, "commit": ...} (a run resumed under another commit shows it)
     history: list[dict[str, str]] = field(default_factory=list)
 
@@ -241,6 +217,14 @@ class RunSpec:
     @property
     def checkpoint(self) -> Path:
         return Path(self.model_from or self.run_dir) / "best.pt"
+
+    def steps(self) -> list[tuple[str, list[str] | None]]:
+        """``(stage, argv)`` of every step in order (argv None: the step is not part of this run)."""
+        steps = [("train", self.train_argv), ("tune", self.tune_argv), ("translate", self.translate_argv),
+                 ("evaluate", self.evaluate_argv)]
+        for split, argvs in self.extra_splits.items():
+            steps += [(f"translate.{split}", argvs["translate"]), (f"evaluate.{split}", argvs["evaluate"])]
+        return steps
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -259,14 +243,60 @@ def stage_marker(run: Path, stage: str) -> Path:
     return run / ".stages" / f"{stage}.done"
 
 
+def missing_splits(spec: RunSpec) -> list[str]:
+    """The extra splits of ``spec`` its ``metrics.json`` has no numbers for."""
+    if not spec.extra_splits:
+        return []
+    have = (read_json(spec.dir / "metrics.json") or {}).get("test_sets") or {}
+    return [split for split in spec.extra_splits if split not in have]
+
+
+def resolve_extra_splits(asked: Sequence[str] | None, main_split: str, available: Sequence[str],
+                         where: str) -> tuple[str, ...]:
+    """The extra test splits of a grid invocation, checked against the prepared data's splits.
+
+    Args:
+        asked: ``--extra-splits`` (None: not given, the :data:`DEFAULT_EXTRA_SPLITS` the data has).
+        main_split: ``--split``; it must exist too, and is never an extra split.
+        available: the splits the prepared data has (``meta.json`` ``splits``).
+        where: the data, for the error messages.
+
+    Raises:
+        ConfigError: a split the data does not have, or the main split given as an extra one.
+    """
+    known = ", ".join(available) or "none"
+    if main_split not in available:
+        raise ConfigError(f"--split {main_split}: {where} has no such split (available: {known})")
+    if asked is None:
+        return tuple(s for s in DEFAULT_EXTRA_SPLITS if s in available and s != main_split)
+    chosen: list[str] = []
+    for split in asked:
+        if split not in available:
+            raise ConfigError(f"--extra-splits {split}: {where} has no such split (available: {known})")
+        if split == main_split:
+            raise ConfigError(f"--extra-splits {split}: that is the main split (--split); list only further ones")
+        if split not in chosen:
+            chosen.append(split)
+    return tuple(chosen)
+
+
 def run_status(spec: RunSpec) -> str:
-    """``done``, ``resume`` (something is there already) or ``new``."""
+    """``done``, ``resume`` (something is there already) or ``new``.
+
+    A run finished (DONE) without an extra split it is now asked for is ``resume``: only that
+    split's steps are left (the markers of the others exist).
+    """
     d = spec.dir
-    if (d / "DONE").exists():
+    if (d / "DONE").exists() and not missing_splits(spec):
         return "done"
     if (d / "last.pt").exists() or any(stage_marker(d, s).exists() for s in STAGES):
         return "resume"
     return "new"
+
+
+def needs_training(spec: RunSpec) -> bool:
+    """Whether the run still has to train its model (shared predictor and fertility caches are for these)."""
+    return spec.train_argv is not None and run_status(spec) != "done" and not stage_marker(spec.dir, "train").exists()
 
 
 def _load_config(ctx: RunContext, overrides: list[str], where: str):
@@ -339,15 +369,9 @@ def _system_config(grid: Grid, system: System, ctx: RunContext, seed: int, where
     return own + ctx.cli_set, cfg
 
 
-def plan_runs(grid: Grid, systems: Sequence[System], seeds: Sequence[int], ctx: RunContext) -> list[RunSpec]:
-    """Every run's spec, in the order seeds x systems; raises :class:`GridError` before any work.
-
-    Checks: each config loads; transform and fertility are consistent; systems
-    that reuse a model agree with it outside ``decode``; tuning is available when
-    asked for; a run directory made earlier with another config is not silently
-    mixed with this one.
-    """
-    tune_opts = translate_opts = None
+def _check_tuning(grid: Grid, systems: Sequence[System]) -> tuple[set[str] | None, set[str]]:
+    """The option strings of ``tune-penalties`` (None when no system tunes) and ``translate``."""
+    tune_opts = None
     if any(s.tune_penalties for s in systems):
         tune_opts = cli_options("tune-penalties")
         names = ", ".join(s.name for s in systems if s.tune_penalties)
@@ -357,90 +381,147 @@ def plan_runs(grid: Grid, systems: Sequence[System], seeds: Sequence[int], ctx: 
     translate_opts = cli_options("translate") or set()
     if any(s.tune_penalties for s in systems) and "--penalties" not in translate_opts:
         raise GridError(f"{grid.path}: tune_penalties needs `scanmt translate --penalties`, which this installation lacks")
+    return tune_opts, translate_opts
 
-    specs: list[RunSpec] = []
+
+@dataclass
+class _Decode:
+    """What the decoding steps of one run need: its checkpoint, decode settings and those of the model."""
+
+    where: str
+    run: Path
+    ckpt: str
+    dec: dict[str, Any]
+    model_dec: dict[str, Any]
+    tune: bool
+
+    @property
+    def penalties(self) -> Path:
+        return self.run / "penalties.yaml"
+
+
+def _tune_argv(ctx: RunContext, d: _Decode, tune_opts: set[str] | None) -> list[str] | None:
+    if not d.tune:
+        return None
+    argv = ["tune-penalties", "--model", d.ckpt, "--data", str(ctx.data_dir), "--split", "valid",
+            "--out", str(d.penalties)]
+    assert tune_opts is not None
+    for key, opt in (("beam", "--beam"), ("penalty_mode", "--penalty-mode"),
+                     ("coverage_eps", "--coverage-eps"), ("batch_size", "--batch-size")):
+        if opt in tune_opts and (key == "beam" or d.dec[key] != d.model_dec[key]):
+            argv += [opt, str(d.dec[key])]
+        elif key in ("penalty_mode", "coverage_eps") and d.dec[key] != d.model_dec[key]:
+            raise GridError(f"{d.where}: decode.{key}={d.dec[key]!r} differs from the model's but "
+                            f"`scanmt tune-penalties` has no {opt}")
+    return argv
+
+
+def _translate_argv(ctx: RunContext, d: _Decode, split: str, translate_opts: set[str]) -> list[str]:
+    """``scanmt translate`` of one prepared split into ``RUN/{split}.hyp.{tgt}`` (+ tokenized, attention)."""
+    s, t = ctx.src_lang, ctx.tgt_lang
+    argv = ["translate", "--model", d.ckpt, "--input", str(ctx.data_dir / f"{split}.raw.{s}"),
+            "--output", str(d.run / f"{split}.hyp.{t}"), "--tokenized-out", str(d.run / f"{split}.hyp.tok.{t}"),
+            "--attention-out", str(d.run / f"{split}.attn.npz"), "--beam", str(d.dec["beam"])]
+    if d.tune:
+        argv += ["--penalties", str(d.penalties)]
+    for key, opt in DECODE_OPTIONS.items():
+        if key == "beam" or (d.tune and key in PENALTY_KEYS) or d.dec[key] == d.model_dec[key]:
+            continue
+        if opt not in translate_opts:
+            raise GridError(f"{d.where}: decode.{key}={d.dec[key]!r} differs from the config of the model it "
+                            f"decodes, but `scanmt translate` has no {opt}")
+        argv += [opt, str(d.dec[key])]
+    return argv
+
+
+def eval_json_name(split: str, main_split: str) -> str:
+    """``eval.json`` for the main split, ``eval.{split}.json`` for an extra one."""
+    return "eval.json" if split == main_split else f"eval.{split}.json"
+
+
+def _evaluate_argv(ctx: RunContext, run: Path, split: str) -> list[str]:
+    """``scanmt evaluate`` of ``RUN/{split}.hyp.{tgt}`` against the prepared split."""
+    s, t = ctx.src_lang, ctx.tgt_lang
+    return ["evaluate", "--hyp", str(run / f"{split}.hyp.{t}"), "--ref", str(ctx.data_dir / f"{split}.raw.{t}"),
+            "--src", str(ctx.data_dir / f"{split}.raw.{s}"), "--align-model", str(ctx.align_model),
+            "--attention", str(run / f"{split}.attn.npz"), "--src-lang", s, "--tgt-lang", t,
+            "--json", str(run / eval_json_name(split, ctx.split))]
+
+
+def _stale(spec: RunSpec) -> str | None:
+    """Why the run directory was made with another config than ``spec``'s, or None."""
+    old = read_json(spec.dir / "spec.json")
+    if old is None:
+        return None
+    diffs = config_differences(with_defaults(old.get("config", {})), spec.config, IGNORED_KEYS)
+    if old.get("model_from") != spec.model_from:
+        diffs.append(("reuse_model", old.get("model_from"), spec.model_from))
+    if bool(old.get("tune_penalties")) != spec.tune_penalties:
+        diffs.append(("tune_penalties", old.get("tune_penalties"), spec.tune_penalties))
+    if not diffs:
+        return None
+    k, a, b = diffs[0]
+    more = f" (and {len(diffs) - 1} more)" if len(diffs) > 1 else ""
+    return f"{spec.dir} was made with {k}={a!r} but the grid now gives {k}={b!r}{more}"
+
+
+def _model_from(grid: Grid, system: System, ctx: RunContext, seed: int, configs: dict[tuple[str, int], dict[str, Any]]
+                ) -> tuple[str | None, dict[str, Any]]:
+    """``(run directory of the model it decodes or None, that model's config)``, checked for reuse_model."""
+    cfg_dict = configs[system.name, seed]
+    if not system.reuse_model:
+        return None, cfg_dict
+    model_cfg = configs[system.reuse_model, seed]
+    diffs = config_differences(model_cfg, cfg_dict, IGNORED_KEYS, prefixes=("decode.",))
+    if diffs:
+        k, a, b = diffs[0]
+        raise GridError(f"{grid.path}: system {system.name!r}: reuse_model {system.reuse_model!r} was trained with "
+                        f"{k}={a!r} but this system sets {k}={b!r}; only decode.* may differ")
+    return str(run_dir(ctx.out, system.reuse_model, seed)), model_cfg
+
+
+def _plan_one(grid: Grid, system: System, seed: int, ctx: RunContext, overrides: list[str],
+              configs: dict[tuple[str, int], dict[str, Any]], opts: tuple[set[str] | None, set[str]]) -> RunSpec:
+    """The spec of one run (system x seed): the exact argv of each of its steps."""
+    tune_opts, translate_opts = opts
+    cfg_dict = configs[system.name, seed]
+    d = run_dir(ctx.out, system.name, seed)
+    model_from, model_cfg = _model_from(grid, system, ctx, seed, configs)
+    dec = _Decode(f"{grid.path}: system {system.name!r}", d, str(Path(model_from or d) / "best.pt"),
+                  cfg_dict["decode"], model_cfg["decode"], system.tune_penalties)
+    train_argv = None
+    if model_from is None:
+        train_argv = ["train", "--config", str(ctx.preset)]
+        for o in overrides:
+            train_argv += ["--set", o]
+        train_argv += ["--out", str(d)]
+    extra = {split: {"translate": _translate_argv(ctx, dec, split, translate_opts),
+                     "evaluate": _evaluate_argv(ctx, d, split)} for split in ctx.extra_splits}
+    return RunSpec(
+        grid=grid.name, system=system.name, label=system.label, seed=seed, run_dir=str(d),
+        preset=str(ctx.preset), overrides=overrides, config=cfg_dict, split=ctx.split, src_lang=ctx.src_lang,
+        tgt_lang=ctx.tgt_lang, tune_penalties=system.tune_penalties, model_from=model_from, train_argv=train_argv,
+        tune_argv=_tune_argv(ctx, dec, tune_opts), translate_argv=_translate_argv(ctx, dec, ctx.split, translate_opts),
+        evaluate_argv=_evaluate_argv(ctx, d, ctx.split), command=ctx.command, commit=ctx.commit,
+        device_options={"tune": bool(tune_opts and "--device" in tune_opts), "translate": "--device" in translate_opts},
+        extra_splits=extra,
+    )
+
+
+def plan_runs(grid: Grid, systems: Sequence[System], seeds: Sequence[int], ctx: RunContext) -> list[RunSpec]:
+    """Every run's spec, in the order seeds x systems; raises :class:`GridError` before any work.
+
+    Checks: each config loads; transform and fertility are consistent; systems
+    that reuse a model agree with it outside ``decode``; tuning is available when
+    asked for; a run directory made earlier with another config is not silently
+    mixed with this one.  Extra splits (``ctx.extra_splits``) never make a run stale.
+    """
+    opts = _check_tuning(grid, systems)
     resolved = {(s.name, seed): system_config(grid, s, ctx, seed) for seed in seeds for s in systems}
     configs = {key: cfg.to_dict() for key, (_, cfg) in resolved.items()}
-    problems: list[str] = []
-    for seed in seeds:
-        for system in systems:
-            overrides = resolved[system.name, seed][0]
-            cfg_dict = configs[system.name, seed]
-            d = run_dir(ctx.out, system.name, seed)
-            where = f"{grid.path}: system {system.name!r}"
-            model_cfg = cfg_dict
-            model_from = None
-            if system.reuse_model:
-                model_cfg = configs[system.reuse_model, seed]
-                diffs = config_differences(model_cfg, cfg_dict, prefixes=("decode.",))
-                if diffs:
-                    k, a, b = diffs[0]
-                    raise GridError(f"{where}: reuse_model {system.reuse_model!r} was trained with {k}={a!r} but this "
-                                    f"system sets {k}={b!r}; only decode.* may differ")
-                model_from = str(run_dir(ctx.out, system.reuse_model, seed))
-            ckpt = str(Path(model_from or d) / "best.pt")
-            dec, model_dec = cfg_dict["decode"], model_cfg["decode"]
-            s, t, split = ctx.src_lang, ctx.tgt_lang, ctx.split
-
-            train_argv = None
-            if model_from is None:
-                train_argv = ["train", "--config", str(ctx.preset)]
-                for o in overrides:
-                    train_argv += ["--set", o]
-                train_argv += ["--out", str(d)]
-
-            tune_argv = None
-            penalties = d / "penalties.yaml"
-            if system.tune_penalties:
-                tune_argv = ["tune-penalties", "--model", ckpt, "--data", str(ctx.data_dir), "--split", "valid",
-                             "--out", str(penalties)]
-                assert tune_opts is not None
-                for key, opt in (("beam", "--beam"), ("penalty_mode", "--penalty-mode"),
-                                 ("coverage_eps", "--coverage-eps"), ("batch_size", "--batch-size")):
-                    if opt in tune_opts and (key == "beam" or dec[key] != model_dec[key]):
-                        tune_argv += [opt, str(dec[key])]
-                    elif key in ("penalty_mode", "coverage_eps") and dec[key] != model_dec[key]:
-                        raise GridError(f"{where}: decode.{key}={dec[key]!r} differs from the model's but "
-                                        f"`scanmt tune-penalties` has no {opt}")
-
-            translate_argv = ["translate", "--model", ckpt, "--input", str(ctx.data_dir / f"{split}.raw.{s}"),
-                              "--output", str(d / f"{split}.hyp.{t}"), "--tokenized-out", str(d / f"{split}.hyp.tok.{t}"),
-                              "--attention-out", str(d / f"{split}.attn.npz"), "--beam", str(dec["beam"])]
-            if system.tune_penalties:
-                translate_argv += ["--penalties", str(penalties)]
-            for key, opt in DECODE_OPTIONS.items():
-                if key == "beam" or (system.tune_penalties and key in PENALTY_KEYS) or dec[key] == model_dec[key]:
-                    continue
-                if opt not in translate_opts:
-                    raise GridError(f"{where}: decode.{key}={dec[key]!r} differs from the config of the model it "
-                                    f"decodes, but `scanmt translate` has no {opt}")
-                translate_argv += [opt, str(dec[key])]
-
-            evaluate_argv = ["evaluate", "--hyp", str(d / f"{split}.hyp.{t}"), "--ref", str(ctx.data_dir / f"{split}.raw.{t}"),
-                             "--src", str(ctx.data_dir / f"{split}.raw.{s}"), "--align-model", str(ctx.align_model),
-                             "--attention", str(d / f"{split}.attn.npz"), "--src-lang", s, "--tgt-lang", t,
-                             "--json", str(d / "eval.json")]
-            spec = RunSpec(
-                grid=grid.name, system=system.name, label=system.label, seed=seed, run_dir=str(d),
-                preset=str(ctx.preset), overrides=overrides, config=cfg_dict, split=split, src_lang=s, tgt_lang=t,
-                tune_penalties=system.tune_penalties, model_from=model_from, train_argv=train_argv,
-                tune_argv=tune_argv, translate_argv=translate_argv, evaluate_argv=evaluate_argv,
-                command=ctx.command, commit=ctx.commit,
-                device_options={"tune": bool(tune_opts and "--device" in tune_opts),
-                                "translate": "--device" in translate_opts},
-            )
-            old = read_json(d / "spec.json")
-            if old is not None:
-                diffs = config_differences(with_defaults(old.get("config", {})), cfg_dict)
-                if old.get("model_from") != model_from:
-                    diffs.append(("reuse_model", old.get("model_from"), model_from))
-                if bool(old.get("tune_penalties")) != system.tune_penalties:
-                    diffs.append(("tune_penalties", old.get("tune_penalties"), system.tune_penalties))
-                if diffs:
-                    k, a, b = diffs[0]
-                    more = f" (and {len(diffs) - 1} more)" if len(diffs) > 1 else ""
-                    problems.append(f"{d} was made with {k}={a!r} but the grid now gives {k}={b!r}{more}")
-            specs.append(spec)
+    specs = [_plan_one(grid, system, seed, ctx, resolved[system.name, seed][0], configs, opts)
+             for seed in seeds for system in systems]
+    problems = [p for p in map(_stale, specs) if p is not None]
     if problems:
         raise GridError(
             "these runs were made with another config; use another --out, or delete them to redo them:\n  "
@@ -507,6 +588,13 @@ def _with_device(argv: list[str] | None, allowed: bool, device: str) -> list[str
     return argv + ["--device", device]
 
 
+def device_steps(spec: RunSpec, device: str) -> list[tuple[str, list[str] | None]]:
+    """:meth:`RunSpec.steps` with ``--device`` added to the decoding steps whose command has it."""
+    return [(stage, argv if stage == "train" else
+             _with_device(argv, spec.device_options.get(stage.partition(".")[0], False), device))
+            for stage, argv in spec.steps()]
+
+
 def write_command_file(spec: RunSpec, steps: list[tuple[str, list[str] | None]], device: str) -> None:
     lines = [
         f"# {spec.grid}: system {spec.system} ({spec.label}), seed {spec.seed}",
@@ -530,10 +618,7 @@ def run_one(spec: RunSpec, threads: int) -> dict[str, Any]:
     run = spec.dir
     torch.set_num_threads(max(1, threads))
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    tune_argv = _with_device(spec.tune_argv, spec.device_options.get("tune", False), device)
-    translate_argv = _with_device(spec.translate_argv, spec.device_options.get("translate", False), device)
-    steps = [("train", spec.train_argv), ("tune", tune_argv), ("translate", translate_argv),
-             ("evaluate", spec.evaluate_argv)]
+    steps = device_steps(spec, device)
     write_command_file(spec, steps, device)
     print(f"=== {spec.key} ({spec.label}) in {run}: device {device}, {threads} thread(s), commit {spec.commit}",
           flush=True)
@@ -583,7 +668,7 @@ def collect_metrics(spec: RunSpec) -> dict[str, Any]:
             penalties = {k: v for k, v in penalties.items() if k != "grid"}
         except (OSError, yaml.YAMLError, AttributeError):
             penalties = None
-    stages = {s: (read_json(stage_marker(run, s)) or {}).get("seconds") for s in STAGES}
+    stages = {s: (read_json(stage_marker(run, s)) or {}).get("seconds") for s, _ in spec.steps()}
     if spec.model_from:
         stages["train"] = None
     dec = spec.config["decode"]
@@ -602,7 +687,20 @@ def collect_metrics(spec: RunSpec) -> dict[str, Any]:
         "transform": spec.config["model"]["attention"]["transform"],
         "commit": spec.commit, "commits": sorted({h["commit"] for h in spec.history} | {spec.commit}),
         "command": spec.command, "seconds": stages,
+        "test_sets": {split: split_metrics(run / eval_json_name(split, spec.split)) for split in spec.extra_splits},
     }
+
+
+def split_metrics(path: Path) -> dict[str, Any]:
+    """One extra test split's entry of ``metrics.json`` ``test_sets``, from its ``eval.{split}.json``.
+
+    ``bleu`` is tokenized BLEU like the top-level ``bleu`` (the paper's); ``sacrebleu`` the detokenized one.
+    """
+    ev = read_json(path)
+    if ev is None:
+        raise DataError(f"{path}: missing or unreadable; rerun the grid to redo its evaluation")
+    return {"sentences": ev.get("sentences"), "bleu": ev["tok_bleu"]["score"], "sacrebleu": ev["bleu"]["score"],
+            "meteor": ev["meteor"]["score"], "rep": ev["rep"]["score"], "drop": ev["drop"]["score"]}
 
 
 def worker_main(argv: Sequence[str]) -> int:
@@ -675,6 +773,17 @@ def describe(metrics: dict[str, Any] | None) -> str:
             f"DROP {metrics['drop']:.2f}")
 
 
+def resume_note(spec: RunSpec) -> str:
+    """What a (re)started run picks up, for the pool's ``start`` line ("" for a new run)."""
+    if run_status(spec) != "resume":
+        return ""
+    if (spec.dir / "last.pt").exists() and not stage_marker(spec.dir, "train").exists():
+        return ", resuming training from last.pt"
+    if (spec.dir / "DONE").exists():
+        return f", adding test set(s) {', '.join(missing_splits(spec))}"
+    return ", resuming after its finished steps"
+
+
 def run_pool(specs: Sequence[RunSpec], *, workers: int, gpus: Sequence[str], threads: dict[str, int],
              say: Callable[[str], None], poll_s: float = 0.3) -> list[RunResult]:
     """Run the specs not yet DONE in up to ``workers`` worker processes.
@@ -716,11 +825,7 @@ def run_pool(specs: Sequence[RunSpec], *, workers: int, gpus: Sequence[str], thr
         if gpus:
             env["CUDA_VISIBLE_DEVICES"] = gpus[slot % len(gpus)]
             where = f"GPU {gpus[slot % len(gpus)]}"
-        status = run_status(spec)
-        note = ""
-        if status == "resume":
-            note = ", resuming training from last.pt" if (spec.dir / "last.pt").exists() and not stage_marker(
-                spec.dir, "train").exists() else ", resuming after its finished steps"
+        note = resume_note(spec)
         log = open(spec.dir / "log.txt", "ab")  # noqa: SIM115 - closed when the process ends
         log.write(f"\n##### {time.strftime('%Y-%m-%d %H:%M:%S')} start ({where}, {n} threads)\n".encode())
         log.flush()

@@ -153,7 +153,8 @@ def prepare_data(paths: SharedPaths, data: str, pair: str | None, *, mirror: str
     src, tgt = meta["src_lang"], meta["tgt_lang"]
     if pair and parse_pair(pair) != (src, tgt):
         raise ConfigError(f"--pair {pair}: {data} was prepared for {src}-{tgt}")
-    params = {"data": str(source.resolve()), "pair": f"{src}-{tgt}"}
+    # the splits too: a preparation that gained one (test2017) since it was mirrored is mirrored again
+    params = {"data": str(source.resolve()), "pair": f"{src}-{tgt}", "splits": list(meta.get("splits") or [])}
     _step(paths, "prepare", params, say, lambda: mirror_prepared(source, paths.data))
     read_meta(paths.data)
     return src, tgt

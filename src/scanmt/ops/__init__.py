@@ -49,7 +49,7 @@ Shapes, dtypes and devices
   round trip).  On the CPU, sparsemax, csparsemax and csoftmax run their
   forward pass in a small compiled kernel (``_kernels.cpp``, one call for all
   rows, in double precision; built with ``torch.utils.cpp_extension`` on first
-  use, which takes 10-30 s once per machine and needs a C++ compiler and
+  use, which takes 10-60 s once per machine and needs a C++ compiler and
   ``ninja``, then cached in ``$TORCH_EXTENSIONS_DIR``, by default
   ``~/.cache/torch_extensions``).  Without the kernel (no compiler, a build
   error, or ``SCANMT_OPS_NATIVE=0`` in the environment: one warning is logged)
@@ -143,7 +143,18 @@ from .modules import CSoftmax, CSparsemax, Softmax, Sparsemax
 from .softmax import softmax
 from .sparsemax import sparsemax
 
+
+
+def load_native_kernels() -> bool:
+    """Build (on a machine's first use, about a minute) or load the compiled CPU kernels now, rather than
+    inside the first forward pass; returns whether they are available (else the PyTorch algorithms run)."""
+    from . import _native
+
+    return _native.get() is not None
+
+
 __all__ = [
+    "load_native_kernels",
     "softmax",
     "sparsemax",
     "csoftmax",

@@ -1,7 +1,7 @@
 """The native CPU kernels (``_kernels.cpp``): built on first use, or a fallback.
 
 :func:`get` returns the compiled extension module, building it on the first
-call on a machine (10-30 s with gcc, one compiler process; then cached on disk,
+call on a machine (10-60 s with gcc, one compiler process; then cached on disk,
 so that later processes only load it, in about 1 ms plus 0.1 s to import
 ``torch.utils.cpp_extension``), or ``None``, after logging one warning, if it
 cannot be had: ``SCANMT_OPS_NATIVE=0`` in the environment, no C++ compiler or
@@ -127,7 +127,8 @@ def _build_or_import():
             except ImportError as e:  # e.g. a build killed while linking: rebuild
                 _log.warning("scanmt.ops: could not import %s (%s); rebuilding", so_path, e)
                 os.remove(so_path)
-        _log.info("scanmt.ops: building the native CPU kernels in %s (once per machine, 10-30 s)", build_dir)
+        _log.info("scanmt.ops: compiling the native CPU kernels of sparsemax, csoftmax and csparsemax in %s "
+                  "(once per machine, up to about a minute; later runs load them at once)", build_dir)
         stale = os.path.join(build_dir, "lock")  # cpp_extension's own lock file
         if locked and os.path.exists(stale):
             os.remove(stale)  # we hold the flock: its owner died during a build

@@ -32,6 +32,7 @@ from scanmt.metrics.links import read_links
 from scanmt.model.fertility_predictor import FertilityPredictor
 from scanmt.training import distributed
 from scanmt.training.loop import Progress, TrainLoop
+from scanmt.training.run_dir import check_run_dir
 
 
 def fertility_targets(pieces: list[list[str]], links_path: Path, level: str) -> list[list[int]]:
@@ -127,6 +128,7 @@ class PredictorResult:
 
 
 def train_predictor(cfg: PredictorConfig, out_dir: str | Path, *, resume: bool = False) -> PredictorResult:
+    check_run_dir(out_dir, resume=resume)  # before any data is read
     if cfg.train.threads:
         torch.set_num_threads(cfg.train.threads)
     data_dir = Path(cfg.data.dir)

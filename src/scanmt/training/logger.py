@@ -6,6 +6,8 @@ import csv
 import logging
 from pathlib import Path
 
+from scanmt.io import atomic_open
+
 log = logging.getLogger("scanmt.train")
 
 
@@ -24,7 +26,7 @@ class MetricLogger:
             if resume_step is not None and self.csv_path.exists():
                 rows = list(csv.reader(self.csv_path.open(encoding="utf-8")))
                 kept = [rows[0]] + [r for r in rows[1:] if int(r[0]) <= resume_step]
-                with self.csv_path.open("w", encoding="utf-8", newline="") as fh:
+                with atomic_open(self.csv_path) as fh:  # a kill here must not lose the metrics
                     csv.writer(fh).writerows(kept)
             elif not self.csv_path.exists() or resume_step is None:
                 with self.csv_path.open("w", encoding="utf-8", newline="") as fh:

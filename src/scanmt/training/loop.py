@@ -14,14 +14,17 @@ is killed.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
 import random
+import signal
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Iterator, Protocol
 
 import torch
 from torch.nn.parallel import DistributedDataParallel
@@ -32,6 +35,7 @@ from scanmt.errors import ConfigError, DataError
 from scanmt.training import distributed
 from scanmt.training.checkpoint import load_checkpoint, save_checkpoint
 from scanmt.training.logger import MetricLogger
+from scanmt.training.run_dir import check_run_dir
 from scanmt.training.optim import build_optimizer, epoch_lr, set_lr
 
 log = logging.getLogger("scanmt.train")
@@ -95,6 +99,11 @@ class Progress:
     elapsed: float = 0.0
     units: int = 0
     history: list[dict] = field(default_factory=list)
+    #: the logged training loss's window (summed over all processes) at the checkpoint, so that the
+    #: first loss logged after resuming averages the same updates as in an uninterrupted run
+    window_loss: float = 0.0
+    window_units: int = 0
+    window_seconds: float = 0.0
 
 
 class TrainLoop:
@@ -106,10 +115,7 @@ class TrainLoop:
         self.dist = dist or distributed.setup()
         self.unit = unit
         last = self.out / "last.pt"
-        if last.exists() and not resume:
-            raise ConfigError(f"{self.out} already holds a run (last.pt); pass --resume to continue it or pick another --out")
-        if resume and not last.exists():
-            raise ConfigError(f"--resume: {last} not found")
+        check_run_dir(self.out, resume=resume)
         check_train_config(cfg)
         self.model = task.model.to(self.dist.device)
         self.optimizer = build_optimizer(self.model.parameters(), cfg)
@@ -127,6 +133,9 @@ class TrainLoop:
                                    resume_step=self.progress.step if resume else None)
         self.stop_reason = ""
         self.replica_divergence = 0.0
+        self.interrupted = False  # set by the first Ctrl-C: stop after the current update
+        self.saved_step = self.progress.step  # the step of the newest last.pt
+        self._window: tuple[float, int, float] = (0.0, 0, 0.0)
 
     # ----------------------------------------------------------- checkpoints
     def _payload(self) -> dict:
@@ -140,13 +149,28 @@ class TrainLoop:
         }
 
     def _save(self, name: str) -> None:
+        if name == "last.pt":
+            self._store_window()
+            self.saved_step = self.progress.step
         if self.dist.is_main:
             save_checkpoint(self.out / name, self._payload())
 
-    def _restore(self, ckpt: dict) -> None:
-        from scanmt.config import check_compatible
+    def _store_window(self) -> None:
+        """Put the loss window, summed over the processes (all of them save last.pt), into the progress."""
+        loss, units, seconds = self._window
+        p = self.progress
+        p.window_loss, total_units = distributed.all_reduce_sum([loss, units], self.dist)
+        p.window_units, p.window_seconds = int(total_units), seconds
 
-        check_compatible(ckpt["config"], self.task.saved_config(), str(self.out / "last.pt"))
+    def _restored_window(self) -> tuple[int, float, float]:
+        """``(units, loss, start time)`` of the loss window: the checkpoint's (on the main process) or empty."""
+        p = self.progress
+        if not self.dist.is_main:
+            return 0, 0.0, time.time()
+        return p.window_units, p.window_loss, time.time() - p.window_seconds
+
+    def _restore(self, ckpt: dict) -> None:
+        self._check_resume(ckpt)
         self.model.load_state_dict(ckpt["model"])
         self.optimizer.load_state_dict(ckpt["optimizer"])
         self.progress = Progress(**ckpt["progress"])
@@ -154,6 +178,29 @@ class TrainLoop:
         random.setstate(ckpt["rng"]["python"])
         p = self.progress
         log.info("resumed from step %d (epoch %d, batch %d)", p.step, p.epoch, p.batch_in_epoch)
+
+    def _check_resume(self, ckpt: dict) -> None:
+        """Refuse config changes a resumed run cannot honour (:func:`scanmt.config.check_resume`); log the others."""
+        from scanmt.config import check_resume, with_defaults
+
+        cfg = getattr(self.task, "cfg", None)
+        saved = with_defaults(ckpt["config"], type(cfg)) if cfg is not None else ckpt["config"]
+        digest = self.task.checkpoint_extras().get("data_digest")
+        same_data = None if digest is None or "data_digest" not in ckpt else digest == ckpt["data_digest"]
+        changes = check_resume(saved, self.task.saved_config(), str(self.out / "last.pt"), same_data=same_data)
+        for key, old, new in changes:
+            log.info("resume: %s changed from %r to %r", key, old, new)
+
+    def _check_position(self, batches: list[Any]) -> None:
+        """Raise if the epoch has no batches, or none left after the resumed position (the data changed)."""
+        p = self.progress
+        if not batches:
+            raise DataError(f"epoch {p.epoch} has no training batches: no training pair fits the batching limits")
+        if p.batch_in_epoch >= len(batches):
+            raise ConfigError(
+                f"{self.out / 'last.pt'} stopped after batch {p.batch_in_epoch} of epoch {p.epoch}, but that epoch now "
+                f"has {len(batches)} batches: the training data or its batching changed since; start a new run"
+            )
 
     # ----------------------------------------------------------- one step
     def autocast(self) -> torch.autocast:
@@ -211,6 +258,8 @@ class TrainLoop:
 
     def _should_stop(self, t0: float) -> str | None:
         c, p = self.cfg, self.progress
+        if self.interrupted:
+            return "interrupted (Ctrl-C)"
         if c.max_steps and p.step >= c.max_steps:
             return f"reached train.max_steps={c.max_steps}"
         if c.max_minutes and (p.elapsed + time.time() - t0) >= c.max_minutes * 60:
@@ -231,13 +280,54 @@ class TrainLoop:
                     disable=not self.dist.is_main, leave=False, mininterval=2.0)
 
     def run(self) -> Progress:
+        """Train until a stop condition (:meth:`_should_stop`).
+
+        Ctrl-C stops after the current update and saves ``last.pt`` (then raises
+        KeyboardInterrupt); a second Ctrl-C, or one under torch.distributed, stops at
+        once and says how many updates since the last checkpoint are lost.
+        """
+        with self._ctrl_c():
+            try:
+                p = self._run()
+            except KeyboardInterrupt:
+                log.warning("interrupted at step %d: the %d update(s) since the last checkpoint (%s, step %d) are lost",
+                            self.progress.step, self.progress.step - self.saved_step, self.out / "last.pt",
+                            self.saved_step)
+                raise
+        if self.interrupted:
+            log.warning("interrupted (Ctrl-C) at step %d: saved %s, no update lost; continue with --resume", p.step,
+                        self.out / "last.pt")
+            raise KeyboardInterrupt
+        return p
+
+    @contextlib.contextmanager
+    def _ctrl_c(self) -> Iterator[None]:
+        """The first Ctrl-C sets ``interrupted``; the next raises KeyboardInterrupt (single process only)."""
+        if self.dist.enabled or threading.current_thread() is not threading.main_thread():
+            yield
+            return
+
+        def first(signum: int, frame: Any) -> None:
+            self.interrupted = True
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            log.warning("Ctrl-C: stopping after this update and saving last.pt; press Ctrl-C again to quit at once "
+                        "(losing the %d update(s) since the last checkpoint)", self.progress.step - self.saved_step)
+
+        old = signal.signal(signal.SIGINT, first)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, old)
+
+    def _run(self) -> Progress:
         c, p = self.cfg, self.progress
         t0 = time.time()
         stop = self._should_stop(t0)
-        win_units, win_loss, win_t = 0, 0.0, time.time()
+        win_units, win_loss, win_t = self._restored_window()
         bar = self._progress_bar() if stop is None else None
         while stop is None:
             batches = self._batches(p.epoch)
+            self._check_position(batches)
             if p.batch_in_epoch == 0:
                 p.lr = epoch_lr(p.lr, p.epoch, c, p.decay_started)
             set_lr(self.optimizer, p.lr)
@@ -278,6 +368,7 @@ class TrainLoop:
                     p.epoch += 1
                     p.batch_in_epoch = 0
                 pause = time.time()
+                self._window = (win_loss, win_units, pause - win_t)
                 if validate or (end_of_epoch and not c.valid_every):
                     p.elapsed += time.time() - t0
                     t0 = time.time()
@@ -294,10 +385,10 @@ class TrainLoop:
         if bar is not None:
             bar.close()
         p.elapsed += time.time() - t0
-        if not p.history or p.history[-1]["step"] != p.step:
+        if not self.interrupted and (not p.history or p.history[-1]["step"] != p.step):
             self._validate()
         self._save("last.pt")
-        if not (self.out / "best.pt").exists():
+        if not self.interrupted and not (self.out / "best.pt").exists():
             self._save("best.pt")
         self.logger.close()
         self.replica_divergence = distributed.replica_divergence(self.model, self.dist)

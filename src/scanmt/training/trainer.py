@@ -22,17 +22,19 @@ import torch
 from scanmt.config import Config
 from scanmt.data.dataset import Batch, ParallelData
 from scanmt.data.pipeline import TextPipeline
-from scanmt.data.prepare import read_meta
+from scanmt.data.prepare import read_meta, training_digest
 from scanmt.decoding.translator import Translator, build_model
 from scanmt.errors import ConfigError
 from scanmt.io import read_lines
 from scanmt.model.fertility import provider_state
 from scanmt.model.nmt import NMTModel, nmt_loss
+from scanmt.ops import load_native_kernels
 from scanmt.data.vocab import PAD_ID
 from scanmt.training import distributed
 from scanmt.training.attention_health import AttentionHealth
 from scanmt.training.fertility_setup import FertilitySetup, setup_fertility
 from scanmt.training.loop import Progress, TrainLoop
+from scanmt.training.run_dir import check_run_dir
 
 log = logging.getLogger("scanmt.train")
 
@@ -43,6 +45,8 @@ class TrainData:
     train: ParallelData
     valid: ParallelData
     valid_refs: list[str]
+    #: digest of the prepared files used (stored in checkpoints: resuming on other data is refused)
+    digest: str | None = None
 
 
 def load_train_data(cfg: Config) -> TrainData:
@@ -62,7 +66,7 @@ def load_train_data(cfg: Config) -> TrainData:
     )
     refs = read_lines(d / f"valid.raw.{t}", what="reference file")
     refs = [refs[i] for i in valid.index]
-    return TrainData(pipeline, train, valid, refs)
+    return TrainData(pipeline, train, valid, refs, training_digest(d, s, t))
 
 
 class NMTTask:
@@ -137,6 +141,8 @@ class NMTTask:
 
     def checkpoint_extras(self) -> dict[str, Any]:
         extras: dict[str, Any] = {"pipeline": self.data.pipeline.to_state()}
+        if self.data.digest:
+            extras["data_digest"] = self.data.digest
         if self.fertility is not None:
             extras["fertility"] = provider_state(self.fertility.provider)
         return extras
@@ -151,8 +157,7 @@ class Trainer:
         self.dist = distributed.setup()
         if cfg.train.threads:
             torch.set_num_threads(cfg.train.threads)
-        if (self.out / "last.pt").exists() and not resume:
-            raise ConfigError(f"{self.out} already holds a run (last.pt); pass --resume to continue it or pick another --out")
+        check_run_dir(self.out, resume=resume)  # before the data is loaded
         self.data = data or load_train_data(cfg)
         fert = setup_fertility(cfg, self.data.train, self.data.valid)
         if fert is not None:
@@ -160,6 +165,8 @@ class Trainer:
         torch.manual_seed(cfg.train.seed)
         random.seed(cfg.train.seed)
         self.task = NMTTask(cfg, self.data, fert)
+        if cfg.model.attention.transform != "softmax" and self.dist.device.type == "cpu":
+            load_native_kernels()  # a first-run build happens here, not inside the timed training
         self.loop = TrainLoop(self.task, cfg.train, self.out, resume=resume, dist=self.dist, unit="tok")
         self.model = self.task.model
         if self.dist.is_main:
