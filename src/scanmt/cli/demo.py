@@ -44,11 +44,11 @@ SYSTEMS: dict[str, list[str]] = {
                    "model.attention.fertility.value=2", "model.attention.exhaustion=0.2"],
 }
 
-#: test BLEU that the default demo (cpu-small, 2,000 updates, De->En) reaches: the lowest of the systems
-#: measured on this project's 2-core machine (docs/results.md, section "The demo"); a result more than
-#: EXPECTED_MARGIN below it is flagged in the summary
-EXPECTED_BLEU = 30.0
-EXPECTED_MARGIN = 0.0
+#: test BLEU that the default demo (cpu-small, 2,000 updates, De->En, seed 1) reached: the lower of its two
+#: systems (softmax 38.33, csparsemax 38.40; docs/results.md, section 1, "The demo"); a system more than
+#: EXPECTED_MARGIN below it is flagged in the summary (a different seed moves BLEU by about a point)
+EXPECTED_BLEU = 38.3
+EXPECTED_MARGIN = 3.0
 DEFAULT_UPDATES = 2000
 
 
@@ -208,7 +208,9 @@ def _figure_index(out: Path, names: list[str], src: str, data_dir: Path, tgt: st
 
 
 def _print_summary(results: list[SystemResult], out: Path, figure: Path | None, updates: int, elapsed: float,
-                   samples: list[tuple[str, str, dict[str, str]]]) -> None:
+                   samples: list[tuple[str, str, dict[str, str]]], comparable: bool) -> None:
+    """Samples, the table of systems, and a warning for a result below the default demo's (``comparable``:
+    the default pair and preset with at least the default budget)."""
     print("\nsample translations (test_2016_flickr)")
     for source, ref, mts in samples:
         print(f"  SRC  {source}\n  REF  {ref}")
@@ -224,10 +226,10 @@ def _print_summary(results: list[SystemResult], out: Path, figure: Path | None, 
         if r.steps < updates:
             print(f"  NOTE: {r.name} stopped after {r.steps} of {updates} updates ({r.stop_reason}); its numbers are "
                   "below what the full budget gives.")
-        if r.steps >= updates and r.bleu < EXPECTED_BLEU - EXPECTED_MARGIN and updates >= DEFAULT_UPDATES:
-            print(f"  WARNING: {r.name} reached BLEU {r.bleu:.2f}, below the {EXPECTED_BLEU:.0f} that this demo "
-                  f"normally reaches with {DEFAULT_UPDATES} updates: check {out / r.name / 'train.log'} "
-                  "(attention collapse warnings, diverging loss).")
+        if comparable and r.steps >= updates and r.bleu < EXPECTED_BLEU - EXPECTED_MARGIN:
+            print(f"  WARNING: {r.name} reached BLEU {r.bleu:.2f}, well below the {EXPECTED_BLEU:.1f} that this "
+                  f"demo reaches with {DEFAULT_UPDATES} updates: check {out / r.name / 'train.log'} "
+                  "(attention collapse warnings, diverging loss, a changed --set).")
     if figure is not None:
         print(f"  attention map: {figure}")
     print(f"  outputs:       {out}/SYSTEM/test.hyp.*, test.attn.npz, test.eval.json, train.log")
@@ -278,5 +280,6 @@ def run(args: argparse.Namespace) -> int:
     hyps = {r.name: read_lines(r.hyp_path) for r in results}
     picks = [index] + [i for i in range(args.samples) if i != index][: max(args.samples - 1, 0)]
     samples = [(sources[i], refs[i], {n: h[i] for n, h in hyps.items()}) for i in picks[: args.samples]]
-    _print_summary(results, out, figure, args.updates, time.time() - t_start, samples)
+    comparable = args.pair == "de-en" and args.preset == "cpu-small" and args.updates >= DEFAULT_UPDATES
+    _print_summary(results, out, figure, args.updates, time.time() - t_start, samples, comparable)
     return 0
