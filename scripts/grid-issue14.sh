@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The issue-14 grid (docs/results.md, section 6), resumable: rerun this script to continue it (finished runs
+# are skipped, a killed run resumes from its last checkpoint). Table 1 and Table 2 share one --out
+# (csparsemax is the same system in both). Everything lives in GRID_ROOT (default: ../grid, beside the
+# checkout, so that a fresh checkout of the repository does not delete it).
+#   bash scripts/grid-issue14.sh > ../grid/grid.log 2>&1
+# Reports: scanmt experiment report ../grid/table1 --grid table1 --out docs/     (and --grid table2;
+#          ../grid/table1-fr-en with --name experiments-fr-en)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=${GRID_ROOT:-../grid}
+DATA=$ROOT/data/multi30k-de-en
+mkdir -p "$ROOT/data"
+[ -f "$DATA/meta.json" ] || .venv/bin/scanmt prepare --corpus multi30k --pair de-en --out "$DATA"
+S=".venv/bin/scanmt experiment run"
+COMMON=(--preset cpu-small --seeds 3 --workers 2 --set train.precision=bf16)
+$S experiments/table1.yaml --data "$DATA" "${COMMON[@]}" --out "$ROOT/table1"
+$S experiments/table2.yaml --data "$DATA" "${COMMON[@]}" --out "$ROOT/table1"
+$S experiments/table1.yaml --systems softmax sparsemax csparsemax --data multi30k --pair fr-en \
+    --mirror ../shared/data/multi30k "${COMMON[@]}" --out "$ROOT/table1-fr-en"
