@@ -112,7 +112,15 @@ def _train_worker(cfg_dict: dict, out: str, log_path: str) -> None:
         cfg = Config.from_dict(cfg_dict)
         trainer = Trainer(cfg, out, resume=(Path(out) / "last.pt").exists())
         trainer.train()
-        Path(out, "DONE").write_text(trainer.stop_reason + "\n", encoding="utf-8")
+        Path(out, "DONE").write_text(f"{cfg.train.max_steps}\n{trainer.stop_reason}\n", encoding="utf-8")
+
+
+def _finished(run_dir: Path, updates: int) -> bool:
+    """Whether ``run_dir`` holds a system the demo already trained with this budget of updates."""
+    try:
+        return int((run_dir / "DONE").read_text(encoding="utf-8").split("\n", 1)[0]) == updates
+    except (OSError, ValueError):
+        return False
 
 
 def _logged_step(run_dir: Path) -> int:
@@ -135,8 +143,9 @@ def _train_all(configs: dict, out: Path, updates: int) -> None:
     procs = {}
     for name, cfg in configs.items():
         run_dir = out / name
-        if (run_dir / "DONE").exists():
+        if _finished(run_dir, updates):
             continue
+        (run_dir / "DONE").unlink(missing_ok=True)  # another budget: resume from last.pt
         run_dir.mkdir(parents=True, exist_ok=True)
         p = ctx.Process(target=_train_worker, args=(cfg.to_dict(), str(run_dir), str(run_dir / "train.log")))
         p.start()
@@ -145,7 +154,7 @@ def _train_all(configs: dict, out: Path, updates: int) -> None:
     with tqdm(total=total, desc="training", unit="upd", smoothing=0.1) as bar:
         while any(p.is_alive() for p in procs.values()):
             time.sleep(2.0)
-            done = sum(updates if (out / n / "DONE").exists() else _logged_step(out / n) for n in configs)
+            done = sum(updates if _finished(out / n, updates) else _logged_step(out / n) for n in configs)
             bar.update(done - bar.n)
         bar.update(total - bar.n)
     failed = [n for n, p in procs.items() if p.exitcode != 0]
@@ -181,7 +190,8 @@ def _evaluate(name: str, run_dir: Path, data_dir: Path, src: str, tgt: str, beam
                  "--metrics", "bleu", "rep", "drop", "attn-stats", "--json", str(scores)], log)
     m = json.loads(scores.read_text(encoding="utf-8"))
     progress = load_checkpoint(run_dir / "last.pt")["progress"]
-    stop = (run_dir / "DONE").read_text(encoding="utf-8").strip() if (run_dir / "DONE").exists() else ""
+    done = run_dir / "DONE"
+    stop = done.read_text(encoding="utf-8").split("\n", 1)[-1].strip() if done.exists() else ""
     return SystemResult(
         name=name, steps=int(progress["step"]), minutes=float(progress["elapsed"]) / 60, stop_reason=stop,
         bleu=float(m["bleu"]["score"]), rep=float(m["rep"]["score"]), drop=float(m["drop"]["score"]),
