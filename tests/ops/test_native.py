@@ -208,17 +208,20 @@ def test_threads_share_the_kernels(path):
 
     def work():
         try:
-            with _checks.use_method("native"):
-                for _ in range(20):
-                    results.append(torch.equal(csparsemax(zt, ut), ref))
+            for _ in range(20):
+                results.append(torch.equal(csparsemax(zt, ut), ref))
         except Exception as e:  # noqa: BLE001
             errors.append(e)
 
-    threads = [threading.Thread(target=work) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    # one use_method around all threads: the forced method is a process-wide setting, and a context per thread
+    # could restore another thread's "native" and leak it into later tests
+    with _checks.use_method("native"):
+        threads = [threading.Thread(target=work) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert _checks._FORCED_METHOD is None
     assert not errors and len(results) == 80 and all(results)
 
 
