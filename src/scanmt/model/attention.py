@@ -37,6 +37,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from scanmt.errors import ConfigError
 from scanmt.model.transforms import get_transform
 
 
@@ -55,8 +56,6 @@ class Attention(nn.Module):
         scaling: str = "none",
     ):
         super().__init__()
-        from scanmt.errors import ConfigError
-
         self.score = score
         self.transform = get_transform(transform)
         self.exhaustion = exhaustion
@@ -65,7 +64,7 @@ class Attention(nn.Module):
         if scaling == "cosine" and score != "general":
             raise ConfigError("model.attention.scaling=cosine needs model.attention.score=general")
         self.scaling = scaling
-        #: fixed multiplier of the scores (``sqrt``), folded into the learned one for ``learned``
+        #: fixed multiplier of the scores (``sqrt``); ``learned`` starts its scale at the same 1/sqrt(d)
         self.fixed_scale = 1.0 / math.sqrt(query_size) if scaling == "sqrt" else 1.0
         self._init_log_scale = -0.5 * math.log(query_size) if scaling == "learned" else 0.0
         if scaling in ("learned", "cosine"):
