@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import shutil
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -63,8 +64,8 @@ def run_one(args: argparse.Namespace, recipe: str, transform: str) -> Path:
     out = args.out / f"{recipe}--{transform}"
     if (out / "best.pt").exists() and (out / "metrics.csv").exists():
         return out
-    if out.exists():
-        subprocess.run(["rm", "-rf", str(out)], check=True)
+    if out.exists():  # an unfinished run of this harness: start it again
+        shutil.rmtree(out)
     sets = [
         f"train.max_steps={args.steps}", f"train.log_every={args.log_every}", "train.threads=1",
         f"train.precision={args.precision}", f"train.seed={args.seed}", f"data.valid_limit={args.valid_limit}",

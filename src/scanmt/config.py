@@ -68,7 +68,8 @@ class AttentionConfig:
     transform: str = "softmax"
     #: score scaling: none (the paper's raw scores) | sqrt (z / sqrt(d)) | learned (g z, g learned, 1/sqrt(d) at
     #: first) | cosine (g cos(s, W h), g learned; general only). Unscaled scores make sparse attention one-hot
-    #: within a few Adam updates, after which it gets no gradient (docs/attention-recipe.md)
+    #: within a few Adam updates, after which it gets no gradient (docs/attention-recipe.md).
+    #: The default must stay "none": checkpoints written before this key existed load with it.
     scaling: str = "none"
     #: append a <sink> token (unbounded fertility) to every source; null = on for constrained transforms
     sink: Optional[bool] = None

@@ -115,3 +115,22 @@ def test_shipped_preset_does_not_collapse(small_data_dir, tmp_path, transform, p
     assert max(one_hot) <= MAX_ONE_HOT, f"{transform}: one-hot share per window {np.round(one_hot, 3)}"
     assert windows[-1]["attn/support"] > 1.5
     assert all(w["attn/score_grad"] > 0 for w in windows), "attention scores stopped receiving gradient"
+
+
+def test_warmup_raises_the_lr_linearly_then_holds_it(small_data_dir, tmp_path):
+    """``train.warmup_steps``: update k (1-based) of the warm-up uses lr * k / warmup_steps, then the full lr."""
+    from scanmt.training.trainer import Trainer
+    from tests.conftest import tiny_config
+
+    cfg = tiny_config(small_data_dir, train__max_steps=6, train__warmup_steps=4, train__lr=0.004)
+    trainer = Trainer(cfg, tmp_path / "run")
+    seen: list[float] = []
+    step = trainer.loop.train_step
+
+    def recording(batch, probe=False):
+        seen.append(trainer.loop.optimizer.param_groups[0]["lr"])
+        return step(batch, probe)
+
+    trainer.loop.train_step = recording
+    trainer.train()
+    assert seen == pytest.approx([0.001, 0.002, 0.003, 0.004, 0.004, 0.004])

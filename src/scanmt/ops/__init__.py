@@ -144,7 +144,6 @@ from .softmax import softmax
 from .sparsemax import sparsemax
 
 
-
 def load_native_kernels() -> bool:
     """Build (on a machine's first use, about a minute) or load the compiled CPU kernels now, rather than
     inside the first forward pass; returns whether they are available (else the PyTorch algorithms run)."""

@@ -53,10 +53,9 @@ class AttentionHealth:
 
     def reset(self) -> None:
         self.steps = 0
-        self.support = 0.0
-        self.one_hot = 0.0
-        self.max_weight = 0.0
-        self.sink_mass = 0.0
+        #: running sums over the window's steps: support, one-hot steps, max weight, sink mass (kept on the
+        #: batches' device and read once per window, so that a GPU is not synchronised every batch)
+        self.sums: torch.Tensor | None = None
         self.score_grad: float | None = None
 
     @torch.no_grad()
@@ -70,12 +69,12 @@ class AttentionHealth:
         """
         a = attention.detach().float()[step_mask]  # [N, S']
         self.steps += a.size(0)
-        self.support += float(support_sizes(a).sum())
-        self.one_hot += float(one_hot_steps(a).sum())
-        self.max_weight += float(a.amax(-1).sum())
+        sink = a.new_zeros(())
         if self.sink:
             sink_col = src_len.unsqueeze(1).expand_as(step_mask)[step_mask]  # [N]
-            self.sink_mass += float(a.gather(1, sink_col.unsqueeze(1)).sum())
+            sink = a.gather(1, sink_col.unsqueeze(1)).sum()
+        sums = torch.stack([support_sizes(a).sum().float(), one_hot_steps(a).sum().float(), a.amax(-1).sum(), sink])
+        self.sums = sums if self.sums is None else self.sums + sums
 
     def add_score_grads(self, scores: list[torch.Tensor]) -> None:
         """Record the gradient norm of the probed scores (after the backward pass)."""
@@ -84,12 +83,12 @@ class AttentionHealth:
 
     def summary(self) -> dict[str, float]:
         """The window's metrics (empty if no step was added)."""
-        if not self.steps:
+        if not self.steps or self.sums is None:
             return {}
-        n = self.steps
-        out = {"attn/support": self.support / n, "attn/one_hot": self.one_hot / n, "attn/max_weight": self.max_weight / n}
+        support, one_hot, max_weight, sink = (v / self.steps for v in self.sums.tolist())
+        out = {"attn/support": support, "attn/one_hot": one_hot, "attn/max_weight": max_weight}
         if self.sink:
-            out["attn/sink"] = self.sink_mass / n
+            out["attn/sink"] = sink
         if self.score_grad is not None:
             out["attn/score_grad"] = self.score_grad
         return out

@@ -26,27 +26,6 @@ from scanmt.io import atomic_open
 
 FORMAT_VERSION = 1
 
-#: config keys added after format version 1 was fixed, with the value that reproduces how checkpoints
-#: written before them behave (their dataclass default may differ: it is what new runs get)
-LEGACY_DEFAULTS: dict[str, object] = {
-    "model.attention.scaling": "none",
-}
-
-
-def upgrade_config(config: dict[str, Any]) -> dict[str, Any]:
-    """Fill keys that a checkpoint's config predates with their legacy values (in place; returned).
-
-    Only sections the config has are filled (a fertility predictor's config has no ``model.attention``).
-    """
-    for dotted, value in LEGACY_DEFAULTS.items():
-        *path, last = dotted.split(".")
-        node: Any = config
-        for part in path:
-            node = node.get(part) if isinstance(node, dict) else None
-        if isinstance(node, dict):
-            node.setdefault(last, value)
-    return config
-
 
 def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> None:
     with atomic_open(path, "wb") as fh:
@@ -65,6 +44,4 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
         raise DataError(f"{path}: not a scanmt checkpoint (missing config/model)")
     if ckpt.get("version") != FORMAT_VERSION:
         raise ConfigError(f"{path}: checkpoint format version {ckpt.get('version')} is not {FORMAT_VERSION}")
-    if isinstance(ckpt["config"], dict):
-        upgrade_config(ckpt["config"])
     return ckpt

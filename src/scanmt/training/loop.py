@@ -334,10 +334,8 @@ class TrainLoop:
             bar.set_description(f"epoch {p.epoch}")
             while p.batch_in_epoch < len(batches):
                 batch = self.task.make_batch(batches[p.batch_in_epoch], self.dist.device)
-                if c.warmup_steps and p.step < c.warmup_steps:
-                    set_lr(self.optimizer, p.lr * (p.step + 1) / c.warmup_steps)
-                elif c.warmup_steps and p.step == c.warmup_steps:
-                    set_lr(self.optimizer, p.lr)
+                if p.step <= c.warmup_steps:  # linear warm-up (ends with the full lr at step warmup_steps + 1)
+                    set_lr(self.optimizer, p.lr * min(1.0, (p.step + 1) / max(c.warmup_steps, 1)))
                 loss, n = self.train_step(batch, probe=(p.step + 1) % c.log_every == 0)
                 if not math.isfinite(loss):
                     raise DataError(f"training diverged at step {p.step + 1} (loss {loss}); lower train.lr")

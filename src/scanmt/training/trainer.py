@@ -23,13 +23,13 @@ from scanmt.config import Config
 from scanmt.data.dataset import Batch, ParallelData
 from scanmt.data.pipeline import TextPipeline
 from scanmt.data.prepare import read_meta, training_digest
+from scanmt.data.vocab import PAD_ID
 from scanmt.decoding.translator import Translator, build_model
 from scanmt.errors import ConfigError
 from scanmt.io import read_lines
 from scanmt.model.fertility import provider_state
 from scanmt.model.nmt import NMTModel, nmt_loss
 from scanmt.ops import load_native_kernels
-from scanmt.data.vocab import PAD_ID
 from scanmt.training import distributed
 from scanmt.training.attention_health import AttentionHealth
 from scanmt.training.fertility_setup import FertilitySetup, setup_fertility
