@@ -4,6 +4,9 @@
 # (csparsemax is the same system in both). Everything lives in GRID_ROOT (default: ../grid, beside the
 # checkout, so that a fresh checkout of the repository does not delete it).
 #   bash scripts/grid-issue14.sh > ../grid/grid.log 2>&1
+# To keep the grid's code fixed while the checkout changes, run it from a worktree of one commit:
+#   git worktree add ../grid-code HEAD && ln -s "$PWD/.venv" ../grid-code/.venv
+#   (cd ../grid-code && PYTHONPATH=$PWD/src nohup bash scripts/grid-issue14.sh >> ../grid/grid.log 2>&1 &)
 # Reports: scanmt experiment report ../grid/table1 --grid table1 --out docs/     (and --grid table2;
 #          ../grid/table1-fr-en with --name experiments-fr-en)
 set -euo pipefail
@@ -14,6 +17,10 @@ mkdir -p "$ROOT/data"
 [ -f "$DATA/meta.json" ] || .venv/bin/scanmt prepare --corpus multi30k --pair de-en --out "$DATA"
 S=".venv/bin/scanmt experiment run"
 COMMON=(--preset cpu-small --seeds 3 --workers 2 --set train.precision=bf16)
+# First the four systems of the issue's bars (3 seeds each), so that the bars are measured as early as
+# possible; then the rest of Table 1 (finished runs are skipped).
+$S experiments/table1.yaml --systems softmax sparsemax csoftmax csparsemax --data "$DATA" "${COMMON[@]}" \
+    --out "$ROOT/table1"
 $S experiments/table1.yaml --data "$DATA" "${COMMON[@]}" --out "$ROOT/table1"
 $S experiments/table2.yaml --data "$DATA" "${COMMON[@]}" --out "$ROOT/table1"
 $S experiments/table1.yaml --systems softmax sparsemax csparsemax --data multi30k --pair fr-en \
