@@ -25,7 +25,7 @@ from scanmt.data.align import (
 from scanmt.data.subword import SubwordModel, train_subword_model
 from scanmt.data.tokenize import tokenize
 from scanmt.errors import ConfigError, DataError
-from scanmt.metrics.links import read_links
+from scanmt.data.links import read_links
 
 SHARED = Path(__file__).parents[2] / ".." / "shared" / "data"
 N_TRAIN, N_NEW = 400, 40

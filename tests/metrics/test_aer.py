@@ -11,7 +11,7 @@ from hypothesis.extra.numpy import arrays
 from scanmt.data.subword import word_index
 from scanmt.errors import DataError
 from scanmt.metrics.aer import aer, hard_alignment, saer, strip_specials, word_attention
-from scanmt.metrics.links import parse_links
+from scanmt.data.links import parse_links
 
 
 def test_aer_three_sentences_by_hand():
@@ -106,7 +106,7 @@ def test_saer_equals_aer_for_one_hot_attention(att, data):
 
 
 def test_rwth_gold_against_itself_and_a_diagonal(rwth):
-    from scanmt.metrics.links import read_links
+    from scanmt.data.links import read_links
 
     de = (rwth / "test.de").read_text(encoding="utf-8").splitlines()
     en = (rwth / "test.en").read_text(encoding="utf-8").splitlines()

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from scanmt.data.links import format_links, parse_links, read_links
 from scanmt.errors import DataError
-from scanmt.metrics.links import format_links, parse_links, read_links
 
 
 def test_parse_pharaoh_sure_links():

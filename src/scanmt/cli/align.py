@@ -37,7 +37,7 @@ from scanmt.data.prepare import read_meta
 from scanmt.data.symmetrize import METHODS, symmetrize
 from scanmt.errors import ConfigError, DataError
 from scanmt.io import atomic_open, check_output_dir, check_parallel, read_lines
-from scanmt.metrics.links import read_links
+from scanmt.data.links import read_links
 
 NAME = "align"
 HELP = "word-align prepared data with eflomal (subword/word level), align new pairs, or measure AER"

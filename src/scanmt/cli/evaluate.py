@@ -326,7 +326,7 @@ def _attention_metrics(args: argparse.Namespace, metrics: list[str], rows: list[
 def _aer(args: argparse.Namespace, metrics: list[str], sents: list, rows: list[Row], out: dict[str, Any]) -> None:
     from scanmt.data.subword import word_index
     from scanmt.metrics.aer import aer, hard_alignment, saer, strip_specials, word_attention
-    from scanmt.metrics.links import read_links
+    from scanmt.data.links import read_links
 
     hard, soft, src_lens, tgt_lens = [], [], [], []
     for s in sents:

@@ -54,7 +54,7 @@ from scanmt.data.subword import word_index
 from scanmt.data.symmetrize import METHODS, get_method
 from scanmt.errors import ConfigError, DataError
 from scanmt.io import atomic_open, read_json, read_lines
-from scanmt.metrics.links import format_links, read_links
+from scanmt.data.links import format_links, read_links
 
 log = logging.getLogger(__name__)
 

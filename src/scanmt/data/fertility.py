@@ -401,7 +401,7 @@ def alignment_path(align_dir: str | Path, split: str, level: str = LEVEL) -> Pat
 
 
 def _read_split_links(align_dir: Path, split: str, src: list[list[str]], data_dir: Path) -> list[set[Link]]:
-    from scanmt.metrics.links import read_links
+    from scanmt.data.links import read_links
 
     path = alignment_path(align_dir, split)
     if not path.exists():

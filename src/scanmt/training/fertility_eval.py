@@ -30,7 +30,7 @@ from scanmt.data.subword import word_index
 from scanmt.data.word_fertility import word_count
 from scanmt.errors import DataError
 from scanmt.io import read_lines
-from scanmt.metrics.links import read_links
+from scanmt.data.links import read_links
 from scanmt.model.fertility import PredictedFertility
 from scanmt.training.checkpoint import load_checkpoint
 from scanmt.training.fertility_trainer import fertility_targets

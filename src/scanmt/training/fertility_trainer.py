@@ -28,7 +28,7 @@ from scanmt.data.vocab import Vocab
 from scanmt.data.word_fertility import word_count, word_targets
 from scanmt.errors import DataError
 from scanmt.io import read_lines
-from scanmt.metrics.links import read_links
+from scanmt.data.links import read_links
 from scanmt.model.fertility_predictor import FertilityPredictor
 from scanmt.training import distributed
 from scanmt.training.loop import Progress, TrainLoop
