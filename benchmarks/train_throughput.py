@@ -33,7 +33,7 @@ from plain_nmt import PlainNMT
 from scanmt.config import Config
 from scanmt.data.vocab import PAD_ID
 from scanmt.decoding.search import beam_search
-from scanmt.decoding.translator import build_model
+from scanmt.model.build import build_model
 from scanmt.model.nmt import nmt_loss
 from scanmt.model.transforms import get_transform
 from scanmt.presets import preset_path

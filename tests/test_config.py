@@ -18,7 +18,8 @@ def test_paper_preset_has_the_paper_sizes():
 
 
 def test_overrides_are_typed(tmp_path):
-    cfg = Config.load(preset_path("cpu-small"), ["train.lr=0.5", "model.attention.transform=csparsemax", "model.attention.sink=true"])
+    cfg = Config.load(preset_path("cpu-small"), ["train.lr=0.5", "model.attention.transform=csparsemax", "model.attention.sink=true",
+                                                 "model.attention.fertility.strategy=constant"])
     assert cfg.train.lr == 0.5 and cfg.model.attention.transform == "csparsemax" and cfg.model.attention.sink is True
 
 

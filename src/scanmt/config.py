@@ -24,6 +24,7 @@ from typing import Any, Optional, Sequence
 import yaml
 
 from scanmt.errors import ConfigError
+from scanmt.fertility.rules import check_attention
 
 
 @dataclass
@@ -226,6 +227,7 @@ class Config:
     def from_dict(cls, d: dict[str, Any]) -> "Config":
         cfg = _build(cls, d, "")
         check_coverage_config(cfg.model.coverage)
+        check_attention(cfg.model.attention)  # fertility and attention cross-field rules (scanmt.fertility.rules)
         check_train_config(cfg.train)
         check_penalty_config(cfg.decode)
         return cfg

@@ -5,7 +5,7 @@ import yaml
 
 from scanmt.cli.main import main
 from scanmt.config import Config
-from scanmt.training.checkpoint import load_checkpoint
+from scanmt.model.checkpoint import load_checkpoint
 from tests.conftest import tiny_config
 
 SENTENCES = ["Ein Hund läuft über die Wiese.", "Zwei Männer spielen Fußball.", "Eine Frau liest ein Buch."]

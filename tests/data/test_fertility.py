@@ -9,20 +9,17 @@ import pytest
 
 from scanmt.cli.main import main
 from scanmt.data.fertility import (
-    GuidedFertility,
-    actual_fertility,
     alignment_counts,
     cached_fertility,
-    compute_fertility,
-    constant,
     fertility_cache_path,
     fertility_stats,
     format_value,
     read_fertility,
-    require_predictor,
     write_fertility,
 )
 from scanmt.errors import ConfigError, DataError
+from scanmt.fertility.compute import compute_fertility, require_predictor
+from scanmt.fertility.providers import GuidedFertility, actual_fertility, constant
 
 # ---------------------------------------------------------------------------- strategies
 

@@ -59,7 +59,7 @@ def test_bad_scaling_values_name_the_key():
 def test_checkpoint_without_scaling_key_loads_as_unscaled(small_data_dir, tmp_path):
     """Checkpoints written before model.attention.scaling existed keep their (unscaled) behaviour."""
     from scanmt.decoding.translator import Translator
-    from scanmt.training.checkpoint import load_checkpoint, save_checkpoint
+    from scanmt.model.checkpoint import load_checkpoint, save_checkpoint
     from scanmt.training.trainer import Trainer
     from tests.conftest import tiny_config
 

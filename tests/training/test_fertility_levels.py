@@ -9,9 +9,9 @@ from scanmt.config import PredictorConfig
 from scanmt.data.dataset import collate
 from scanmt.data.vocab import SPECIALS, Vocab
 from scanmt.errors import ConfigError
-from scanmt.model.fertility import PredictedFertility, provider_from_state, provider_state
-from scanmt.model.fertility_predictor import FertilityPredictor
-from scanmt.training.checkpoint import load_checkpoint, save_checkpoint
+from scanmt.fertility.predictor import FertilityPredictor
+from scanmt.fertility.providers import PredictedFertility, provider_from_state, provider_state
+from scanmt.model.checkpoint import load_checkpoint, save_checkpoint
 from scanmt.training.fertility_eval import class_shares, majority_class
 
 SENTS = [["▁ein", "▁Spiel", "ha", "us", "▁."], ["▁zwei", "▁Hund", "e"]]

@@ -10,7 +10,7 @@ import time
 import pytest
 import torch
 
-from scanmt.training.checkpoint import load_checkpoint
+from scanmt.model.checkpoint import load_checkpoint
 from scanmt.training.trainer import Trainer
 from tests.conftest import tiny_config
 

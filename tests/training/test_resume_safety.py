@@ -13,7 +13,7 @@ import yaml
 from scanmt.cli.main import main
 from scanmt.config import Config
 from scanmt.errors import ConfigError
-from scanmt.training.checkpoint import load_checkpoint
+from scanmt.model.checkpoint import load_checkpoint
 from scanmt.training.trainer import Trainer
 from tests.conftest import tiny_config
 

@@ -6,7 +6,7 @@ import torch
 from scanmt.config import Config
 from scanmt.decoding.translator import Translator
 from scanmt.errors import ConfigError
-from scanmt.training.checkpoint import load_checkpoint
+from scanmt.model.checkpoint import load_checkpoint
 from scanmt.training.trainer import Trainer
 from tests.conftest import tiny_config
 
@@ -65,7 +65,7 @@ def test_refuses_to_overwrite_and_rejects_incompatible_resume(small_data_dir, tm
 
 
 def test_checkpoint_from_incompatible_config_is_a_clear_error(small_data_dir, tmp_path):
-    from scanmt.decoding.translator import build_model
+    from scanmt.model.build import build_model
 
     cfg = tiny_config(small_data_dir, train__max_steps=1)
     Trainer(cfg, tmp_path / "run").train()

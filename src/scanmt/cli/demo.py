@@ -177,7 +177,7 @@ def _quiet_main(argv: list[str], log_path: Path) -> None:
 
 
 def _evaluate(name: str, run_dir: Path, data_dir: Path, src: str, tgt: str, beam: int) -> SystemResult:
-    from scanmt.training.checkpoint import load_checkpoint
+    from scanmt.model.checkpoint import Checkpoint
 
     log = run_dir / "demo.log"
     hyp, attn, scores = run_dir / f"test.hyp.{tgt}", run_dir / "test.attn.npz", run_dir / "test.eval.json"
@@ -189,7 +189,7 @@ def _evaluate(name: str, run_dir: Path, data_dir: Path, src: str, tgt: str, beam
                  "--align-model", str(data_dir / "align"), "--attention", str(attn),
                  "--metrics", "bleu", "rep", "drop", "attn-stats", "--json", str(scores)], log)
     m = json.loads(scores.read_text(encoding="utf-8"))
-    progress = load_checkpoint(run_dir / "last.pt")["progress"]
+    progress = Checkpoint.load(run_dir / "last.pt").progress
     done = run_dir / "DONE"
     stop = done.read_text(encoding="utf-8").split("\n", 1)[-1].strip() if done.exists() else ""
     return SystemResult(

@@ -287,7 +287,6 @@ def _drop(args: argparse.Namespace, texts: Texts, rows: list[Row], out: dict[str
 
 def _attention_metrics(args: argparse.Namespace, metrics: list[str], rows: list[Row], out: dict[str, Any]) -> None:
     from scanmt.data.attention_file import AttentionFile
-    from scanmt.metrics.aer import SINK
 
     att = AttentionFile(args.attention)
     sents = list(att)
@@ -297,7 +296,7 @@ def _attention_metrics(args: argparse.Namespace, metrics: list[str], rows: list[
 
         st = attention_stats(
             [s.attention for s in sents],
-            sink=[bool(s.src) and s.src[-1] == SINK for s in sents],
+            sink=[s.has_sink for s in sents],
             fertilities=[s.fertility for s in sents],
             threshold=args.unattended_threshold,
         )
@@ -330,7 +329,7 @@ def _aer(args: argparse.Namespace, metrics: list[str], sents: list, rows: list[R
 
     hard, soft, src_lens, tgt_lens = [], [], [], []
     for s in sents:
-        a, src, hyp = strip_specials(s.attention, s.src, s.hyp)
+        a, src, hyp = strip_specials(s.attention, s.src, s.hyp, sink=s.has_sink)
         si, ti = word_index(src), word_index(hyp)
         src_lens.append(si[-1] + 1 if si else 0)
         tgt_lens.append(ti[-1] + 1 if ti else 0)

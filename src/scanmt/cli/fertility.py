@@ -19,7 +19,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from scanmt.data.fertility import BUILTIN, compute_fertility, fertility_stats, format_value
+from scanmt.data.fertility import fertility_stats, format_value
+from scanmt.fertility.compute import BUILTIN, compute_fertility
 from scanmt.data.prepare import read_meta
 from scanmt.errors import ConfigError
 
@@ -84,19 +85,20 @@ def _train_predictor(args: argparse.Namespace) -> int:
 
 
 def _predicted_kwargs(args: argparse.Namespace) -> dict:
-    from scanmt.data.fertility import file_digest, require_predictor
-    from scanmt.model.fertility import PredictedFertility
-    from scanmt.training.checkpoint import load_checkpoint
+    from scanmt.data.fertility import file_digest
+    from scanmt.fertility.compute import require_predictor
+    from scanmt.fertility.providers import PredictedFertility
+    from scanmt.model.checkpoint import Checkpoint
 
     path = require_predictor(args.predictor, key="--predictor")
-    provider = PredictedFertility.from_checkpoint_state(load_checkpoint(path), args.add)
+    provider = PredictedFertility.from_weights(Checkpoint.load(path).predictor_weights(), args.add)
     return {"predictor": provider.apply, "predictor_id": f"{file_digest(path)[:16]}-add{args.add:g}"}
 
 
 def _eval_predictor(args: argparse.Namespace) -> int:
     import json
 
-    from scanmt.data.fertility import require_predictor
+    from scanmt.fertility.compute import require_predictor
     from scanmt.io import atomic_open
     from scanmt.training.fertility_eval import evaluate_predictor, format_eval
 

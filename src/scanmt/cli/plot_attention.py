@@ -66,13 +66,12 @@ def _panel(name: str, sent, hide_specials: bool):
 
     a, src, hyp = (sent.attention, sent.src, sent.hyp)
     if hide_specials:
-        a, src, hyp = strip_specials(a, src, hyp)
+        a, src, hyp = strip_specials(a, src, hyp, sink=sent.has_sink)
     return Panel(name=name, attention=a, src=list(src), hyp=list(hyp))
 
 
 def run(args: argparse.Namespace) -> int:
     from scanmt.data.attention_file import AttentionFile
-    from scanmt.metrics.aer import SINK
     from scanmt.viz.attention_map import plot_attention_maps
 
     if args.out.is_dir():
@@ -99,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     written = []
     for i, out in zip(indices, outs):
         sents = [f[i] for f in files]  # DataError names the file for an index out of range
-        srcs = {tuple(t for t in s.src if t != SINK) for s in sents}
+        srcs = {tuple(s.words) for s in sents}
         if len(srcs) > 1:
             log.warning("sentence %d: the systems' source tokens differ (different subword models?)", i)
         panels = [_panel(name, s, args.hide_specials) for name, s in zip(names, sents)]

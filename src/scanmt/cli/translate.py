@@ -6,10 +6,8 @@ import argparse
 import sys
 import time
 
-import numpy as np
-
 from scanmt.cli import positive_int
-from scanmt.data.attention_file import SentenceAttention, save_attention
+from scanmt.data.attention_file import save_attention
 from scanmt.errors import ConfigError
 from scanmt.io import is_stdio, read_lines, write_lines
 
@@ -103,13 +101,7 @@ def run(args: argparse.Namespace) -> int:
     if args.tokenized_out:
         write_lines(args.tokenized_out, [tr.pipeline.tokenized_target(t.pieces) for t in out])
     if args.attention_out:
-        sents = []
-        for t in out:
-            src, hyp = t.attention_tokens
-            fert = None
-            if t.fertility is not None:  # the file stores one bound per source column, inf for the sink
-                fert = np.asarray(t.fertility + [float("inf")] * (len(src) - len(t.fertility)), dtype=np.float32)
-            sents.append(SentenceAttention(t.hypothesis.attention.numpy(), src, hyp, fert))
+        sents = [t.sentence_attention() for t in out]
         save_attention(args.attention_out, sents, {"transform": tr.model.cfg.attention.transform, "sink": tr.model.sink})
     report(args, tr, out, beam, dt)
     return 0

@@ -145,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
     vocab = tr.pipeline.vocab
     data = ParallelData([vocab.encode(p) for p in tr.pipeline.source_pieces_all(src_lines)], None)
     if tr.model.constrained and getattr(tr, "fertility_strategy", None) == "actual":
-        from scanmt.data.fertility import compute_fertility
+        from scanmt.fertility.compute import compute_fertility
 
         fc = tr.config.model.attention.fertility
         cached = compute_fertility(args.data, args.split, "actual", align_dir=fc.align_dir or None)

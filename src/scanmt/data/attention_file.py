@@ -3,6 +3,8 @@
 One ``.npz`` archive (no pickle) holds every sentence of a test set::
 
     meta            0-d unicode array: JSON with {"version": 1, "n": N, "transform": ..., "sink": bool}
+                    ("sink": whether the last source column of every sentence is the <sink>;
+                    files written without it are read by the column's label)
     attn_{i}        float32 [T_i, S_i]  attention of output step t over source position j
                     (S_i includes the <sink> column last when the model has one)
     src_{i}         unicode [S_i]       source subword tokens (the sink as "<sink>")
@@ -21,6 +23,7 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
+from scanmt.data.vocab import SINK
 from scanmt.errors import DataError
 from scanmt.io import atomic_open
 
@@ -36,12 +39,30 @@ class SentenceAttention:
         src: ``S`` source tokens (subwords; the sink last if present).
         hyp: ``T`` output tokens (subwords).
         fertility: optional ``[S]`` upper bounds (``inf`` for the sink).
+        sink: whether the last source column is the model's ``<sink>`` (None: not recorded;
+            :func:`labelled_sink` tells it by the label).
     """
 
     attention: np.ndarray
     src: list[str]
     hyp: list[str]
     fertility: np.ndarray | None = None
+    sink: bool | None = None
+
+    @property
+    def has_sink(self) -> bool:
+        """Whether the last source column is the sink: as recorded, else by its label."""
+        return labelled_sink(self.src) if self.sink is None else self.sink
+
+    @property
+    def words(self) -> list[str]:
+        """The source tokens without the sink."""
+        return self.src[:-1] if self.has_sink else list(self.src)
+
+
+def labelled_sink(src: Sequence[str]) -> bool:
+    """For attention without a sink record (files written before it): whether the last label is ``<sink>``."""
+    return bool(src) and src[-1] == SINK
 
 
 def save_attention(path: str | Path, sentences: Sequence[SentenceAttention], meta: dict | None = None) -> None:
@@ -49,6 +70,11 @@ def save_attention(path: str | Path, sentences: Sequence[SentenceAttention], met
     path = Path(path)
     arrays: dict[str, np.ndarray] = {}
     info = {"version": FORMAT_VERSION, "n": len(sentences), **(meta or {})}
+    recorded = {s.sink for s in sentences if s.sink is not None}
+    if len(recorded) > 1:
+        raise DataError(f"{path}: some sentences have a sink column and some do not (one model per file)")
+    if recorded:
+        info["sink"] = recorded.pop()
     arrays["meta"] = np.array(json.dumps(info))
     for i, s in enumerate(sentences):
         a = np.asarray(s.attention, dtype=np.float32)
@@ -79,6 +105,8 @@ class AttentionFile:
         except (OSError, ValueError, KeyError) as exc:
             raise DataError(f"{self.path}: not a scanmt attention file ({exc})") from None
         self.n = int(self.meta["n"])
+        #: whether the sentences end with the sink column; None in files without the record
+        self.sink: bool | None = self.meta["sink"] if isinstance(self.meta.get("sink"), bool) else None
 
     def __len__(self) -> int:
         return self.n
@@ -89,7 +117,8 @@ class AttentionFile:
         z = self._npz
         fert = z[f"fert_{i}"] if f"fert_{i}" in z.files else None
         return SentenceAttention(
-            attention=z[f"attn_{i}"], src=z[f"src_{i}"].tolist(), hyp=z[f"hyp_{i}"].tolist(), fertility=fert
+            attention=z[f"attn_{i}"], src=z[f"src_{i}"].tolist(), hyp=z[f"hyp_{i}"].tolist(), fertility=fert,
+            sink=self.sink,
         )
 
     def __iter__(self) -> Iterator[SentenceAttention]:

@@ -1,29 +1,13 @@
-"""Fertility upper bounds for the source tokens (paper Section 4), files and cache.
+"""Fertility values on disk: the file format, the cache, and counting aligned tokens.
 
 Fertilities live on the **subword** source tokens (``{split}.bpe.{src}`` of a
 prepared data directory), because those are what the model attends to and what
 ``scanmt align`` aligns.  The model appends the ``<sink>`` token (fertility
-∞) itself; fertility files never contain it.
-
-Strategies (:data:`STRATEGIES`):
-
-- ``constant`` *f*: every token gets *f* (any finite number > 0; the paper uses integers).
-- ``guided``: per source token *type*, the largest number of target tokens any
-  of its occurrences is aligned to in the training alignments; **1 if the type
-  is unseen or was never aligned** (the paper's "or 1 if no alignment was
-  observed").  Hence ``max(1, table.get(token, 0))``.
-- ``actual``: an oracle for analysis, from the alignment of the sentence pair
-  itself: the number of target tokens the source token is aligned to, **with a
-  floor of 1**: ``max(1, count)``.  An unaligned token therefore gets 1, not 0.
-  Rationale: fertility files must hold positive numbers (a zero bound would
-  forbid any attention to the token, and a sentence of zeros would make the
-  constrained problem infeasible without the sink), and the floor matches
-  ``guided``'s rule for never-aligned words.  The raw counts (zeros included)
-  are available from :func:`alignment_counts`, e.g. as supervision for the
-  predicted-fertility tagger.
-- ``predicted``: a trained BiLSTM tagger (built elsewhere); this module only
-  caches its output (:func:`cached_fertility`) and checks that a predictor is
-  configured (:func:`require_predictor`).
+∞) itself (:mod:`scanmt.fertility.sink`); fertility files never contain it.
+The strategies that produce the values (constant, guided, predicted, actual) are
+:mod:`scanmt.fertility` (providers; :func:`scanmt.fertility.compute.compute_fertility`
+for a split); this module only stores what they compute, and counts alignments
+(:func:`alignment_counts`, zeros included, e.g. as supervision for the predictor).
 
 Fertility file format: one line per sentence, space-separated numbers, one per
 source subword, integers written without a decimal point.  Reading validates
@@ -50,8 +34,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
+from scanmt.data.links import read_links
 from scanmt.errors import ConfigError, DataError
-from scanmt.data.prepare import read_meta
+from scanmt.fertility.rules import STRATEGIES
 from scanmt.io import atomic_open, read_lines
 
 log = logging.getLogger(__name__)
@@ -59,9 +44,6 @@ log = logging.getLogger(__name__)
 Link = tuple[int, int]
 Fertilities = list[list[float]]
 
-STRATEGIES: tuple[str, ...] = ("constant", "guided", "predicted", "actual")
-#: strategies :func:`compute_fertility` computes itself (``predicted`` needs a predictor)
-BUILTIN: tuple[str, ...] = ("constant", "guided", "actual")
 CACHE_DIR = "fertility"
 ALIGN_DIR = "align"
 LEVEL = "subword"
@@ -89,31 +71,7 @@ def format_value(x: float) -> str:
     return format(x, ".6g")
 
 
-# --------------------------------------------------------------------------- strategies
-
-
-@dataclass(frozen=True)
-class ConstantFertility:
-    """Every source token gets ``value``."""
-
-    value: float
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "value", check_value(self.value, where="constant fertility"))
-
-    name = "constant"
-
-    @property
-    def params(self) -> dict:
-        return {"value": self.value}
-
-    def apply(self, src: Sequence[Sequence[str]]) -> Fertilities:
-        return [[self.value] * len(s) for s in src]
-
-
-def constant(value: float) -> ConstantFertility:
-    """The ``constant`` strategy with fertility ``value`` (> 0)."""
-    return ConstantFertility(value)
+# --------------------------------------------------------------------------- alignments
 
 
 def alignment_counts(links: Iterable[Link], src_len: int) -> list[int]:
@@ -132,72 +90,6 @@ def alignment_counts(links: Iterable[Link], src_len: int) -> list[int]:
             counts[i] += 1
     return counts
 
-
-class GuidedFertility:
-    """Per source type: the largest aligned-target count seen in training; 1 if unseen/never aligned.
-
-    Attributes:
-        table: type -> max count observed (0 for types seen but never aligned).
-    """
-
-    name = "guided"
-
-    def __init__(self, table: Mapping[str, int]):
-        self.table: dict[str, int] = dict(table)
-
-    @classmethod
-    def train(cls, src: Sequence[Sequence[str]], links: Sequence[Iterable[Link]]) -> "GuidedFertility":
-        """Learn the table from training source sentences and their (symmetrized) alignments."""
-        if len(src) != len(links):
-            raise DataError(f"{len(src)} source sentences but {len(links)} alignment lines")
-        table: dict[str, int] = {}
-        for n, (sent, ls) in enumerate(zip(src, links)):
-            try:
-                counts = alignment_counts(ls, len(sent))
-            except DataError as exc:
-                raise DataError(f"alignment of sentence {n + 1}: {exc}") from None
-            for tok, c in zip(sent, counts):
-                if c > table.get(tok, -1):
-                    table[tok] = c
-        return cls(table)
-
-    def fertility(self, token: str) -> int:
-        return max(1, self.table.get(token, 0))
-
-    def apply(self, src: Sequence[Sequence[str]]) -> Fertilities:
-        return [[float(self.fertility(t)) for t in s] for s in src]
-
-
-def actual_fertility(src: Sequence[Sequence[str]], links: Sequence[Iterable[Link]]) -> Fertilities:
-    """Oracle fertilities from each pair's own alignment: ``max(1, count)`` per source token."""
-    if len(src) != len(links):
-        raise DataError(f"{len(src)} source sentences but {len(links)} alignment lines")
-    out: Fertilities = []
-    for n, (sent, ls) in enumerate(zip(src, links)):
-        try:
-            counts = alignment_counts(ls, len(sent))
-        except DataError as exc:
-            raise DataError(f"alignment of sentence {n + 1}: {exc}") from None
-        out.append([float(max(1, c)) for c in counts])
-    return out
-
-
-def require_predictor(predictor: str | Path | None, *, key: str = "attention.fertility") -> Path:
-    """Check that the ``predicted`` strategy has a trained predictor; return its path.
-
-    Raises:
-        ConfigError: ``predictor`` is unset (names the config key and how to train
-            one) or points to nothing.
-    """
-    if predictor is None or str(predictor).strip() == "":
-        raise ConfigError(
-            f"{key}: strategy 'predicted' needs a trained fertility predictor, but none is configured; "
-            "train one first and set its path, or use 'constant', 'guided' or 'actual'"
-        )
-    path = Path(predictor)
-    if not path.exists():
-        raise ConfigError(f"{key}: fertility predictor {str(path)!r} not found (train it first)")
-    return path
 
 
 # --------------------------------------------------------------------------- files
@@ -400,100 +292,9 @@ def alignment_path(align_dir: str | Path, split: str, level: str = LEVEL) -> Pat
     return Path(align_dir) / f"{split}.{level}.align"
 
 
-def _read_split_links(align_dir: Path, split: str, src: list[list[str]], data_dir: Path) -> list[set[Link]]:
-    from scanmt.data.links import read_links
-
+def read_split_links(align_dir: Path, split: str, src: list[list[str]], data_dir: Path) -> list[set[Link]]:
+    """The sure links of ``split``'s subword alignment in ``align_dir``, checked against the source ``src``."""
     path = alignment_path(align_dir, split)
     if not path.exists():
         raise DataError(f"{path}: no {LEVEL} alignment for split {split!r}; run `scanmt align --data {data_dir}` first")
     return [sure for sure, _ in read_links(path, src_lens=[len(s) for s in src])]
-
-
-def train_guided(data_dir: str | Path, align_dir: str | Path | None = None) -> GuidedFertility:
-    """The guided table learned from ``data_dir``'s training source and its subword alignment."""
-    data_dir = Path(data_dir)
-    meta = read_meta(data_dir)
-    align_dir = Path(align_dir) if align_dir else data_dir / ALIGN_DIR
-    train_src = data_dir / f"train.bpe.{meta['src_lang']}"
-    train_align = alignment_path(align_dir, "train")
-    if not train_align.exists():
-        raise DataError(f"{train_align}: no training alignment; run `scanmt align --data {data_dir}` first")
-    train = [ln.split() for ln in read_lines(train_src, what="source file")]
-    guided = GuidedFertility.train(train, _read_split_links(align_dir, "train", train, data_dir))
-    log.info("guided fertility: %d source types from %d training pairs", len(guided.table), len(train))
-    return guided
-
-
-def compute_fertility(
-    data_dir: str | Path,
-    split: str,
-    strategy: str,
-    *,
-    value: float | None = None,
-    align_dir: str | Path | None = None,
-    predictor: Callable[[list[list[str]]], Sequence[Sequence[float]]] | None = None,
-    predictor_id: str | None = None,
-    force: bool = False,
-) -> CachedFertility:
-    """Fertilities of one split of a prepared directory, cached (computed once).
-
-    Args:
-        data_dir: prepared data (``meta.json``, ``{split}.bpe.{src_lang}``).
-        split: e.g. ``train``, ``valid``, ``test``.
-        strategy: one of :data:`STRATEGIES`.
-        value: the constant (``constant`` only).
-        align_dir: where ``scanmt align`` wrote ``{split}.subword.align``
-            (default ``data_dir/align``); ``guided`` reads the train split's,
-            ``actual`` the split's own.
-        predictor: ``predicted`` only: maps source token lists to fertilities.
-        predictor_id: ``predicted`` only: identifies the trained predictor in
-            the cache key (e.g. its checkpoint's SHA-256).
-        force: recompute even if cached.
-    """
-    data_dir = Path(data_dir)
-    if strategy not in STRATEGIES:
-        raise ConfigError(f"unknown fertility strategy {strategy!r}; choose one of: {', '.join(STRATEGIES)}")
-    if strategy != "constant" and value is not None:
-        raise ConfigError(f"fertility strategy {strategy!r} takes no value (only 'constant' does)")
-    meta = read_meta(data_dir)
-    src_path = data_dir / f"{split}.bpe.{meta['src_lang']}"
-    if not src_path.exists():
-        raise DataError(f"{src_path}: no subword source for split {split!r} in {data_dir}")
-    align_dir = Path(align_dir) if align_dir is not None else data_dir / ALIGN_DIR
-
-    if strategy == "constant":
-        if value is None:
-            raise ConfigError("fertility strategy 'constant' needs a value (e.g. --value 2)")
-        strat = constant(value)
-        return cached_fertility(data_dir, split, strategy, strat.params, src_path, strat.apply, force=force)
-
-    if strategy == "guided":
-        train_align = alignment_path(align_dir, "train")
-        train_src = data_dir / f"train.bpe.{meta['src_lang']}"
-        if not train_align.exists():
-            raise DataError(f"{train_align}: no training alignment; run `scanmt align --data {data_dir}` first")
-        params = {"align": file_digest(train_align)[:16], "train_src": file_digest(train_src)[:16]}
-
-        def compute(src: list[list[str]]) -> Fertilities:
-            return train_guided(data_dir, align_dir).apply(src)
-
-        return cached_fertility(data_dir, split, strategy, params, src_path, compute, force=force)
-
-    if strategy == "actual":
-        split_align = alignment_path(align_dir, split)
-        if not split_align.exists():
-            raise DataError(f"{split_align}: no alignment for split {split!r}; run `scanmt align --data {data_dir}` first")
-        params = {"align": file_digest(split_align)[:16], "rule": "max1"}
-
-        def compute(src: list[list[str]]) -> Fertilities:
-            return actual_fertility(src, _read_split_links(align_dir, split, src, data_dir))
-
-        return cached_fertility(data_dir, split, strategy, params, src_path, compute, force=force)
-
-    # predicted
-    if predictor is None or not predictor_id:
-        raise ConfigError(
-            "fertility strategy 'predicted' needs a trained fertility predictor, but none was given; "
-            "train one first, or use 'constant', 'guided' or 'actual'"
-        )
-    return cached_fertility(data_dir, split, strategy, {"predictor": predictor_id}, src_path, predictor, force=force)

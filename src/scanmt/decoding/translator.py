@@ -5,26 +5,26 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import Iterator, Sequence
 
+import numpy as np
 import torch
 from tqdm import tqdm
 
-from scanmt.config import Config, DecodeConfig, check_penalty_config
+from scanmt.config import DecodeConfig, check_penalty_config
+from scanmt.data.attention_file import SentenceAttention
 from scanmt.data.dataset import Batch, ParallelData
 from scanmt.data.pipeline import TextPipeline
 from scanmt.data.vocab import EOS
 from scanmt.decoding.search import Hypothesis, beam_search, beam_search_encoded, greedy_search
-from scanmt.errors import ConfigError
+from scanmt.fertility import sink as sink_convention
+from scanmt.fertility.providers import ActualFertility, FertilityProvider
+from scanmt.model.build import build_model
+from scanmt.model.checkpoint import Checkpoint
 from scanmt.model.decoder import DecoderState, EncoderOutput
-from scanmt.model.fertility import provider_from_state
 from scanmt.model.nmt import NMTModel
-from scanmt.training.checkpoint import load_checkpoint
 
 log = logging.getLogger(__name__)
-
-#: maps a batch of source subword lists to per-token fertilities (constrained transforms)
-FertilityFn = Callable[[Sequence[Sequence[str]]], Sequence[Sequence[float]]]
 
 
 @dataclass
@@ -33,7 +33,8 @@ class Translation:
 
     ``fertility`` holds the upper bounds ``f`` of the source subwords used by a
     constrained model (``[len(src_pieces)]``, the sink's infinite bound left out),
-    or None for an unconstrained one.
+    or None for an unconstrained one.  ``sink``: whether the model appended the
+    ``<sink>`` (the last column of ``hypothesis.attention``; :mod:`scanmt.fertility.sink`).
     """
 
     text: str
@@ -41,13 +42,19 @@ class Translation:
     src_pieces: list[str]
     hypothesis: Hypothesis
     fertility: list[float] | None = None
+    sink: bool = False
 
     @property
     def attention_tokens(self) -> tuple[list[str], list[str]]:
         """(source tokens incl. ``<sink>`` if used, output tokens incl. ``</s>``) labelling ``attention``."""
-        S = self.hypothesis.attention.size(1)
-        src = list(self.src_pieces) + (["<sink>"] if S == len(self.src_pieces) + 1 else [])
-        return src, list(self.pieces) + [EOS]
+        return sink_convention.source_labels(self.src_pieces, self.sink), list(self.pieces) + [EOS]
+
+    def sentence_attention(self) -> SentenceAttention:
+        """This translation's attention as the attention file stores it (bounds per column, ``inf`` at the sink)."""
+        src, hyp = self.attention_tokens
+        fert = None if self.fertility is None else np.asarray(
+            sink_convention.column_bounds(self.fertility, self.sink), dtype=np.float32)
+        return SentenceAttention(self.hypothesis.attention.numpy(), src, hyp, fert, sink=self.sink)
 
 
 @dataclass
@@ -60,18 +67,10 @@ class EncodedBatch:
     src_len: torch.Tensor
 
 
-def build_model(cfg: Config, vocab_size: int, state_dict: dict | None = None, what: str = "checkpoint") -> NMTModel:
-    model = NMTModel(cfg.model, vocab_size)
-    if state_dict is not None:
-        try:
-            model.load_state_dict(state_dict)
-        except RuntimeError as exc:
-            first = str(exc).splitlines()[0] if str(exc) else "mismatch"
-            raise ConfigError(f"{what} does not match the model its config describes: {first}") from None
-    return model
-
-
 class Translator:
+    """Decode with ``model``; a constrained model takes its fertility bounds from ``provider``
+    (the checkpoint's) unless they are given explicitly."""
+
     def __init__(
         self,
         model: NMTModel,
@@ -79,38 +78,45 @@ class Translator:
         decode: DecodeConfig,
         *,
         max_len: int = 0,
-        fertility_fn: FertilityFn | None = None,
+        provider: FertilityProvider | None = None,
         device: str | torch.device = "cpu",
     ):
         self.model = model.to(device).eval()
         self.pipeline = pipeline
         self.decode = decode
         self.max_len = max_len
-        self.fertility_fn = fertility_fn
+        self.provider = provider
         self.device = torch.device(device)
 
     @classmethod
     def from_checkpoint(cls, path: str | Path, device: str = "cpu", **kwargs) -> "Translator":
-        ckpt = load_checkpoint(path)
-        cfg = Config.from_dict(ckpt["config"])
-        pipeline = TextPipeline.from_state(ckpt["pipeline"])
-        model = build_model(cfg, len(pipeline.vocab), ckpt["model"], what=str(path))
-        provider = provider_from_state(ckpt.get("fertility"))
-        if provider is not None and provider != "actual" and "fertility_fn" not in kwargs:
-            kwargs["fertility_fn"] = provider.apply
+        ckpt = Checkpoint.load(path)
+        cfg = ckpt.nmt_config()
+        pipeline = ckpt.text_pipeline()
+        model = build_model(cfg, len(pipeline.vocab), ckpt.weights, what=str(path))
+        kwargs.setdefault("provider", ckpt.fertility_provider())
         tr = cls(model, pipeline, cfg.decode, max_len=cfg.data.max_len, device=device, **kwargs)
-        tr.fertility_strategy = ckpt.get("fertility", {}).get("strategy")
         tr.config = cfg
         return tr
 
+    @property
+    def fertility_strategy(self) -> str | None:
+        """The strategy of the fertility provider (None without one)."""
+        return self.provider.name if self.provider is not None else None
+
+    def _bounds_provider(self) -> FertilityProvider:
+        """The provider of bounds not given explicitly; without one they must be given, as for the oracle."""
+        return self.provider if self.provider is not None else ActualFertility()
+
     # ------------------------------------------------------------------ core
     def _batches(self, data: ParallelData) -> Iterator[tuple[list[int], Batch, torch.Tensor | None]]:
-        """``(positions, batch on device, fertility or None)`` in decoding order."""
+        """``(positions, batch on device, fertility or None)`` in decoding order; a constrained model's
+        bounds come from ``data`` or, where it has none, from the provider."""
         for positions in data.sequential_batches(self.decode.batch_size):
             batch = data.make_batch(positions).to(self.device)
             fert = batch.fertility
             if self.model.constrained and fert is None:
-                fert = self._fertility([data.src[i] for i in positions], batch.src.shape)
+                fert = self._provided_bounds([data.src[i] for i in positions], batch.src.shape)
             yield positions, batch, fert
 
     def search_kwargs(self, beam: int) -> dict:
@@ -171,14 +177,9 @@ class Translator:
         pipe = self.pipeline
         return [pipe.detokenize_target(pipe.target_pieces(h.tokens)) for h in hyps]
 
-    def _fertility(self, src_ids: list[list[int]], shape: torch.Size) -> torch.Tensor:
-        if self.fertility_fn is None:
-            raise ConfigError(
-                "this model uses a constrained transform and its checkpoint carries no fertility provider "
-                "(strategy 'actual' is an oracle): give fertilities explicitly (scanmt translate --fertility FILE)"
-            )
-        pieces = [self.pipeline.vocab.decode(s) for s in src_ids]
-        values = self.fertility_fn(pieces)
+    def _provided_bounds(self, src_ids: list[list[int]], shape: torch.Size) -> torch.Tensor:
+        """The provider's bounds ``[B, S]`` (0 at padding) of a batch of id sentences."""
+        values = self._bounds_provider().apply_ids(src_ids, self.pipeline.vocab)
         fert = torch.zeros(shape, dtype=torch.float32)
         for b, v in enumerate(values):
             fert[b, : len(v)] = torch.tensor(list(v), dtype=torch.float32)
@@ -195,8 +196,8 @@ class Translator:
         """Translate subword sentences; ``fertility`` (one list per sentence) overrides the model's provider."""
         vocab = self.pipeline.vocab
         data = ParallelData([vocab.encode(p) for p in src_pieces], None)
-        if fertility is None and self.model.constrained and self.fertility_fn is not None:
-            fertility = self.fertility_fn(src_pieces)  # once, so that the translations can report it
+        if fertility is None and self.model.constrained:
+            fertility = self._bounds_provider().apply(src_pieces)  # once, so that the translations can report it
         if fertility is not None:
             data = data.with_fertility(fertility)
         hyps = self.search(data, beam=beam, progress=progress)
@@ -204,7 +205,7 @@ class Translator:
         for i, (sp, h) in enumerate(zip(src_pieces, hyps)):
             pieces = self.pipeline.target_pieces(h.tokens)
             fert = [float(x) for x in fertility[i]] if fertility is not None and self.model.constrained else None
-            out.append(Translation(self.pipeline.detokenize_target(pieces), pieces, list(sp), h, fert))
+            out.append(Translation(self.pipeline.detokenize_target(pieces), pieces, list(sp), h, fert, self.model.sink))
         return out
 
     @torch.no_grad()
@@ -228,21 +229,17 @@ class Translator:
         data = ParallelData([vocab.encode(p) for p in src_pieces], [vocab.encode(p) for p in tgt_pieces])
         out: list[Translation | None] = [None] * len(data)
         bar = tqdm(total=len(data), desc="forced decoding", unit="sent", disable=not progress, leave=False)
-        for positions in data.sequential_batches(self.decode.batch_size):
-            batch = data.make_batch(positions).to(self.device)
-            fert = batch.fertility
-            if self.model.constrained and fert is None:
-                fert = self._fertility([data.src[i] for i in positions], batch.src.shape)
+        for positions, batch, fert in self._batches(data):
             res = self.model(batch.src, batch.src_len, batch.tgt_in, fert)
             logp = torch.log_softmax(res.logits.float(), -1).gather(2, batch.tgt_out.unsqueeze(2)).squeeze(2)
             for row, p in enumerate(positions):
                 T = len(data.tgt[p]) + 1
-                S = len(data.src[p]) + int(self.model.sink)
+                S = sink_convention.columns(len(data.src[p]), self.model.sink)
                 lp = float(logp[row, :T].sum())
                 hyp = Hypothesis(data.tgt[p], lp, lp, res.attention[row, :T, :S].float().cpu())
                 text = self.pipeline.detokenize_target(list(tgt_pieces[p]))
                 f = fert[row, : len(data.src[p])].tolist() if fert is not None else None
-                out[p] = Translation(text, list(tgt_pieces[p]), list(src_pieces[p]), hyp, f)
+                out[p] = Translation(text, list(tgt_pieces[p]), list(src_pieces[p]), hyp, f, self.model.sink)
             bar.update(len(positions))
         bar.close()
         return out  # type: ignore[return-value]
@@ -300,6 +297,5 @@ class Translator:
 
     def _empty_translation(self) -> Translation:
         """The translation of an empty line: no words, ``</s>`` attending to the sink (if any)."""
-        sink = int(self.model.sink)
-        hyp = Hypothesis([], 0.0, 0.0, torch.ones(1, sink))
-        return Translation("", [], [], hyp, [] if self.model.constrained else None)
+        hyp = Hypothesis([], 0.0, 0.0, torch.ones(1, sink_convention.columns(0, self.model.sink)))
+        return Translation("", [], [], hyp, [] if self.model.constrained else None, self.model.sink)

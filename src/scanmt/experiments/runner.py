@@ -309,30 +309,24 @@ def _load_config(ctx: RunContext, overrides: list[str], where: str):
 
 
 def _check_config(cfg, where: str, tune: bool, auto_predictor: Path | None = None) -> None:
-    """Checks the trainer would only make after data loading: transform, fertility, tuning needs."""
-    from scanmt.model.transforms import get_transform, names
+    """Checks the trainer would only make after data loading: transform, the grid's fertility limits, tuning needs.
+
+    The fertility cross-field rules (transform and strategy, exhaustion) were checked when the
+    config was built (:mod:`scanmt.fertility.rules`).
+    """
+    from scanmt.fertility.rules import ORACLE
+    from scanmt.model.transforms import names
 
     att = cfg.model.attention
     if att.transform not in names():
         raise GridError(f"{where}: model.attention.transform={att.transform!r} is unknown (known: {', '.join(names())})")
-    constrained = get_transform(att.transform).constrained
     strategy = att.fertility.strategy
-    if constrained:
-        if strategy == "none":
-            raise GridError(f"{where}: {att.transform} needs model.attention.fertility.strategy "
-                            "(constant, guided or predicted)")
-        if strategy == "actual":
-            raise GridError(f"{where}: model.attention.fertility.strategy=actual (oracle) needs reference alignments "
-                            "at test time, which the grid runner does not provide; use constant, guided or predicted")
-        if strategy not in ("constant", "guided", "predicted"):
-            raise GridError(f"{where}: model.attention.fertility.strategy={strategy!r} is unknown "
-                            "(constant, guided, predicted)")
-        pred = att.fertility.predictor
-        if strategy == "predicted" and pred and Path(pred) != auto_predictor and not Path(pred).exists():
-            raise GridError(f"{where}: model.attention.fertility.predictor={att.fertility.predictor}: file not found")
-    elif strategy != "none":
-        raise GridError(f"{where}: model.attention.fertility.strategy={strategy!r} only applies to constrained "
-                        f"transforms (csoftmax, csparsemax), not {att.transform}")
+    if strategy == ORACLE:
+        raise GridError(f"{where}: model.attention.fertility.strategy=actual (oracle) needs reference alignments "
+                        "at test time, which the grid runner does not provide; use constant, guided or predicted")
+    pred = att.fertility.predictor
+    if strategy == "predicted" and pred and Path(pred) != auto_predictor and not Path(pred).exists():
+        raise GridError(f"{where}: model.attention.fertility.predictor={att.fertility.predictor}: file not found")
     if tune and cfg.decode.beam < 2:
         raise GridError(f"{where}: tune_penalties needs beam search; decode.beam={cfg.decode.beam}")
 
@@ -574,9 +568,9 @@ def _mark(run: Path, stage: str, info: dict[str, Any]) -> None:
 
 
 def _train_summary(run: Path) -> dict[str, Any]:
-    from scanmt.training.checkpoint import load_checkpoint
+    from scanmt.model.checkpoint import Checkpoint
 
-    p = load_checkpoint(run / "last.pt").get("progress", {})
+    p = Checkpoint.load(run / "last.pt").progress or {}
     epochs = p.get("epoch", 1) - (1 if p.get("batch_in_epoch", 0) == 0 else 0)
     return {"steps": p.get("step"), "epochs": epochs, "minutes": round(p.get("elapsed", 0.0) / 60, 2),
             "best_valid_bleu": p.get("best_score"), "best_step": p.get("best_step")}

@@ -35,27 +35,28 @@ from typing import Sequence
 
 import numpy as np
 
+from scanmt.data.attention_file import labelled_sink
 from scanmt.errors import DataError
 
 Link = tuple[int, int]
 LinkSet = set[Link]
-SINK = "<sink>"
 EOS = "</s>"
 
 
 def strip_specials(
-    attention: np.ndarray, src: Sequence[str], hyp: Sequence[str]
+    attention: np.ndarray, src: Sequence[str], hyp: Sequence[str], sink: bool | None = None
 ) -> tuple[np.ndarray, list[str], list[str]]:
     """Drop the ``<sink>`` column (last source token) and the final ``</s>`` row.
 
     Args:
         attention: ``[T, S]``.
+        sink: whether the last column is the sink (an attention file's record); None: by its label.
     Returns:
         ``(attention [T', S'], src tokens S', hyp tokens T')``.
     """
     a = np.asarray(attention)
     src, hyp = list(src), list(hyp)
-    if src and src[-1] == SINK:
+    if labelled_sink(src) if sink is None else sink:
         a, src = a[:, :-1], src[:-1]
     if hyp and hyp[-1] == EOS:
         a, hyp = a[:-1, :], hyp[:-1]

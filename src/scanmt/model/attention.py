@@ -38,6 +38,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from scanmt.errors import ConfigError
+from scanmt.fertility.rules import check_scaling
 from scanmt.model.transforms import get_transform
 
 
@@ -61,8 +62,7 @@ class Attention(nn.Module):
         self.exhaustion = exhaustion
         if scaling not in SCALINGS:
             raise ConfigError(f"model.attention.scaling: unknown scaling {scaling!r} (known: {', '.join(SCALINGS)})")
-        if scaling == "cosine" and score != "general":
-            raise ConfigError("model.attention.scaling=cosine needs model.attention.score=general")
+        check_scaling(score, scaling)
         self.scaling = scaling
         #: fixed multiplier of the scores (``sqrt``); ``learned`` starts its scale at the same 1/sqrt(d)
         self.fixed_scale = 1.0 / math.sqrt(query_size) if scaling == "sqrt" else 1.0

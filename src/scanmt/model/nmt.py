@@ -17,19 +17,16 @@ from torch import nn
 from torch.nn import functional as F
 
 from scanmt.config import ModelConfig
-from scanmt.data.vocab import PAD_ID, SINK_ID
+from scanmt.data.vocab import PAD_ID
 from scanmt.errors import ConfigError
+from scanmt.fertility import sink as sink_convention
+from scanmt.fertility.rules import check_exhaustion
 from scanmt.model.attention import Attention
 from scanmt.model.coverage import build_coverage
 from scanmt.model.decoder import Decoder, DecoderState, EncoderOutput
 from scanmt.model.encoder import BiLSTMEncoder
 from scanmt.model.loss import nmt_loss  # noqa: F401  (re-exported: the training loss of this model)
 from scanmt.model.transforms import get_transform
-
-
-def uses_sink(cfg: ModelConfig) -> bool:
-    sink = cfg.attention.sink
-    return get_transform(cfg.attention.transform).constrained if sink is None else sink
 
 
 @dataclass
@@ -49,14 +46,10 @@ class NMTModel(nn.Module):
                 f"model.tie_generator needs model.emb_size == model.hidden_size "
                 f"(got {cfg.emb_size} and {cfg.hidden_size})"
             )
-        if cfg.attention.exhaustion and not transform.constrained:
-            raise ConfigError(
-                f"model.attention.exhaustion={cfg.attention.exhaustion} needs a constrained transform, "
-                f"not {transform.name}"
-            )
+        check_exhaustion(transform.name, cfg.attention.exhaustion)  # for a ModelConfig built in code
         self.cfg = cfg
         self.vocab_size = vocab_size
-        self.sink = uses_sink(cfg)
+        self.sink = sink_convention.uses_sink(cfg.attention.transform, cfg.attention.sink)
         self.constrained = transform.constrained
         src_emb = nn.Embedding(vocab_size, cfg.emb_size, padding_idx=PAD_ID)
         tgt_emb = src_emb if cfg.share_embeddings else nn.Embedding(vocab_size, cfg.emb_size, padding_idx=PAD_ID)
@@ -99,15 +92,9 @@ class NMTModel(nn.Module):
                 f"model.attention.transform={self.cfg.attention.transform} needs fertilities "
                 f"(set model.attention.fertility)"
             )
-        B, S = src.shape
-        positions = torch.arange(S + int(self.sink), device=src.device).unsqueeze(0)
         if self.sink:
-            src = torch.cat([src, src.new_full((B, 1), PAD_ID)], dim=1)
-            src = src.scatter(1, src_len.unsqueeze(1), SINK_ID)
-            src_len = src_len + 1
-            if fertility is not None:
-                fertility = torch.cat([fertility, fertility.new_zeros(B, 1)], dim=1)
-                fertility = fertility.scatter(1, src_len.unsqueeze(1) - 1, float("inf"))
+            src, src_len, fertility = sink_convention.append_sink(src, src_len, fertility)
+        positions = torch.arange(src.size(1), device=src.device).unsqueeze(0)
         mask = positions < src_len.unsqueeze(1)
         memory, final = self.encoder(src, src_len)
         fert = None

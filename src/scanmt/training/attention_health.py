@@ -27,6 +27,7 @@ import math
 
 import torch
 
+from scanmt.fertility.sink import sink_index
 from scanmt.metrics.attention_stats import one_hot_steps, support_sizes
 
 log = logging.getLogger("scanmt.train")
@@ -71,7 +72,7 @@ class AttentionHealth:
         self.steps += a.size(0)
         sink = a.new_zeros(())
         if self.sink:
-            sink_col = src_len.unsqueeze(1).expand_as(step_mask)[step_mask]  # [N]
+            sink_col = sink_index(src_len).unsqueeze(1).expand_as(step_mask)[step_mask]  # [N]
             sink = a.gather(1, sink_col.unsqueeze(1)).sum()
         sums = torch.stack([support_sizes(a).sum().float(), one_hot_steps(a).sum().float(), a.amax(-1).sum(), sink])
         self.sums = sums if self.sums is None else self.sums + sums

@@ -25,14 +25,14 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from scanmt.data.fertility import alignment_counts, alignment_path
+from scanmt.data.links import read_links
 from scanmt.data.prepare import read_meta
 from scanmt.data.subword import word_index
 from scanmt.data.word_fertility import word_count
 from scanmt.errors import DataError
+from scanmt.fertility.providers import PredictedFertility
 from scanmt.io import read_lines
-from scanmt.data.links import read_links
-from scanmt.model.fertility import PredictedFertility
-from scanmt.training.checkpoint import load_checkpoint
+from scanmt.model.checkpoint import Checkpoint
 from scanmt.training.fertility_trainer import fertility_targets
 
 
@@ -144,7 +144,7 @@ def _targets(data_dir: Path, align_dir: Path, split: str, pieces: list[list[str]
 def evaluate_predictor(checkpoint: Path, data_dir: Path, *, split: str = "valid", add: float = 1.0,
                        align_dir: Path | None = None) -> PredictorEval:
     """Score a predictor checkpoint on ``split`` of a prepared directory (see the module docstring)."""
-    provider = PredictedFertility.from_checkpoint_state(load_checkpoint(checkpoint), add)
+    provider = PredictedFertility.from_weights(Checkpoint.load(checkpoint).predictor_weights(), add)
     cap = provider.predictor.max_fertility
     src_lang = read_meta(data_dir)["src_lang"]
     align_dir = align_dir or data_dir / "align"

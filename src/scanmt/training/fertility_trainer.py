@@ -23,13 +23,13 @@ from torch.nn import functional as F
 from scanmt.config import PredictorConfig
 from scanmt.data.dataset import Batch, ParallelData
 from scanmt.data.fertility import ALIGN_DIR, alignment_counts, alignment_path
+from scanmt.data.links import read_links
 from scanmt.data.prepare import read_meta
 from scanmt.data.vocab import Vocab
 from scanmt.data.word_fertility import word_count, word_targets
 from scanmt.errors import DataError
+from scanmt.fertility.predictor import FertilityPredictor
 from scanmt.io import read_lines
-from scanmt.data.links import read_links
-from scanmt.model.fertility_predictor import FertilityPredictor
 from scanmt.training import distributed
 from scanmt.training.loop import Progress, TrainLoop
 from scanmt.training.run_dir import check_run_dir

@@ -32,8 +32,8 @@ from tqdm import tqdm
 
 from scanmt.config import TrainConfig, check_train_config
 from scanmt.errors import ConfigError, DataError
+from scanmt.model.checkpoint import Checkpoint
 from scanmt.training import distributed
-from scanmt.training.checkpoint import load_checkpoint, save_checkpoint
 from scanmt.training.logger import MetricLogger
 from scanmt.training.run_dir import check_run_dir
 from scanmt.training.optim import build_optimizer, epoch_lr, set_lr
@@ -79,7 +79,7 @@ class Task(Protocol):
         """One log line for a validation."""
 
     def checkpoint_extras(self) -> dict[str, Any]:
-        """What else goes into checkpoints (config, vocabulary, ...)."""
+        """What else goes into checkpoints: fields of :class:`~scanmt.model.checkpoint.Checkpoint` (pipeline, vocab, ...)."""
 
     def saved_config(self) -> dict[str, Any]:
         """The config stored in checkpoints (checked for compatibility on resume)."""
@@ -121,7 +121,7 @@ class TrainLoop:
         self.optimizer = build_optimizer(self.model.parameters(), cfg)
         self.progress = Progress(lr=cfg.lr)
         if resume:
-            self._restore(load_checkpoint(last, map_location=self.dist.device))
+            self._restore(Checkpoint.load(last, map_location=self.dist.device))
         self.net: torch.nn.Module = self.model
         if self.dist.enabled:
             self.net = DistributedDataParallel(
@@ -138,22 +138,22 @@ class TrainLoop:
         self._window: tuple[float, int, float] = (0.0, 0, 0.0)
 
     # ----------------------------------------------------------- checkpoints
-    def _payload(self) -> dict:
-        return {
+    def _payload(self) -> Checkpoint:
+        return Checkpoint(
             **self.task.checkpoint_extras(),
-            "config": self.task.saved_config(),
-            "model": self.model.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
-            "progress": self.progress.__dict__.copy(),
-            "rng": {"torch": torch.get_rng_state(), "python": random.getstate()},
-        }
+            config=self.task.saved_config(),
+            weights=self.model.state_dict(),
+            optimizer=self.optimizer.state_dict(),
+            progress=self.progress.__dict__.copy(),
+            rng={"torch": torch.get_rng_state(), "python": random.getstate()},
+        )
 
     def _save(self, name: str) -> None:
         if name == "last.pt":
             self._store_window()
             self.saved_step = self.progress.step
         if self.dist.is_main:
-            save_checkpoint(self.out / name, self._payload())
+            self._payload().save(self.out / name)
 
     def _store_window(self) -> None:
         """Put the loss window, summed over the processes (all of them save last.pt), into the progress."""
@@ -169,24 +169,24 @@ class TrainLoop:
             return 0, 0.0, time.time()
         return p.window_units, p.window_loss, time.time() - p.window_seconds
 
-    def _restore(self, ckpt: dict) -> None:
+    def _restore(self, ckpt: Checkpoint) -> None:
         self._check_resume(ckpt)
-        self.model.load_state_dict(ckpt["model"])
-        self.optimizer.load_state_dict(ckpt["optimizer"])
-        self.progress = Progress(**ckpt["progress"])
-        torch.set_rng_state(ckpt["rng"]["torch"])
-        random.setstate(ckpt["rng"]["python"])
+        self.model.load_state_dict(ckpt.weights)
+        self.optimizer.load_state_dict(ckpt.optimizer)
+        self.progress = Progress(**ckpt.progress)
+        torch.set_rng_state(ckpt.rng["torch"])
+        random.setstate(ckpt.rng["python"])
         p = self.progress
         log.info("resumed from step %d (epoch %d, batch %d)", p.step, p.epoch, p.batch_in_epoch)
 
-    def _check_resume(self, ckpt: dict) -> None:
+    def _check_resume(self, ckpt: Checkpoint) -> None:
         """Refuse config changes a resumed run cannot honour (:func:`scanmt.config.check_resume`); log the others."""
         from scanmt.config import check_resume, with_defaults
 
         cfg = getattr(self.task, "cfg", None)
-        saved = with_defaults(ckpt["config"], type(cfg)) if cfg is not None else ckpt["config"]
+        saved = with_defaults(ckpt.config, type(cfg)) if cfg is not None else ckpt.config
         digest = self.task.checkpoint_extras().get("data_digest")
-        same_data = None if digest is None or "data_digest" not in ckpt else digest == ckpt["data_digest"]
+        same_data = None if digest is None or ckpt.data_digest is None else digest == ckpt.data_digest
         changes = check_resume(saved, self.task.saved_config(), str(self.out / "last.pt"), same_data=same_data)
         for key, old, new in changes:
             log.info("resume: %s changed from %r to %r", key, old, new)

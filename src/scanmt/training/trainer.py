@@ -24,10 +24,11 @@ from scanmt.data.dataset import Batch, ParallelData
 from scanmt.data.pipeline import TextPipeline
 from scanmt.data.prepare import read_meta, training_digest
 from scanmt.data.vocab import PAD_ID
-from scanmt.decoding.translator import Translator, build_model
+from scanmt.decoding.translator import Translator
 from scanmt.errors import ConfigError
 from scanmt.io import read_lines
-from scanmt.model.fertility import provider_state
+from scanmt.fertility.providers import provider_state
+from scanmt.model.build import build_model
 from scanmt.model.nmt import NMTModel, nmt_loss
 from scanmt.ops import load_native_kernels
 from scanmt.training import distributed
@@ -140,6 +141,7 @@ class NMTTask:
         return self.cfg.to_dict()
 
     def checkpoint_extras(self) -> dict[str, Any]:
+        """This task's fields of the :class:`~scanmt.model.checkpoint.Checkpoint`."""
         extras: dict[str, Any] = {"pipeline": self.data.pipeline.to_state()}
         if self.data.digest:
             extras["data_digest"] = self.data.digest

@@ -1,0 +1,119 @@
+"""The checkpoint file: one typed schema below training and decoding.
+
+On disk a checkpoint is one ``torch.save`` dict (format :data:`FORMAT_VERSION`), unchanged
+since the first version; :class:`Checkpoint` names its keys (the key is the field's name,
+except the weights, stored as ``model``)::
+
+    config        Config.to_dict(), or PredictorConfig.to_dict() for a fertility predictor
+    model         model.state_dict()                                     (Checkpoint.weights)
+    pipeline      TextPipeline.to_state(): languages, sentencepiece model, vocabulary   (NMT)
+    fertility     the fertility provider's state (scanmt.fertility.providers)  (constrained NMT)
+    data_digest   digest of the prepared data trained on (resuming on other data is refused)
+    vocab, kind   the predictor's vocabulary and "fertility-predictor"       (predictor)
+    optimizer     optimizer.state_dict()                                 (training checkpoints)
+    progress      {"step", "epoch", "batch_in_epoch", "lr", "best_bleu", "bad_validations", ...}
+    rng           {"torch", "python"}       (so a resumed run continues identically)
+    version       format version
+
+Keys the schema does not name are kept (``extra``) and written back.  Files are written to
+a temporary name and renamed, so a killed run never leaves a half-written checkpoint.
+:func:`load_checkpoint` and :func:`save_checkpoint` are the same file as a plain dict.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from scanmt.config import Config
+from scanmt.data.pipeline import TextPipeline
+from scanmt.errors import ConfigError, DataError
+from scanmt.fertility.providers import FertilityProvider, PredictorWeights, provider_from_state
+from scanmt.io import atomic_open
+
+FORMAT_VERSION = 1
+#: the file's key of each field whose key is not its name
+_KEY = {"weights": "model"}
+
+
+def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> None:
+    """Write the checkpoint dict ``payload`` (atomically), stamped with the format version."""
+    with atomic_open(path, "wb") as fh:
+        torch.save({**payload, "version": FORMAT_VERSION}, fh)
+
+
+def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
+    """The checkpoint dict in ``path``, checked to be a scanmt checkpoint of this format version."""
+    path = Path(path)
+    if not path.exists():
+        raise DataError(f"{path}: checkpoint not found")
+    try:
+        ckpt = torch.load(path, map_location=map_location, weights_only=False)
+    except Exception as exc:  # torch raises many types for corrupt files
+        raise DataError(f"{path}: not a readable checkpoint ({type(exc).__name__}: {exc})") from None
+    if not isinstance(ckpt, dict) or "config" not in ckpt or "model" not in ckpt:
+        raise DataError(f"{path}: not a scanmt checkpoint (missing config/model)")
+    if ckpt.get("version") != FORMAT_VERSION:
+        raise ConfigError(f"{path}: checkpoint format version {ckpt.get('version')} is not {FORMAT_VERSION}")
+    return ckpt
+
+
+@dataclass
+class Checkpoint:
+    """A checkpoint's contents (see the module docstring for each field); absent ones are None."""
+
+    config: dict[str, Any]
+    weights: dict[str, torch.Tensor]
+    pipeline: dict[str, Any] | None = None
+    fertility: dict[str, Any] | None = None
+    data_digest: str | None = None
+    vocab: list[str] | None = None
+    kind: str | None = None
+    optimizer: dict[str, Any] | None = None
+    progress: dict[str, Any] | None = None
+    rng: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    # ---------------------------------------------------------------- the file
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Checkpoint":
+        """The schema of a checkpoint dict (as :func:`load_checkpoint` returns it)."""
+        names = [f.name for f in dataclasses.fields(cls) if f.name != "extra"]
+        keys = {_KEY.get(n, n): n for n in names}
+        extra = {k: v for k, v in d.items() if k not in keys and k != "version"}
+        return cls(**{keys[k]: v for k, v in d.items() if k in keys}, extra=extra)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The checkpoint dict: the same keys as ever (None fields left out)."""
+        out = {_KEY.get(f.name, f.name): getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}
+        return {**self.extra, **{k: v for k, v in out.items() if v is not None}}
+
+    @classmethod
+    def load(cls, path: str | Path, map_location: str | torch.device = "cpu") -> "Checkpoint":
+        return cls.from_dict(load_checkpoint(path, map_location))
+
+    def save(self, path: str | Path) -> None:
+        save_checkpoint(path, self.to_dict())
+
+    # ---------------------------------------------------------------- typed views
+    def nmt_config(self) -> Config:
+        """The NMT model's :class:`Config`."""
+        return Config.from_dict(self.config)
+
+    def text_pipeline(self) -> TextPipeline:
+        """The NMT model's text pipeline (tokenizer, subword model, vocabulary)."""
+        if self.pipeline is None:
+            raise DataError("not an NMT checkpoint (it has no text pipeline)")
+        return TextPipeline.from_state(self.pipeline)
+
+    def fertility_provider(self) -> FertilityProvider | None:
+        """The fertility provider a constrained model was trained with (None for unconstrained ones)."""
+        return provider_from_state(self.fertility)
+
+    def predictor_weights(self) -> PredictorWeights:
+        """A fertility predictor checkpoint as a ``predicted`` provider stores it."""
+        return PredictorWeights.from_dict(self.to_dict())
