@@ -1,1 +1,1 @@
-"""Corpora, tokenization, subwords, vocabularies, batching, alignment, fertility."""
+"""Corpora, tokenization, subwords, vocabularies, batching, alignment and link files, fertility files and cache."""

@@ -1,1 +1,1 @@
-"""Trainer loop, optimizers and schedules, atomic checkpoints with resume, torch.distributed."""
+"""Trainer loop, optimizers and schedules, resume (checkpoints: :mod:`scanmt.model.checkpoint`), torch.distributed."""
