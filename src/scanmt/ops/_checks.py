@@ -1,6 +1,7 @@
 """Input handling shared by the ops: types, broadcasting, layout, dtype, validation.
 
-Everything here is private.  The ops call, in this order:
+Everything here is private.  The ops (through :class:`._function.TransformFunction`)
+call, in this order:
 
 1. :func:`broadcast_inputs` (outside autograd): type checks, broadcasting of
    ``z``, ``u`` and ``mask`` to one shape, normalisation of ``dim``;

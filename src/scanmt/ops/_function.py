@@ -8,7 +8,7 @@ sparsemax, csoftmax and csparsemax, and a subclass supplies only its maths:
   broadcasts the inputs (:func:`._checks.broadcast_inputs`), handles empty
   inputs, and applies the ``Function``;
 * ``forward``: lays the input out as ``[rows, J]`` (:class:`._checks.Rows`) in the
-  compute dtype, runs the compiled kernel (``_kernel``) where there is one, else
+  compute dtype, runs the compiled kernel (``kernel``) where there is one, else
   masks, validates and solves in PyTorch (``_solve``), and saves what the
   backward pass needs;
 * ``backward``: the closed form shared by sparsemax, csoftmax and csparsemax.
@@ -28,7 +28,7 @@ from torch import Tensor
 from . import _checks
 from ._checks import FEASIBILITY_TOL, NEGATIVE_TOL
 
-#: what ``_solve`` and ``_kernel`` return: ``p`` as ``[rows, J]`` and the tensors
+#: what ``_solve`` (and the kernel path) return: ``p`` as ``[rows, J]`` and the tensors
 #: the backward pass needs (the first one's dtype is the backward's compute dtype)
 Solved = Tuple[Tensor, Tuple[Tensor, ...]]
 
@@ -78,7 +78,7 @@ class TransformFunction(torch.autograd.Function):
     """
 
     #: the transform's name, in error messages
-    name: ClassVar[str]
+    op_name: ClassVar[str]
     #: ``None``: unconstrained (no ``u``); else the cap of :class:`._checks.Bounds`
     bound_cap: ClassVar[Optional[float]] = None
     #: the function of ``_kernels.cpp`` with this transform's forward pass (``None``: none);
@@ -92,7 +92,7 @@ class TransformFunction(torch.autograd.Function):
     ) -> Tensor:
         """The public wrapper: check and broadcast the inputs, then apply the ``Function``."""
         z, u, mask, dim, out_dtype = _checks.broadcast_inputs(
-            cls.name, z, None if cls.bound_cap is None else u, mask, dim
+            cls.op_name, z, None if cls.bound_cap is None else u, mask, dim
         )
         if cls.bound_cap is not None:
             assert u is not None
@@ -156,7 +156,7 @@ class TransformFunction(torch.autograd.Function):
             assert u is not None
             b = _checks.Bounds(z2, u, mask, rows, k, validate, cap=cls.bound_cap)
         if validate:
-            _checks.raise_if_invalid(cls.name, zmax, k, b)
+            _checks.raise_if_invalid(cls.op_name, zmax, k, b)
         return cls._solve(z2, zmax, b, k)
 
     @staticmethod
@@ -173,8 +173,8 @@ class TransformFunction(torch.autograd.Function):
 
     @staticmethod
     def _free_set(*saved: Tensor) -> Tuple[Tensor, Optional[Tensor]]:
-        """``(w, capped)`` ``[rows, J]`` from the saved tensors: the weights of the free set and
-        the 0/1 capped set (``None`` for an unconstrained transform).  Both are new tensors."""
+        """``(w, capped)`` ``[rows, J]`` from the saved tensors: the weights of the free set (a new
+        tensor: ``_vjp`` overwrites it) and the 0/1 capped set (``None`` for an unconstrained transform)."""
         raise NotImplementedError
 
     @classmethod

@@ -157,7 +157,7 @@ def _polish(z2: Tensor, r: Tensor, b: _checks.Bounds, solved: Tensor, k: _checks
 class CSoftmaxFunction(_function.TransformFunction):
     """Autograd function for csoftmax on tensors already broadcast by the caller."""
 
-    name, kernel = "csoftmax", "csoftmax_forward"  # the kernel's aux output: capped
+    op_name, kernel = "csoftmax", "csoftmax_forward"  # the kernel's aux output: capped
     bound_cap = 1.0
 
     @classmethod

@@ -230,7 +230,7 @@ def _polish(z2: Tensor, r: Tensor, uc: Tensor, live: Tensor, k: _checks.Consts) 
 class CSparsemaxFunction(_function.TransformFunction):
     """Autograd function for csparsemax on tensors already broadcast by the caller."""
 
-    name, kernel = "csparsemax", "csparsemax_forward"  # the kernel's aux output: x = z - tau
+    op_name, kernel = "csparsemax", "csparsemax_forward"  # the kernel's aux output: x = z - tau
     # bounds read as min(u, 2): a bound above 1 never binds, and with a cap above 1
     # (unlike min(u, 1)) an entry that takes all the mass still has a unique tau
     bound_cap = 2.0

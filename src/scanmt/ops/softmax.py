@@ -19,7 +19,7 @@ from . import _checks, _function
 class SoftmaxFunction(_function.TransformFunction):
     """Masked softmax; ``dz = p * (dp - sum(p * dp))``."""
 
-    name = "softmax"
+    op_name = "softmax"
 
     @classmethod
     def _solve(cls, z2: Tensor, zmax: Tensor, b: Optional[_checks.Bounds], k: _checks.Consts) -> _function.Solved:

@@ -76,7 +76,7 @@ def _tau_newton(zs: Tensor, k: _checks.Consts) -> Tensor:
 class SparsemaxFunction(_function.TransformFunction):
     """Autograd function for sparsemax on tensors already broadcast by the caller."""
 
-    name, kernel = "sparsemax", "sparsemax_forward"
+    op_name, kernel = "sparsemax", "sparsemax_forward"
 
     @classmethod
     def _solve(cls, z2: Tensor, zmax: Tensor, b: Optional[_checks.Bounds], k: _checks.Consts) -> _function.Solved:
