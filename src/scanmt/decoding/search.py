@@ -177,6 +177,119 @@ def beam_search(
     return [h[0] for h in nbest]
 
 
+@dataclass
+class _Beam:
+    """What stays fixed during one beam search of ``B`` sentences with ``K`` hypotheses each
+    (``N = B * K`` rows, hypothesis ``k`` of sentence ``b`` in row ``b * K + k``)."""
+
+    K: int
+    V: int
+    #: [N, S'] True at the real source words (no padding, no ``<sink>``)
+    words: torch.Tensor
+    #: [N] the maximum output length of each row's sentence
+    max_len: torch.Tensor
+    #: [B, 1] the row of each sentence's first hypothesis
+    offsets: torch.Tensor
+    #: [1, 2K] the ranks 0 .. 2K-1 of the extensions kept per step
+    ranks: torch.Tensor
+    #: per row: the source length with the sink, and the number of real words
+    n_src: list[int]
+    n_words: list[int]
+    #: ``length_alpha``, ``coverage_beta`` and ``coverage_eps``
+    penalties: dict
+    #: the penalties rank the live hypotheses (``penalty_mode="step"`` with a penalty on)
+    step_mode: bool
+
+    def rank(self, cand: torch.Tensor, beta: torch.Tensor, t: int) -> torch.Tensor:
+        """The ranking score ``[N, V]`` of every extension at step ``t`` from its accumulated
+        ``log P`` ``cand [N, V]`` and its parent's cumulative attention ``beta [N, S']``."""
+        if not self.step_mode:
+            return cand
+        alpha, cov_beta, eps = (self.penalties[k] for k in ("length_alpha", "coverage_beta", "coverage_eps"))
+        rank = cand / float(length_penalty(t + 1, alpha))
+        if cov_beta:
+            rank = rank + coverage_penalty(beta, self.words, cov_beta, eps).unsqueeze(1)
+        return rank
+
+
+@dataclass
+class _Extensions:
+    """The top ``2K`` extensions of each sentence at one step, best first (all ``[B, 2K]``)."""
+
+    rank: torch.Tensor  # ranking score
+    score: torch.Tensor  # accumulated log P
+    origin: torch.Tensor  # row of the parent hypothesis
+    word: torch.Tensor  # the new word
+    is_eos: torch.Tensor
+
+    @classmethod
+    def top(cls, rank: torch.Tensor, cand: torch.Tensor, beam: _Beam) -> _Extensions:
+        B, KV = rank.size(0) // beam.K, beam.K * beam.V
+        top_r, top_i = rank.view(B, KV).topk(2 * beam.K, dim=1)
+        word = top_i % beam.V
+        return cls(top_r, cand.view(B, KV).gather(1, top_i), top_i // beam.V + beam.offsets, word, word == EOS_ID)
+
+
+@dataclass
+class _Live:
+    """The ``N`` hypotheses being extended (``t`` words so far), and those finished."""
+
+    #: [B, K] accumulated log P (``-inf``: no hypothesis in that slot)
+    scores: torch.Tensor
+    #: [N] the last word, [N, t] all words, [N, t, S'] their attention rows
+    y: torch.Tensor
+    tokens: torch.Tensor
+    attention: torch.Tensor
+    state: DecoderState
+    #: [B] sentences that still want hypotheses
+    active: torch.Tensor
+    finished: list[list[Hypothesis]]
+
+    @classmethod
+    def start(cls, state: DecoderState, B: int, K: int, S: int, device: torch.device) -> _Live:
+        scores = torch.full((B, K), -torch.inf, device=device)
+        scores[:, 0] = 0.0  # one live hypothesis per sentence at first
+        return cls(
+            scores, torch.full((B * K,), BOS_ID, dtype=torch.long, device=device),
+            torch.empty(B * K, 0, dtype=torch.long, device=device), torch.empty(B * K, 0, S, device=device),
+            state, torch.ones(B, dtype=torch.bool, device=device), [[] for _ in range(B)],
+        )
+
+    def finish(self, ext: _Extensions, attention: torch.Tensor, beam: _Beam) -> None:
+        """Finish the ``</s>`` extensions ranked inside the top ``K`` of an active sentence;
+        ``attention [N, t+1, S']`` holds this step's rows."""
+        fin = ext.is_eos & (beam.ranks < beam.K) & self.active.unsqueeze(1) & torch.isfinite(ext.rank)
+        if not bool(fin.any()):
+            return
+        beta_cpu = self.state.beta.float().cpu()
+        for b, r in fin.nonzero().tolist():
+            o = int(ext.origin[b, r])
+            hyp = Hypothesis(
+                self.tokens[o].tolist(), float(ext.score[b, r]), 0.0, attention[o, :, : beam.n_src[o]].cpu(),
+                beta_cpu[o, : beam.n_words[o]].clone(),  # this hypothesis' own coverage, kept from now on
+            )
+            hyp.score = final_score(hyp, **beam.penalties)
+            self.finished[b].append(hyp)
+        n_fin = torch.tensor([len(f) for f in self.finished], device=self.active.device)
+        self.active = self.active & (n_fin < beam.K)
+
+    def advance(self, ext: _Extensions, attention: torch.Tensor, beam: _Beam) -> None:
+        """Continue with the ``K`` best non-``</s>`` extensions (reordering the state by the backpointers)."""
+        K, ranks = beam.K, beam.ranks
+        key = torch.where(ext.is_eos | ~torch.isfinite(ext.rank), ranks + 2 * K, ranks)
+        keep = key.argsort(dim=1)[:, :K]  # [B, K]
+        origin = ext.origin.gather(1, keep).view(-1)
+        word = ext.word.gather(1, keep).view(-1)
+        score = ext.score.gather(1, keep)
+        self.scores = torch.where(
+            (key.gather(1, keep) < 2 * K) & self.active.unsqueeze(1), score, torch.full_like(score, -torch.inf)
+        )
+        self.state = self.state.index_select(origin)
+        self.tokens = torch.cat([self.tokens.index_select(0, origin), word.unsqueeze(1)], dim=1)
+        self.attention = attention.index_select(0, origin)
+        self.y = word
+
+
 @torch.no_grad()
 def beam_search_encoded(
     model: NMTModel,
@@ -202,79 +315,31 @@ def beam_search_encoded(
         every finished hypothesis per sentence, best first (usually ``beam``; the
         last step can finish a few more).
     """
-    check_penalty_config(
-        DecodeConfig(length_alpha=length_alpha, coverage_beta=coverage_beta, coverage_eps=coverage_eps,
-                     penalty_mode=penalty_mode)
-    )
-    K = beam
-    device = enc.memory.device
-    step_mode = penalty_mode == "step" and (length_alpha != 0 or coverage_beta != 0)
-    B = enc.mask.size(0)
+    penalties = dict(length_alpha=length_alpha, coverage_beta=coverage_beta, coverage_eps=coverage_eps)
+    check_penalty_config(DecodeConfig(**penalties, penalty_mode=penalty_mode))
+    K, device, B = beam, enc.memory.device, enc.mask.size(0)
     src_len = src_len.to(device)
     expand = torch.arange(B, device=device).repeat_interleave(K)
     enc = enc.index_select(expand)
-    state = state.index_select(expand)
     S = enc.mask.size(1)
-    words = torch.arange(S, device=device).unsqueeze(0) < src_len.repeat_interleave(K).unsqueeze(1)  # no sink
     max_len = _max_lengths(src_len, max_len_a, max_len_b)
-    max_len_k = max_len.repeat_interleave(K)
-    scores = torch.full((B, K), -torch.inf, device=device)  # accumulated log P of the live hypotheses
-    scores[:, 0] = 0.0
-    y = torch.full((B * K,), BOS_ID, dtype=torch.long, device=device)
-    hist_tok = torch.empty(B * K, 0, dtype=torch.long, device=device)
-    hist_att = torch.empty(B * K, 0, S, device=device)
-    finished: list[list[Hypothesis]] = [[] for _ in range(B)]
-    active = torch.ones(B, dtype=torch.bool, device=device)
-    offsets = (torch.arange(B, device=device) * K).unsqueeze(1)
-    ranks = torch.arange(2 * K, device=device).unsqueeze(0)
-    V = model.vocab_size
-    n_src = enc.mask.sum(1).tolist()  # [B*K] real source length (+ sink)
-    n_words = src_len.repeat_interleave(K).tolist()
-    score_kw = dict(length_alpha=length_alpha, coverage_beta=coverage_beta, coverage_eps=coverage_eps)
+    spec = _Beam(
+        K, model.vocab_size,
+        words=torch.arange(S, device=device).unsqueeze(0) < src_len.repeat_interleave(K).unsqueeze(1),  # no sink
+        max_len=max_len.repeat_interleave(K), offsets=(torch.arange(B, device=device) * K).unsqueeze(1),
+        ranks=torch.arange(2 * K, device=device).unsqueeze(0), n_src=enc.mask.sum(1).tolist(),
+        n_words=src_len.repeat_interleave(K).tolist(), penalties=penalties,
+        step_mode=penalty_mode == "step" and (length_alpha != 0 or coverage_beta != 0),
+    )
+    live = _Live.start(state.index_select(expand), B, K, S, device)
     for t in range(int(max_len.max())):
-        h, alpha, state = model.decoder.step(model.decoder.emb(y), state, enc)
-        logp = _force_eos(model.log_probs(h).float(), (t + 1) >= max_len_k)
-        cand = scores.view(-1, 1) + logp  # [B*K, V] accumulated log P of every extension
-        if step_mode:
-            rank = cand / float(length_penalty(t + 1, length_alpha))
-            if coverage_beta:
-                rank = rank + coverage_penalty(state.beta, words, coverage_beta, coverage_eps).unsqueeze(1)
-        else:
-            rank = cand
-        top_r, top_i = rank.view(B, K * V).topk(2 * K, dim=1)  # [B, 2K]
-        top_s = cand.view(B, K * V).gather(1, top_i)
-        origin = top_i // V + offsets  # flat index of the parent hypothesis
-        word = top_i % V
-        is_eos = word == EOS_ID
-        att_now = torch.cat([hist_att, alpha.unsqueeze(1).float()], dim=1)  # [B*K, t+1, S']
-        # finish: </s> extensions ranked inside the top K of an active sentence
-        fin = is_eos & (ranks < K) & active.unsqueeze(1) & torch.isfinite(top_r)
-        if bool(fin.any()):
-            beta_cpu = state.beta.float().cpu()
-            for b, r in fin.nonzero().tolist():
-                o = int(origin[b, r])
-                hyp = Hypothesis(
-                    hist_tok[o].tolist(), float(top_s[b, r]), 0.0, att_now[o, :, : n_src[o]].cpu(),
-                    beta_cpu[o, : n_words[o]].clone(),  # this hypothesis' own coverage, kept from now on
-                )
-                hyp.score = final_score(hyp, **score_kw)
-                finished[b].append(hyp)
-            n_fin = torch.tensor([len(f) for f in finished], device=device)
-            active = active & (n_fin < K)
-        if not bool(active.any()):
+        h, alpha, live.state = model.decoder.step(model.decoder.emb(live.y), live.state, enc)
+        logp = _force_eos(model.log_probs(h).float(), (t + 1) >= spec.max_len)
+        cand = live.scores.view(-1, 1) + logp  # [N, V] accumulated log P of every extension
+        ext = _Extensions.top(spec.rank(cand, live.state.beta, t), cand, spec)
+        attention = torch.cat([live.attention, alpha.unsqueeze(1).float()], dim=1)  # [N, t+1, S']
+        live.finish(ext, attention, spec)
+        if not bool(live.active.any()):
             break
-        # continue: the K best non-</s> extensions
-        key = torch.where(is_eos | ~torch.isfinite(top_r), ranks + 2 * K, ranks)
-        keep = key.argsort(dim=1)[:, :K]  # [B, K]
-        next_origin = origin.gather(1, keep).view(-1)
-        next_word = word.gather(1, keep).view(-1)
-        next_score = top_s.gather(1, keep)
-        next_score = torch.where(
-            (key.gather(1, keep) < 2 * K) & active.unsqueeze(1), next_score, torch.full_like(next_score, -torch.inf)
-        )
-        state = state.index_select(next_origin)
-        hist_tok = torch.cat([hist_tok.index_select(0, next_origin), next_word.unsqueeze(1)], dim=1)
-        hist_att = att_now.index_select(0, next_origin)
-        y = next_word
-        scores = next_score
-    return [sorted(f, key=lambda hyp: hyp.score, reverse=True) for f in finished]
+        live.advance(ext, attention, spec)
+    return [sorted(f, key=lambda hyp: hyp.score, reverse=True) for f in live.finished]

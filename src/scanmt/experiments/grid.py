@@ -225,15 +225,8 @@ def _load_system(raw: Any, k: int, path: Path) -> System:
     )
 
 
-def load_grid(path: str | Path) -> Grid:
-    """Read and check a grid file.
-
-    Raises:
-        GridError: missing file, invalid YAML, unknown keys, bad names, duplicate
-            systems, unknown ``baseline``/``figure``/``reuse_model`` targets,
-            malformed overrides.
-    """
-    path = Path(path)
+def _read_mapping(path: Path) -> tuple[dict, str]:
+    """The top-level mapping of the grid file at ``path`` (known keys only) and the file's text."""
     if not path.exists():
         raise GridError(f"{path}: grid file not found")
     if path.is_dir():
@@ -248,9 +241,12 @@ def load_grid(path: str | Path) -> Grid:
     unknown = sorted(set(raw) - set(TOP_KEYS))
     if unknown:
         raise GridError(f"{path}: unknown top-level key {unknown[0]!r} (known: {', '.join(TOP_KEYS)})")
-    if "name" not in raw:
-        raise GridError(f"{path}: missing 'name' (it names the report, e.g. name: table1)")
-    name = _name(raw["name"], f"{path}: name")
+    return raw, text
+
+
+def _load_systems(raw: dict, path: Path) -> list[System]:
+    """The ``systems`` list: each system checked, names unique, ``reuse_model`` pointing at another
+    system that does not itself reuse one."""
     systems_raw = raw.get("systems")
     if not isinstance(systems_raw, list) or not systems_raw:
         raise GridError(f"{path}: 'systems' must be a non-empty list of systems")
@@ -273,18 +269,28 @@ def load_grid(path: str | Path) -> Grid:
                 f"{path}: system {s.name!r}: reuse_model {src.name!r} itself reuses {src.reuse_model!r}; "
                 f"point at {src.reuse_model!r} directly"
             )
+    return systems
+
+
+def _baseline_and_figure(raw: dict, names: set[str], path: Path) -> tuple[str | None, list]:
+    """``baseline`` (a system name or ``None``) and ``figure`` (``[]`` or two system names)."""
     baseline = raw.get("baseline")
     if baseline is not None:
         baseline = _name(baseline, f"{path}: baseline")
-        if baseline not in seen:
+        if baseline not in names:
             raise GridError(f"{path}: baseline {baseline!r} is not a system of this grid")
     figure = raw.get("figure") or []
     if not isinstance(figure, list) or len(figure) != 2:
         if figure:
             raise GridError(f"{path}: figure: expected two system names [baseline, other], got {figure!r}")
     for f in figure:
-        if f not in seen:
+        if f not in names:
             raise GridError(f"{path}: figure: {f!r} is not a system of this grid")
+    return baseline, list(figure)
+
+
+def _align_options(raw: dict, path: Path) -> dict:
+    """The ``align`` mapping of eflomal options, each of its declared type."""
     align = raw.get("align") or {}
     if not isinstance(align, dict):
         raise GridError(f"{path}: align: expected a mapping of eflomal options, got {align!r}")
@@ -296,6 +302,25 @@ def load_grid(path: str | Path) -> Grid:
                                                        and (tp is float or isinstance(value, int)))
         if not ok:
             raise GridError(f"{path}: align.{key}: expected a{'n integer' if tp is int else ' ' + tp.__name__}, got {value!r}")
+    return dict(align)
+
+
+def load_grid(path: str | Path) -> Grid:
+    """Read and check a grid file.
+
+    Raises:
+        GridError: missing file, invalid YAML, unknown keys, bad names, duplicate
+            systems, unknown ``baseline``/``figure``/``reuse_model`` targets,
+            malformed overrides.
+    """
+    path = Path(path)
+    raw, text = _read_mapping(path)
+    if "name" not in raw:
+        raise GridError(f"{path}: missing 'name' (it names the report, e.g. name: table1)")
+    name = _name(raw["name"], f"{path}: name")
+    systems = _load_systems(raw, path)
+    baseline, figure = _baseline_and_figure(raw, {s.name for s in systems}, path)
+    align = _align_options(raw, path)
     return Grid(
         path=path,
         name=name,
@@ -303,10 +328,10 @@ def load_grid(path: str | Path) -> Grid:
         description=_str(raw.get("description"), f"{path}: description"),
         title=_str(raw.get("title"), f"{path}: title"),
         baseline=baseline,
-        figure=list(figure),
+        figure=figure,
         set=normalize_overrides(raw.get("set"), f"{path}: set"),
         predictor_set=normalize_overrides(raw.get("predictor_set"), f"{path}: predictor_set"),
-        align=dict(align),
+        align=align,
         text=text,
     )
 

@@ -1,6 +1,7 @@
 """Input handling shared by the ops: types, broadcasting, layout, dtype, validation.
 
-Everything here is private.  The ops call, in this order:
+Everything here is private.  The ops (through :class:`._function.TransformFunction`)
+call, in this order:
 
 1. :func:`broadcast_inputs` (outside autograd): type checks, broadcasting of
    ``z``, ``u`` and ``mask`` to one shape, normalisation of ``dim``;
@@ -429,11 +430,3 @@ def _raise_details(name: str, zmax: Tensor, b: Optional[Bounds]) -> None:
         f"(short by up to {1.0 - worst:.6g})"
     )
 
-
-def apply_constrained(name: str, function, z, u, mask, dim: int, validate: bool):
-    """Broadcast and check the inputs of a constrained transform, then apply its autograd ``function``."""
-    z, u, mask, dim, out_dtype = broadcast_inputs(name, z, u, mask, dim)
-    assert u is not None
-    if z.numel() == 0:  # nothing to normalise; keeps the graph for autograd
-        return (z * 0 + u * 0).to(out_dtype)
-    return function.apply(z, u, mask, dim, validate, out_dtype)

@@ -61,8 +61,10 @@
 
 #if defined(__GNUC__) || defined(__clang__)
 #define SCANMT_INLINE inline __attribute__((always_inline))
+#define SCANMT_INLINE_LAMBDA __attribute__((always_inline))
 #else
 #define SCANMT_INLINE inline
+#define SCANMT_INLINE_LAMBDA
 #endif
 
 // On x86-64 Linux with GCC the row loops are compiled for several ISAs, picked
@@ -337,27 +339,43 @@ SCANMT_INLINE void limit(Work& w, const Args<T>& a) {
   if (a.max_iter >= 0) w.max_steps = w.max_rounds = a.max_iter;
 }
 
-// Rows [b, e) of sparsemax; returns the number of invalid rows.
-template <typename T>
-SCANMT_INLINE int64_t sparsemax_body(const Args<T>& a, int64_t b, int64_t e) {
+// The loop over rows [b, e) that the three ops share: gathers row i into one Work
+// buffer (with the bounds read as min(u, cap) where the op is bounded, and then
+// summarised), counts it if invalid, gives a row with a NaN or +inf score
+// p = NaN (and aux = aux_bad), and hands any other to solve(w, i, p), with p
+// the row of the output; returns the number of invalid rows.
+template <typename T, bool kBounded, typename Solve>
+SCANMT_INLINE int64_t for_each_row(const Args<T>& a, int64_t b, int64_t e, double cap, T aux_bad, Solve&& solve) {
   const int64_t J = a.J;
   Work w(J);
   limit(w, a);
   int64_t n_invalid = 0;
   for (int64_t i = b; i < e; ++i) {
     bool invalid = false;
-    const bool bad =
-        gather<T>(w, a.z + i * a.z0, a.z1, nullptr, 0, a.mask ? a.mask + i * a.m0 : nullptr, a.m1, J, 1.0, T(0),
-                  invalid);
+    const T* ur = kBounded ? a.u + i * a.u0 : nullptr;
+    const bool bad = gather<T>(w, a.z + i * a.z0, a.z1, ur, kBounded ? a.u1 : 0,
+                               a.mask ? a.mask + i * a.m0 : nullptr, a.m1, J, cap, kBounded ? a.negt : T(0), invalid);
+    if (kBounded && !bad) summarise(w, a.feasible, invalid);
     n_invalid += invalid;
     T* p = a.p + i * J;
     if (bad) {
       std::fill(p, p + J, static_cast<T>(kNaN));
+      if (kBounded) std::fill(a.aux + i * J, a.aux + (i + 1) * J, aux_bad);
       continue;
     }
+    solve(w, i, p);
+  }
+  return n_invalid;
+}
+
+// Rows [b, e) of sparsemax; returns the number of invalid rows.
+template <typename T>
+SCANMT_INLINE int64_t sparsemax_body(const Args<T>& a, int64_t b, int64_t e) {
+  const int64_t J = a.J;
+  return for_each_row<T, false>(a, b, e, 1.0, T(0), [&](Work& w, int64_t, T* p) SCANMT_INLINE_LAMBDA {
     if (w.m == 0) {
       std::fill(p, p + J, T(0));
-      continue;
+      return;
     }
     const double tau = sparsemax_tau(w);
     const double* z = w.z;
@@ -374,8 +392,7 @@ SCANMT_INLINE int64_t sparsemax_body(const Args<T>& a, int64_t b, int64_t e) {
         p[w.idx[k]] = static_cast<T>(x > 0.0 ? x : 0.0);
       }
     }
-  }
-  return n_invalid;
+  });
 }
 
 // ---------------------------------------------------------------------------
@@ -506,24 +523,10 @@ template <typename T>
 SCANMT_INLINE int64_t csparsemax_body(const Args<T>& a, int64_t b, int64_t e) {
   const int64_t J = a.J;
   const T big = std::numeric_limits<T>::max(), ninf = -std::numeric_limits<T>::infinity();
-  Work w(J);
-  limit(w, a);
-  int64_t n_invalid = 0;
-  for (int64_t i = b; i < e; ++i) {
-    bool invalid = false;
-    // bounds read as min(u, 2): above 1 they never bind, and unlike min(u, 1)
-    // the cap keeps tau unique when one entry takes all the mass
-    const bool bad = gather<T>(w, a.z + i * a.z0, a.z1, a.u + i * a.u0, a.u1, a.mask ? a.mask + i * a.m0 : nullptr,
-                               a.m1, J, 2.0, a.negt, invalid);
-    if (!bad) summarise(w, a.feasible, invalid);
-    n_invalid += invalid;
-    T* p = a.p + i * J;
+  // bounds read as min(u, 2): above 1 they never bind, and unlike min(u, 1)
+  // the cap keeps tau unique when one entry takes all the mass
+  return for_each_row<T, true>(a, b, e, 2.0, static_cast<T>(kNaN), [&](Work& w, int64_t i, T* p) SCANMT_INLINE_LAMBDA {
     T* x = a.aux + i * J;
-    if (bad) {
-      std::fill(p, p + J, static_cast<T>(kNaN));
-      std::fill(x, x + J, static_cast<T>(kNaN));
-      continue;
-    }
     if (!w.dense) {
       std::fill(p, p + J, T(0));
       std::fill(x, x + J, ninf);  // unusable: never free, never capped
@@ -536,7 +539,7 @@ SCANMT_INLINE int64_t csparsemax_body(const Args<T>& a, int64_t b, int64_t e) {
         p[j] = static_cast<T>(c[k]);
         x[j] = big;
       }
-      continue;
+      return;
     }
     const double tau = csparsemax_tau(w);
     if (w.dense) {
@@ -555,8 +558,7 @@ SCANMT_INLINE int64_t csparsemax_body(const Args<T>& a, int64_t b, int64_t e) {
         x[w.idx[k]] = static_cast<T>(v);
       }
     }
-  }
-  return n_invalid;
+  });
 }
 
 // ---------------------------------------------------------------------------
@@ -709,24 +711,9 @@ SCANMT_INLINE void csoftmax_solve(Work& w) {
 template <typename T>
 SCANMT_INLINE int64_t csoftmax_body(const Args<T>& a, int64_t b, int64_t e) {
   const int64_t J = a.J;
-  Work w(J);
-  limit(w, a);
-  int64_t n_invalid = 0;
-  for (int64_t i = b; i < e; ++i) {
-    bool invalid = false;
+  return for_each_row<T, true>(a, b, e, 1.0, T(0), [&](Work& w, int64_t i, T* p) SCANMT_INLINE_LAMBDA {
     const T* ur = a.u + i * a.u0;
-    const bool bad =
-        gather<T>(w, a.z + i * a.z0, a.z1, ur, a.u1, a.mask ? a.mask + i * a.m0 : nullptr, a.m1, J, 1.0, a.negt,
-                  invalid);
-    if (!bad) summarise(w, a.feasible, invalid);
-    n_invalid += invalid;
-    T* p = a.p + i * J;
     T* cp = a.aux + i * J;
-    if (bad) {
-      std::fill(p, p + J, static_cast<T>(kNaN));
-      std::fill(cp, cp + J, T(0));
-      continue;
-    }
     if (!w.dense) {
       std::fill(p, p + J, T(0));
       std::fill(cp, cp + J, T(0));  // unusable: not capped
@@ -753,8 +740,7 @@ SCANMT_INLINE int64_t csoftmax_body(const Args<T>& a, int64_t b, int64_t e) {
         cp[j] = ur[j * u1] > pj ? T(0) : T(1);
       }
     }
-  }
-  return n_invalid;
+  });
 }
 
 // The row loops, as compiled functions (see SCANMT_CLONES).

@@ -39,13 +39,12 @@ is never counted as binding.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Tuple
 
 import torch
 from torch import Tensor
 
-from . import _checks
-from ._checks import FEASIBILITY_TOL, NEGATIVE_TOL
+from . import _checks, _function
 
 #: Capping rounds before the remaining rows are finished with the sort.
 MAX_ROUNDS = 20
@@ -155,32 +154,15 @@ def _polish(z2: Tensor, r: Tensor, b: _checks.Bounds, solved: Tensor, k: _checks
     return torch.minimum(q.mul_(scale).sub_(k.two).mul_(free).add_(k.two), b.uc)
 
 
-class CSoftmaxFunction(torch.autograd.Function):
+class CSoftmaxFunction(_function.TransformFunction):
     """Autograd function for csoftmax on tensors already broadcast by the caller."""
 
-    @staticmethod
-    def forward(  # type: ignore[override]
-        ctx, z: Tensor, u: Tensor, mask: Optional[Tensor], dim: int, validate: bool, out_dtype: torch.dtype
-    ) -> Tensor:
-        rows = _checks.Rows(z.shape, dim)
-        cdt = _checks.compute_dtype(z.dtype, u.dtype)
-        native = _checks.native_kernels(z)
-        if native is not None:
-            p, capped, n_invalid = native.csoftmax_forward(
-                rows.take(z, cdt), rows.take(u, cdt), None if mask is None else rows.take(mask),
-                FEASIBILITY_TOL, NEGATIVE_TOL,
-            )
-            if not (validate and n_invalid):
-                ctx.rows, ctx.z_dtype, ctx.u_dtype = rows, z.dtype, u.dtype
-                ctx.save_for_backward(p, capped)
-                return rows.give(p, out_dtype)
-            # invalid input: the PyTorch path below raises with the details
-        k = _checks.consts(cdt, z.device)
-        z2 = _checks.masked_scores(rows, z, mask, cdt)
-        zmax = z2.amax(-1, keepdim=True)
-        b = _checks.Bounds(z2, u, mask, rows, k, validate)
-        if validate:
-            _checks.raise_if_invalid("csoftmax", zmax, k, b)
+    op_name, kernel = "csoftmax", "csoftmax_forward"  # the kernel's aux output: capped
+    bound_cap = 1.0
+
+    @classmethod
+    def _solve(cls, z2: Tensor, zmax: Tensor, b: Optional[_checks.Bounds], k: _checks.Consts) -> _function.Solved:
+        assert b is not None
         live = torch.gt(b.usum, k.one)  # rows with sum(u) <= 1 (tight, fully masked) get p = u
         zs = _checks.shift(z2, zmax, k)
         R, J = zs.shape
@@ -213,44 +195,15 @@ class CSoftmaxFunction(torch.autograd.Function):
             capped = notcapped.neg_().add_(k.one)
         else:
             capped = torch.addcmul(b.usable, b.usable, notcapped, value=-1.0)
-        ctx.rows, ctx.z_dtype, ctx.u_dtype = rows, z.dtype, u.dtype
-        ctx.save_for_backward(p, capped)
-        return rows.give(p, out_dtype)
+        return p, (p, capped)
 
     @staticmethod
-    def backward(ctx, grad: Tensor):  # type: ignore[override]
-        p, capped = ctx.saved_tensors
-        rows: _checks.Rows = ctx.rows
-        g = rows.take(grad, p.dtype)
-        pa = torch.addcmul(p, p, capped, value=-1.0)  # p on the uncapped set A, 0 elsewhere
-        m = (pa * g).sum(-1, keepdim=True).div_(pa.sum(-1, keepdim=True).clamp_(min=torch.finfo(p.dtype).tiny))
-        gm = g - m
-        dz = rows.give(pa.mul_(gm), ctx.z_dtype) if ctx.needs_input_grad[0] else None
-        du = rows.give(gm.mul_(capped), ctx.u_dtype) if ctx.needs_input_grad[1] else None
-        return dz, du, None, None, None, None
+    def _free_set(p: Tensor, capped: Tensor) -> Tuple[Tensor, Optional[Tensor]]:  # type: ignore[override]
+        return torch.addcmul(p, p, capped, value=-1.0), capped  # p on the uncapped set A, 0 elsewhere
 
 
+@_function.constrained_doc(
+    "Constrained softmax: ``argmin KL(p || softmax(z))`` s.t. ``p`` in the simplex, ``p <= u``."
+)
 def csoftmax(z: Tensor, u, dim: int = -1, mask: Optional[Tensor] = None, *, validate: bool = True) -> Tensor:
-    """Constrained softmax: ``argmin KL(p || softmax(z))`` s.t. ``p`` in the simplex, ``p <= u``.
-
-    Args:
-        z: scores, any floating dtype (half precision is computed in float32).
-        u: upper bounds, broadcastable with ``z``; ``+inf`` means unbounded,
-            ``u >= 1`` never binds, ``u`` in ``[-1e-6, 0)`` is read as 0.
-        dim: the dimension that sums to 1.
-        mask: optional bool tensor broadcastable to ``z`` (True = may receive
-            attention).  Masked positions (and positions where ``z == -inf``)
-            get 0 and a zero gradient; a fully masked row gives all zeros.
-        validate: check inputs (one host synchronisation); False skips it.
-
-    Returns:
-        ``p`` of the broadcast shape of ``z`` and ``u``; ``0 <= p <= u``, rows sum to 1.
-        If the bounds over the unmasked positions sum to at most 1 (within
-        ``FEASIBILITY_TOL``), ``p = u`` there.
-
-    Raises:
-        ValueError: NaN or +inf in ``z``, NaN or negative ``u`` at an unmasked
-            position, infeasible rows (``sum(u) < 1 - 1e-5`` over unmasked
-            positions), or shapes that do not broadcast.
-    """
-    return _checks.apply_constrained("csoftmax", CSoftmaxFunction, z, u, mask, dim, validate)
+    return CSoftmaxFunction.transform(z, u, dim, mask, validate)

@@ -53,13 +53,12 @@ if ``A`` is empty): ``dz = 1[A] (dp - m)`` and ``du = 1[A_R] (dp - m)``.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Tuple
 
 import torch
 from torch import Tensor
 
-from . import _checks
-from ._checks import FEASIBILITY_TOL, NEGATIVE_TOL
+from . import _checks, _function
 
 #: Newton/bisection steps before the remaining rows are finished by the sort.
 MAX_STEPS = 60
@@ -228,36 +227,24 @@ def _polish(z2: Tensor, r: Tensor, uc: Tensor, live: Tensor, k: _checks.Consts) 
     return _finish(_finish(z2 - r, uc, k), uc, k)
 
 
-class CSparsemaxFunction(torch.autograd.Function):
+class CSparsemaxFunction(_function.TransformFunction):
     """Autograd function for csparsemax on tensors already broadcast by the caller."""
 
+    op_name, kernel = "csparsemax", "csparsemax_forward"  # the kernel's aux output: x = z - tau
+    # bounds read as min(u, 2): a bound above 1 never binds, and with a cap above 1
+    # (unlike min(u, 1)) an entry that takes all the mass still has a unique tau
+    bound_cap = 2.0
+
     @staticmethod
-    def forward(  # type: ignore[override]
-        ctx, z: Tensor, u: Tensor, mask: Optional[Tensor], dim: int, validate: bool, out_dtype: torch.dtype
-    ) -> Tensor:
-        rows = _checks.Rows(z.shape, dim)
-        cdt = _checks.compute_dtype(z.dtype, u.dtype)
-        native = _checks.native_kernels(z)
-        if native is not None:
-            u2 = rows.take(u, cdt)
-            p, x, n_invalid = native.csparsemax_forward(
-                rows.take(z, cdt), u2, None if mask is None else rows.take(mask), FEASIBILITY_TOL, NEGATIVE_TOL
-            )
-            if not (validate and n_invalid):
-                # x = z - tau is -inf at unusable positions, so the backward pass
-                # needs u there neither masked nor clamped
-                ctx.rows, ctx.z_dtype, ctx.u_dtype = rows, z.dtype, u.dtype
-                ctx.save_for_backward(x, u2)
-                return rows.give(p, out_dtype)
-            # invalid input: the PyTorch path below raises with the details
-        k = _checks.consts(cdt, z.device)
-        z2 = _checks.masked_scores(rows, z, mask, cdt)
-        zmax = z2.amax(-1, keepdim=True)
-        # bounds read as min(u, 2): a bound above 1 never binds, and with a cap above 1
-        # (unlike min(u, 1)) an entry that takes all the mass still has a unique tau
-        b = _checks.Bounds(z2, u, mask, rows, k, validate, cap=2.0)
-        if validate:
-            _checks.raise_if_invalid("csparsemax", zmax, k, b)
+    def _saved_by_kernel(p: Tensor, aux: Optional[Tensor], u2: Optional[Tensor]) -> Tuple[Tensor, ...]:
+        assert aux is not None and u2 is not None
+        # x = z - tau is -inf at unusable positions, so the backward pass
+        # needs u there neither masked nor clamped
+        return aux, u2
+
+    @classmethod
+    def _solve(cls, z2: Tensor, zmax: Tensor, b: Optional[_checks.Bounds], k: _checks.Consts) -> _function.Solved:
+        assert b is not None
         live = torch.gt(b.usum, k.one)  # rows with sum(u) <= 1 (tight, fully masked) get p = u
         R, J = z2.shape
         method = _checks.choose_method(z2, max(R * J * J * 2, 1), DENSE_MAX_WORK, ITER_MIN_NUMEL)
@@ -282,46 +269,19 @@ class CSparsemaxFunction(torch.autograd.Function):
             else:
                 x = _finish(zs.sub_(torch.where(live, tau, k.fmin).clamp_(min=k.fmin)), b.uc, k)
         p = torch.clamp(x, min=k.zero, max=b.uc)
-        ctx.rows, ctx.z_dtype, ctx.u_dtype = rows, z.dtype, u.dtype
-        ctx.save_for_backward(x, b.uv)
-        return rows.give(p, out_dtype)
+        return p, (x, b.uv)
 
     @staticmethod
-    def backward(ctx, grad: Tensor):  # type: ignore[override]
-        x, uv = ctx.saved_tensors  # x = z - tau
-        rows: _checks.Rows = ctx.rows
-        g = rows.take(grad, x.dtype)
+    def _free_set(x: Tensor, uv: Tensor) -> Tuple[Tensor, Optional[Tensor]]:  # type: ignore[override]
+        """From ``x = z - tau``: the free set ``0 < z_j - tau < u_j`` and the capped set
+        ``z_j - tau >= u_j`` (and ``> 0``)."""
         pos = torch.gt(x, 0.0, out=torch.empty_like(x))  # z_j > tau
-        free = torch.gt(uv, x, out=torch.empty_like(x)).mul_(pos)  # 0 < z_j - tau < u_j
-        capped = pos.sub_(free)  # z_j - tau >= u_j (and > 0)
-        gf = g * free
-        m = gf.sum(-1, keepdim=True).div_(free.sum(-1, keepdim=True).clamp_(min=1.0))
-        dz = rows.give(torch.addcmul(gf, free, m, value=-1.0), ctx.z_dtype) if ctx.needs_input_grad[0] else None
-        du = rows.give((g - m).mul_(capped), ctx.u_dtype) if ctx.needs_input_grad[1] else None
-        return dz, du, None, None, None, None
+        free = torch.gt(uv, x, out=torch.empty_like(x)).mul_(pos)
+        return free, pos.sub_(free)
 
 
+@_function.constrained_doc(
+    "Constrained sparsemax: ``argmin ||p - z||^2`` s.t. ``p`` in the simplex, ``p <= u``."
+)
 def csparsemax(z: Tensor, u, dim: int = -1, mask: Optional[Tensor] = None, *, validate: bool = True) -> Tensor:
-    """Constrained sparsemax: ``argmin ||p - z||^2`` s.t. ``p`` in the simplex, ``p <= u``.
-
-    Args:
-        z: scores, any floating dtype (half precision is computed in float32).
-        u: upper bounds, broadcastable with ``z``; ``+inf`` means unbounded,
-            ``u >= 1`` never binds, ``u`` in ``[-1e-6, 0)`` is read as 0.
-        dim: the dimension that sums to 1.
-        mask: optional bool tensor broadcastable to ``z`` (True = may receive
-            attention).  Masked positions (and positions where ``z == -inf``)
-            get 0 and a zero gradient; a fully masked row gives all zeros.
-        validate: check inputs (one host synchronisation); False skips it.
-
-    Returns:
-        ``p`` of the broadcast shape of ``z`` and ``u``; ``0 <= p <= u``, rows sum to 1.
-        If the bounds over the unmasked positions sum to at most 1 (within
-        ``FEASIBILITY_TOL``), ``p = u`` there.
-
-    Raises:
-        ValueError: NaN or +inf in ``z``, NaN or negative ``u`` at an unmasked
-            position, infeasible rows (``sum(u) < 1 - 1e-5`` over unmasked
-            positions), or shapes that do not broadcast.
-    """
-    return _checks.apply_constrained("csparsemax", CSparsemaxFunction, z, u, mask, dim, validate)
+    return CSparsemaxFunction.transform(z, u, dim, mask, validate)

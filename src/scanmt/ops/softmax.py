@@ -8,43 +8,33 @@ zero gradient) rather than NaN.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Tuple
 
 import torch
 from torch import Tensor
 
-from . import _checks
+from . import _checks, _function
 
 
-class SoftmaxFunction(torch.autograd.Function):
+class SoftmaxFunction(_function.TransformFunction):
     """Masked softmax; ``dz = p * (dp - sum(p * dp))``."""
 
-    @staticmethod
-    def forward(  # type: ignore[override]
-        ctx, z: Tensor, mask: Optional[Tensor], dim: int, validate: bool, out_dtype: torch.dtype
-    ) -> Tensor:
-        rows = _checks.Rows(z.shape, dim)
-        cdt = _checks.compute_dtype(z.dtype)
-        k = _checks.consts(cdt, z.device)
-        z2 = _checks.masked_scores(rows, z, mask, cdt)
-        zmax = z2.amax(-1, keepdim=True)
-        if validate:
-            _checks.raise_if_invalid("softmax", zmax, k)
+    op_name = "softmax"
+
+    @classmethod
+    def _solve(cls, z2: Tensor, zmax: Tensor, b: Optional[_checks.Bounds], k: _checks.Consts) -> _function.Solved:
         e = _checks.shift(z2, zmax, k).exp_()
         # the row sum is >= 1 unless the row is fully masked (then e == 0 and p == 0)
         p = e.div_(e.sum(-1, keepdim=True).clamp_(min=k.one))
-        ctx.rows, ctx.z_dtype = rows, z.dtype
-        ctx.save_for_backward(p)
-        return rows.give(p, out_dtype)
+        return p, (p,)
 
-    @staticmethod
-    def backward(ctx, grad: Tensor):  # type: ignore[override]
-        (p,) = ctx.saved_tensors
-        rows: _checks.Rows = ctx.rows
-        g = rows.take(grad, p.dtype)
+    @classmethod
+    def _vjp(
+        cls, g: Tensor, saved: Tuple[Tensor, ...], need_z: bool, need_u: bool
+    ) -> Tuple[Optional[Tensor], Optional[Tensor]]:
+        (p,) = saved
         pg = p * g
-        dz = torch.addcmul(pg, p, pg.sum(-1, keepdim=True), value=-1.0)
-        return rows.give(dz, ctx.z_dtype), None, None, None, None
+        return torch.addcmul(pg, p, pg.sum(-1, keepdim=True), value=-1.0), None
 
 
 def softmax(
@@ -65,7 +55,4 @@ def softmax(
         ValueError: NaN or +inf at an unmasked position (if ``validate``), or
             a ``mask`` that does not broadcast to ``z``.
     """
-    z, _, mask, dim, out_dtype = _checks.broadcast_inputs("softmax", z, None, mask, dim)
-    if z.numel() == 0:  # nothing to normalise; keeps the graph for autograd
-        return (z * 0).to(out_dtype)
-    return SoftmaxFunction.apply(z, mask, dim, validate, out_dtype)
+    return SoftmaxFunction.transform(z, None, dim, mask, validate)

@@ -25,12 +25,12 @@ Backward: with ``S = {j : p_j > 0}``, ``dz = 1[S] * (dp - mean_{S}(dp))``.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Tuple
 
 import torch
 from torch import Tensor
 
-from . import _checks
+from . import _checks, _function
 
 #: Newton steps before the remaining rows are finished by the sort.
 MAX_NEWTON_STEPS = 50
@@ -73,48 +73,24 @@ def _tau_newton(zs: Tensor, k: _checks.Consts) -> Tensor:
     return tau
 
 
-class SparsemaxFunction(torch.autograd.Function):
+class SparsemaxFunction(_function.TransformFunction):
     """Autograd function for sparsemax on tensors already broadcast by the caller."""
 
-    @staticmethod
-    def forward(  # type: ignore[override]
-        ctx, z: Tensor, mask: Optional[Tensor], dim: int, validate: bool, out_dtype: torch.dtype
-    ) -> Tensor:
-        rows = _checks.Rows(z.shape, dim)
-        cdt = _checks.compute_dtype(z.dtype)
-        native = _checks.native_kernels(z)
-        if native is not None:
-            p, n_invalid = native.sparsemax_forward(rows.take(z, cdt), None if mask is None else rows.take(mask))
-            if not (validate and n_invalid):
-                ctx.rows, ctx.z_dtype = rows, z.dtype
-                ctx.save_for_backward(p)
-                return rows.give(p, out_dtype)
-            # invalid input: the PyTorch path below raises with the details
-        k = _checks.consts(cdt, z.device)
-        z2 = _checks.masked_scores(rows, z, mask, cdt)
-        zmax = z2.amax(-1, keepdim=True)
-        if validate:
-            _checks.raise_if_invalid("sparsemax", zmax, k)
+    op_name, kernel = "sparsemax", "sparsemax_forward"
+
+    @classmethod
+    def _solve(cls, z2: Tensor, zmax: Tensor, b: Optional[_checks.Bounds], k: _checks.Consts) -> _function.Solved:
         zs = _checks.shift(z2, zmax, k)
         if _checks.choose_method(zs, 0, 0, ITER_MIN_NUMEL) == "iter":
             tau = _tau_newton(zs, k)
         else:
             tau = _tau_sort(zs, k)
         p = torch.sub(zs, tau, out=zs).relu_()
-        ctx.rows, ctx.z_dtype = rows, z.dtype
-        ctx.save_for_backward(p)
-        return rows.give(p, out_dtype)
+        return p, (p,)
 
     @staticmethod
-    def backward(ctx, grad: Tensor):  # type: ignore[override]
-        (p,) = ctx.saved_tensors
-        rows: _checks.Rows = ctx.rows
-        g = rows.take(grad, p.dtype)
-        s = torch.sign(p)  # 1 on the support, 0 elsewhere
-        gs = g * s
-        m = gs.sum(-1, keepdim=True).div_(s.sum(-1, keepdim=True).clamp_(min=1.0))
-        dz = torch.addcmul(gs, s, m, value=-1.0)
-        return rows.give(dz, ctx.z_dtype), None, None, None, None
+    def _free_set(p: Tensor) -> Tuple[Tensor, Optional[Tensor]]:  # type: ignore[override]
+        return torch.sign(p), None  # 1 on the support, 0 elsewhere
 
 
 def sparsemax(z: Tensor, dim: int = -1, mask: Optional[Tensor] = None, *, validate: bool = True) -> Tensor:
@@ -136,7 +112,4 @@ def sparsemax(z: Tensor, dim: int = -1, mask: Optional[Tensor] = None, *, valida
         ValueError: NaN or +inf at an unmasked position of ``z`` (if ``validate``),
             or a ``mask`` that does not broadcast to ``z``.
     """
-    z, _, mask, dim, out_dtype = _checks.broadcast_inputs("sparsemax", z, None, mask, dim)
-    if z.numel() == 0:  # nothing to normalise; keeps the graph for autograd
-        return (z * 0).to(out_dtype)
-    return SparsemaxFunction.apply(z, mask, dim, validate, out_dtype)
+    return SparsemaxFunction.transform(z, None, dim, mask, validate)
