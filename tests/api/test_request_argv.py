@@ -83,3 +83,11 @@ def test_request_fields_are_the_command_options(command):
         want = tuple(want) if isinstance(want, list) else want
         if default is not dataclasses.MISSING:
             assert default == want, f"{command} --{dest}: request default {default!r}, option default {want!r}"
+
+
+def test_paths_and_lists_are_kept_in_the_declared_form():
+    r = api.TranslateRequest(model=Path("m.pt"), input="in", output=Path("out"))
+    assert r.model == "m.pt" and r.output == "out"
+    e = api.EvaluateRequest(hyp="h", ref="r", metrics=["bleu"])
+    assert e.hyp == Path("h") and e.metrics == ("bleu",)
+    assert api.TrainRequest(config=Path("c.yaml"), out="o", set=["a=1"]).set == ("a=1",)

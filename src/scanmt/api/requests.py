@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import shlex
+from pathlib import Path
 from typing import Any, ClassVar
 
 
@@ -51,6 +52,18 @@ class CommandRequest:
 
     #: the ``scanmt`` command this request runs (as typed: ``tune-penalties``)
     COMMAND: ClassVar[str] = ""
+
+    def __post_init__(self) -> None:
+        """Values in the field's declared form: ``str`` or ``Path`` as annotated, sequences as tuples."""
+        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+            value, kind = getattr(self, f.name), str(f.type)
+            if isinstance(value, list):
+                value = tuple(value)
+            elif isinstance(value, Path) and kind.startswith("str"):
+                value = str(value)
+            elif isinstance(value, str) and kind.startswith("Path"):
+                value = Path(value)
+            object.__setattr__(self, f.name, value)
 
     def to_argv(self) -> list[str]:
         """``[COMMAND, options...]``: the arguments of ``scanmt`` that give this request back."""
