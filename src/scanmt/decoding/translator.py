@@ -84,14 +84,14 @@ class Translator:
     ):
         self.model = model.to(device).eval()
         self.pipeline = pipeline
-        self.decode = decode
+        self._decode = decode  # a Config's, checked when the Config was built
         self.max_len = max_len
         self.fertility_fn = fertility_fn
         self.device = torch.device(device)
 
     @property
     def decode(self) -> DecodeConfig:
-        """The decode settings (beam, penalties, batch size), checked once when set."""
+        """The decode settings (beam, penalties, batch size); new ones are checked once, when set."""
         return self._decode
 
     @decode.setter
