@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any
 
 from scanmt.api.requests import CommandRequest, option
 from scanmt.errors import ConfigError
@@ -75,9 +75,6 @@ class FertilitySplit:
     stats: dict[str, Any]
     path: Path
     reused: bool
-
-
-FertilityResult = Union[PredictorTrainResult, "list[PredictorEval]", "list[FertilitySplit]"]
 
 
 def fertility_mode(request: FertilityRequest) -> str:
@@ -174,7 +171,7 @@ def compute_split(request: FertilityRequest, split: str, extra: dict[str, Any]) 
     return FertilitySplit(split, fertility_stats(res.values), res.path, res.reused)
 
 
-def fertility(request: FertilityRequest) -> FertilityResult:
+def fertility(request: FertilityRequest) -> PredictorTrainResult | list[PredictorEval] | list[FertilitySplit]:
     """Run ``request`` in its mode (:func:`fertility_mode`); eval-predictor writes ``request.json`` when given."""
     mode = fertility_mode(request)
     if mode == "train-predictor":
