@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scanmt.api.requests import CommandRequest, option
+from scanmt.api.requests import CommandRequest
 from scanmt.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ class FertilityRequest(CommandRequest):
     #: train the predictor into this folder
     train_predictor: Path | None = None
     #: predictor config overrides (``key=value``)
-    set: tuple[str, ...] = option(())
+    set: tuple[str, ...] = ()
     #: score this predictor checkpoint on ``splits`` [valid]
     eval_predictor: Path | None = None
     #: eval-predictor: also write the numbers as JSON here

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from scanmt.api.requests import CommandRequest, option
+from scanmt.api.requests import CommandRequest
 from scanmt.data import multi30k
 from scanmt.data.prepare import SplitFiles, prepare as prepare_splits
 from scanmt.errors import DataError
@@ -30,7 +30,7 @@ class PrepareRequest(CommandRequest):
     #: joint BPE vocabulary size
     vocab_size: int = 8000
     #: replace an earlier preparation made with other settings (only its own files)
-    force: bool = option(False)
+    force: bool = False
 
 
 @dataclass(frozen=True)

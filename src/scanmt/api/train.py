@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from scanmt.api.requests import CommandRequest, option
+from scanmt.api.requests import CommandRequest
 from scanmt.config import Config
 
 
@@ -19,7 +19,7 @@ class TrainRequest(CommandRequest):
     #: run folder for checkpoints and logs
     out: str
     #: ``key=value`` overrides of the config
-    set: tuple[str, ...] = option(())
+    set: tuple[str, ...] = ()
     #: continue the run in ``out`` from its ``last.pt``
     resume: bool = False
 
