@@ -2,7 +2,8 @@
 
 Each command lives in its own module exposing ``NAME``, ``HELP``,
 ``add_arguments(parser)`` and ``run(args) -> int``; :mod:`scanmt.cli.main`
-lists them.
+lists them.  The commands with a :mod:`scanmt.api` function are thin: ``run``
+builds the typed request (``request_from_args``), calls the API and prints.
 """
 
 import argparse
