@@ -792,110 +792,149 @@ def run_pool(specs: Sequence[RunSpec], *, workers: int, gpus: Sequence[str], thr
     ``threads`` gives each run's torch thread count (by run key).  With ``gpus``,
     worker slot ``k`` sees only GPU ``gpus[k % len(gpus)]``.
     """
-    results: dict[str, RunResult] = {}
-    total = len(specs)
-    pending: list[RunSpec] = []
-    for k, spec in enumerate(specs, 1):
-        if run_status(spec) == "done":
-            m = read_json(spec.dir / "metrics.json")
-            results[spec.key] = RunResult(spec, "skipped", metrics=m, message="done before")
-            say(f"[{k}/{total}] skip  {spec.key}: done before ({describe(m)})")
-        else:
-            pending.append(spec)
-    order = {s.key: k for k, s in enumerate(specs, 1)}
-    running: dict[int, tuple[subprocess.Popen, RunSpec, float, Any]] = {}
-    free = list(range(max(1, workers)))
+    pool = _Pool(specs, workers=workers, gpus=gpus, threads=threads, say=say)
+    try:
+        while pool.pending or pool.running:
+            pool.reap()
+            launched = pool.launch_ready()
+            if not pool.running and pool.pending and not launched:
+                pool.fail_stranded()
+            if pool.running:
+                time.sleep(poll_s)
+    except BaseException:
+        pool.stop_all()
+        raise
+    return [pool.results[s.key] for s in specs if s.key in pool.results]
 
-    def ready(spec: RunSpec) -> bool | None:
+
+@dataclass
+class _Worker:
+    """One running worker process: its run, when it started and its open log file."""
+
+    proc: subprocess.Popen
+    spec: RunSpec
+    started: float
+    log: Any
+
+
+class _Pool:
+    """The state of :func:`run_pool`: runs waiting, worker slots, workers running, results."""
+
+    def __init__(self, specs: Sequence[RunSpec], *, workers: int, gpus: Sequence[str], threads: dict[str, int],
+                 say: Callable[[str], None]) -> None:
+        self.specs, self.gpus, self.threads, self.say = specs, gpus, threads, say
+        self.results: dict[str, RunResult] = {}
+        self.order = {s.key: k for k, s in enumerate(specs, 1)}
+        self.running: dict[int, _Worker] = {}
+        self.free = list(range(max(1, workers)))
+        self.pending: list[RunSpec] = []
+        for spec in specs:
+            if run_status(spec) == "done":
+                m = read_json(spec.dir / "metrics.json")
+                self.results[spec.key] = RunResult(spec, "skipped", metrics=m, message="done before")
+                self.tell(spec, "skip ", f"done before ({describe(m)})", sep=": ")
+            else:
+                self.pending.append(spec)
+
+    def tell(self, spec: RunSpec, what: str, text: str, sep: str = " ") -> None:
+        """``[k/N] WHAT KEY TEXT``: one line of the pool's progress."""
+        self.say(f"[{self.order[spec.key]}/{len(self.specs)}] {what} {spec.key}{sep}{text}")
+
+    def ready(self, spec: RunSpec) -> bool | None:
+        """Whether ``spec`` can start now (None: never, the run that trains its model failed)."""
         if spec.model_from is None:
             return True
         if stage_marker(Path(spec.model_from), "train").exists():
             return True
-        src_key = next((s.key for s in specs if s.run_dir == spec.model_from), None)
-        if src_key in results and results[src_key].status not in ("done", "skipped"):
+        src_key = next((s.key for s in self.specs if s.run_dir == spec.model_from), None)
+        if src_key in self.results and self.results[src_key].status not in ("done", "skipped"):
             return None  # its model will never come
         return False
 
-    def launch(slot: int, spec: RunSpec) -> None:
+    def launch(self, slot: int, spec: RunSpec) -> None:
         path = write_spec(spec)
         env = {**os.environ, "SCANMT_GRID_PID": str(os.getpid())}
-        n = threads.get(spec.key, 1)
+        n = self.threads.get(spec.key, 1)
         env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(n)
         where = "cpu"
-        if gpus:
-            env["CUDA_VISIBLE_DEVICES"] = gpus[slot % len(gpus)]
-            where = f"GPU {gpus[slot % len(gpus)]}"
+        if self.gpus:
+            env["CUDA_VISIBLE_DEVICES"] = self.gpus[slot % len(self.gpus)]
+            where = f"GPU {self.gpus[slot % len(self.gpus)]}"
         note = resume_note(spec)
         log = open(spec.dir / "log.txt", "ab")  # noqa: SIM115 - closed when the process ends
         log.write(f"\n##### {time.strftime('%Y-%m-%d %H:%M:%S')} start ({where}, {n} threads)\n".encode())
         log.flush()
         proc = subprocess.Popen([sys.executable, "-m", "scanmt.experiments.runner", str(path), str(n)],
                                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
-        running[slot] = (proc, spec, time.time(), log)
-        say(f"[{order[spec.key]}/{total}] start {spec.key} ({where}, {n} thread{'s' if n > 1 else ''}{note}); "
-            f"log {spec.dir / 'log.txt'}")
+        self.running[slot] = _Worker(proc, spec, time.time(), log)
+        self.tell(spec, "start", f"({where}, {n} thread{'s' if n > 1 else ''}{note}); log {spec.dir / 'log.txt'}")
 
-    def finish(slot: int) -> None:
-        proc, spec, t0, log = running.pop(slot)
-        log.close()
-        free.append(slot)
-        free.sort()
-        dt = time.time() - t0
-        rc = proc.returncode
+    def finish(self, slot: int) -> None:
+        w = self.running.pop(slot)
+        w.log.close()
+        self.free.append(slot)
+        self.free.sort()
+        spec, dt, rc = w.spec, time.time() - w.started, w.proc.returncode
         if rc == 0:
             m = read_json(spec.dir / "metrics.json")
-            results[spec.key] = RunResult(spec, "done", dt, metrics=m)
-            say(f"[{order[spec.key]}/{total}] done  {spec.key} in {dt / 60:.1f} min: {describe(m)}")
+            self.results[spec.key] = RunResult(spec, "done", dt, metrics=m)
+            self.tell(spec, "done ", f"in {dt / 60:.1f} min: {describe(m)}")
         elif rc == EXIT_BUSY:
-            results[spec.key] = RunResult(spec, "busy", dt, "another process holds its lock")
-            say(f"[{order[spec.key]}/{total}] busy  {spec.key}: another process is running it; left alone")
+            self.results[spec.key] = RunResult(spec, "busy", dt, "another process holds its lock")
+            self.tell(spec, "busy ", "another process is running it; left alone", sep=": ")
         else:
             tail = _tail(spec.dir / "log.txt")
-            results[spec.key] = RunResult(spec, "failed", dt, f"exit status {rc}: {tail}")
-            say(f"[{order[spec.key]}/{total}] FAILED {spec.key} (exit status {rc}) after {dt / 60:.1f} min; "
-                f"see {spec.dir / 'log.txt'}: {tail}")
+            self.results[spec.key] = RunResult(spec, "failed", dt, f"exit status {rc}: {tail}")
+            self.tell(spec, "FAILED", f"(exit status {rc}) after {dt / 60:.1f} min; see {spec.dir / 'log.txt'}: {tail}")
 
-    try:
-        while pending or running:
-            for slot, (proc, _, _, _) in list(running.items()):
-                if proc.poll() is not None:
-                    finish(slot)
-            launched = False
-            while free and pending:
-                choice = None
-                for spec in list(pending):
-                    r = ready(spec)
-                    if r is None:
-                        pending.remove(spec)
-                        results[spec.key] = RunResult(spec, "failed", message=f"its model ({spec.model_from}) failed")
-                        say(f"[{order[spec.key]}/{total}] FAILED {spec.key}: the run that trains its model failed")
-                    elif r:
-                        choice = spec
-                        break
-                if choice is None:
-                    break
-                pending.remove(choice)
-                launch(free.pop(0), choice)
-                launched = True
-            if not running and pending and not launched:
-                for spec in pending:
-                    results[spec.key] = RunResult(spec, "failed", message=f"its model ({spec.model_from}) was not trained")
-                    say(f"[{order[spec.key]}/{total}] FAILED {spec.key}: its model {spec.model_from} was never trained")
-                pending.clear()
-            if running:
-                time.sleep(poll_s)
-    except BaseException:
-        for proc, spec, _, log in running.values():
+    def reap(self) -> None:
+        """Collect the workers that have ended."""
+        for slot, w in list(self.running.items()):
+            if w.proc.poll() is not None:
+                self.finish(slot)
+
+    def next_ready(self) -> RunSpec | None:
+        """The first pending run that can start (failing those whose model will never come), or None."""
+        for spec in list(self.pending):
+            r = self.ready(spec)
+            if r is None:
+                self.pending.remove(spec)
+                self.results[spec.key] = RunResult(spec, "failed", message=f"its model ({spec.model_from}) failed")
+                self.tell(spec, "FAILED", "the run that trains its model failed", sep=": ")
+            elif r:
+                return spec
+        return None
+
+    def launch_ready(self) -> bool:
+        """Start ready runs in the free slots; whether any was started."""
+        launched = False
+        while self.free and self.pending:
+            choice = self.next_ready()
+            if choice is None:
+                break
+            self.pending.remove(choice)
+            self.launch(self.free.pop(0), choice)
+            launched = True
+        return launched
+
+    def fail_stranded(self) -> None:
+        """Nothing runs and nothing can start: the pending runs wait for models never trained."""
+        for spec in self.pending:
+            self.results[spec.key] = RunResult(spec, "failed", message=f"its model ({spec.model_from}) was not trained")
+            self.tell(spec, "FAILED", f"its model {spec.model_from} was never trained", sep=": ")
+        self.pending.clear()
+
+    def stop_all(self) -> None:
+        """Terminate every worker (killed after 20 s) and close its log."""
+        for w in self.running.values():
             with contextlib.suppress(OSError):
-                proc.terminate()
-        for proc, spec, _, log in running.values():
+                w.proc.terminate()
+        for w in self.running.values():
             try:
-                proc.wait(timeout=20)
+                w.proc.wait(timeout=20)
             except subprocess.TimeoutExpired:
-                proc.kill()
-            log.close()
-        raise
-    return [results[s.key] for s in specs if s.key in results]
+                w.proc.kill()
+            w.log.close()
 
 
 if __name__ == "__main__":
