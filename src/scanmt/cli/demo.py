@@ -247,7 +247,7 @@ def _print_summary(results: list[SystemResult], out: Path, figure: Path | None, 
 
 
 def run(args: argparse.Namespace) -> int:
-    from scanmt.cli.prepare import multi30k_splits, parse_pair
+    from scanmt.api.prepare import multi30k_splits, parse_pair
     from scanmt.config import Config
     from scanmt.data.prepare import prepare
     from scanmt.io import check_output_dir, read_lines

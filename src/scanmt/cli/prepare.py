@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
+from scanmt.api.prepare import PrepareRequest, prepare
+from scanmt.api.prepare import multi30k_splits, parse_pair  # noqa: F401 - this module's names before the API
+from scanmt.api.requests import request_from_namespace
 from scanmt.cli import positive_int
-from scanmt.data import multi30k
-from scanmt.data.prepare import SplitFiles, prepare
-from scanmt.errors import DataError
 
 NAME = "prepare"
 HELP = "prepare parallel data: Moses tokenization, joint BPE (sentencepiece), vocabulary"
@@ -36,34 +35,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "anything else there is kept)")
 
 
-def parse_pair(pair: str) -> tuple[str, str]:
-    parts = pair.split("-")
-    if len(parts) != 2 or not all(parts):
-        raise DataError(f"--pair {pair!r}: expected SRC-TGT such as de-en")
-    return parts[0], parts[1]
-
-
-def multi30k_splits(src: str, tgt: str, mirror: str | None) -> dict[str, SplitFiles]:
-    return {
-        name: SplitFiles(multi30k.locate(upstream, src, mirror), multi30k.locate(upstream, tgt, mirror))
-        for name, upstream in multi30k.prepared_splits(src, tgt).items()
-    }
+def request_from_args(args: argparse.Namespace) -> PrepareRequest:
+    return request_from_namespace(PrepareRequest, args)
 
 
 def run(args: argparse.Namespace) -> int:
-    src, tgt = parse_pair(args.pair)
-    if args.corpus == "multi30k":
-        splits = multi30k_splits(src, tgt, args.mirror)
-    else:
-        if not (args.train and args.valid):
-            raise DataError("give --corpus multi30k, or at least --train SRC TGT and --valid SRC TGT")
-        splits = {"train": SplitFiles(Path(args.train[0]), Path(args.train[1])),
-                  "valid": SplitFiles(Path(args.valid[0]), Path(args.valid[1]))}
-        if args.test:
-            splits["test"] = SplitFiles(Path(args.test[0]), Path(args.test[1]))
-    meta = prepare(splits, src, tgt, args.out, vocab_size=args.vocab_size, force=args.force)
-    print(f"prepared {src}->{tgt} data in {args.out}")
-    print(f"  vocabulary: {meta['vocab']} symbols (joint BPE, {meta['vocab_size']} pieces)")
-    for name, n in meta["sizes"].items():
+    r = prepare(request_from_args(args))
+    print(f"prepared {r.src_lang}->{r.tgt_lang} data in {r.out}")
+    print(f"  vocabulary: {r.vocab} symbols (joint BPE, {r.vocab_size} pieces)")
+    for name, n in r.sizes.items():
         print(f"  {name:10s} {n:7d} sentence pairs")
     return 0

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
-from scanmt.config import Config
+from scanmt.api.requests import request_from_namespace
+from scanmt.api.train import TrainRequest, TrainResult, train
 
 NAME = "train"
 HELP = "train a model (also under torchrun for DistributedDataParallel)"
@@ -27,30 +27,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its last.pt")
 
 
+def request_from_args(args: argparse.Namespace) -> TrainRequest:
+    return request_from_namespace(TrainRequest, args)
+
+
 def run(args: argparse.Namespace) -> int:
-    from scanmt.training.trainer import Trainer
-
-    cfg = Config.load(args.config, args.set)
-    trainer = Trainer(cfg, Path(args.out), resume=args.resume)
-    p = trainer.train()
-    if trainer.dist.is_main:
-        print_summary(trainer, p)
-    from scanmt.training import distributed
-
-    distributed.teardown()
+    result = train(request_from_args(args))
+    if result.is_main:
+        print_summary(result)
     return 0
 
 
-def print_summary(trainer, p) -> None:
-    n_params = sum(t.numel() for t in trainer.model.parameters())
-    print(f"\ntraining summary ({trainer.out})")
-    print(f"  stopped:          {trainer.stop_reason}")
-    print(f"  steps / epochs:   {p.step} / {p.epoch - (1 if p.batch_in_epoch == 0 else 0)}")
-    print(f"  parameters:       {n_params:,}")
-    print(f"  train time:       {p.elapsed / 60:.1f} min, {p.units / max(p.elapsed, 1e-9):.0f} target tok/s")
-    print(f"  best valid BLEU:  {p.best_score:.2f} (greedy, step {p.best_step}) -> {trainer.out / 'best.pt'}")
-    if trainer.dist.enabled:
-        d = trainer.replica_divergence
-        print(f"  distributed:      {trainer.dist.world_size} processes, replicas {'in sync' if d == 0 else f'DIVERGED by {d:g}'}")
-    if p.history:
-        print(f"  last valid ppl:   {p.history[-1]['valid/ppl']:.2f}")
+def print_summary(r: TrainResult) -> None:
+    print(f"\ntraining summary ({r.out})")
+    print(f"  stopped:          {r.stop_reason}")
+    print(f"  steps / epochs:   {r.step} / {r.epochs}")
+    print(f"  parameters:       {r.parameters:,}")
+    print(f"  train time:       {r.seconds / 60:.1f} min, {r.tokens / max(r.seconds, 1e-9):.0f} target tok/s")
+    print(f"  best valid BLEU:  {r.best_bleu:.2f} (greedy, step {r.best_step}) -> {r.best_checkpoint}")
+    if r.world_size > 1:
+        d = r.replica_divergence
+        print(f"  distributed:      {r.world_size} processes, replicas {'in sync' if d == 0 else f'DIVERGED by {d:g}'}")
+    if r.last_valid_ppl is not None:
+        print(f"  last valid ppl:   {r.last_valid_ppl:.2f}")

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 
-import numpy as np
-
+from scanmt.api.requests import request_from_namespace
+from scanmt.api.translate import TranslateRequest, TranslateResult, translate_file
 from scanmt.cli import positive_int
-from scanmt.data.attention_file import SentenceAttention, save_attention
-from scanmt.errors import ConfigError
-from scanmt.io import is_stdio, read_lines, write_lines
+from scanmt.io import is_stdio
 
 NAME = "translate"
 HELP = "translate raw text with a checkpoint (beam search or greedy)"
@@ -60,87 +57,29 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="cpu", help="cpu or cuda[:N]")
 
 
+def request_from_args(args: argparse.Namespace) -> TranslateRequest:
+    return request_from_namespace(TranslateRequest, args)
+
+
 def run(args: argparse.Namespace) -> int:
-    from scanmt.decoding.translator import Translator
-
-    check_stdio(args)
-    lines = read_lines(args.input, what="input file", allow_empty=not args.force_target)
-    tr = Translator.from_checkpoint(args.model, device=args.device)
-    if args.penalties:
-        from scanmt.cli.tune_penalties import load_penalties
-
-        for k, v in load_penalties(args.penalties).items():
-            setattr(tr.decode, k, v)
-    for key in ("length_alpha", "coverage_beta", "coverage_eps", "penalty_mode"):
-        if getattr(args, key) is not None:
-            setattr(tr.decode, key, getattr(args, key))
-    from scanmt.config import check_penalty_config
-
-    check_penalty_config(tr.decode)
-    if args.batch_size:
-        tr.decode.batch_size = args.batch_size
-    beam = tr.decode.beam if args.beam is None else args.beam
-    fertility = None
-    if args.fertility:
-        from scanmt.data.fertility import read_fertility
-
-        lens = [len(p) for p in tr.pipeline.source_pieces_all(lines)]
-        fertility = read_fertility(args.fertility, src_lens=lens, src_path=args.input)
-    t0 = time.time()
-    if args.force_target:
-        from scanmt.io import check_parallel
-
-        targets = read_lines(args.force_target, what="target file")
-        check_parallel(lines, targets, args.input, args.force_target)
-        out = tr.force(lines, targets, progress=True)
-        write_lines(args.output, [f"{t.hypothesis.log_prob:.4f}" for t in out])
-        beam = 0
-    else:
-        out = tr.translate_lines(lines, beam=beam, progress=True, source=source_name(args.input), fertility=fertility,
-                                 max_len=args.max_len)
-        write_lines(args.output, [t.text for t in out])
-    dt = time.time() - t0
-    if args.tokenized_out:
-        write_lines(args.tokenized_out, [tr.pipeline.tokenized_target(t.pieces) for t in out])
-    if args.attention_out:
-        sents = []
-        for t in out:
-            src, hyp = t.attention_tokens
-            fert = None
-            if t.fertility is not None:  # the file stores one bound per source column, inf for the sink
-                fert = np.asarray(t.fertility + [float("inf")] * (len(src) - len(t.fertility)), dtype=np.float32)
-            sents.append(SentenceAttention(t.hypothesis.attention.numpy(), src, hyp, fert))
-        save_attention(args.attention_out, sents, {"transform": tr.model.cfg.attention.transform, "sink": tr.model.sink})
-    report(args, tr, out, beam, dt)
+    request = request_from_args(args)
+    report(request, translate_file(request))
     return 0
 
 
-def source_name(path: str) -> str:
-    return "<stdin>" if is_stdio(path) else path
-
-
-def check_stdio(args: argparse.Namespace) -> None:
-    """At most one file read from standard input and one written to standard output (not the binary attention)."""
-    if args.attention_out and is_stdio(args.attention_out):
-        raise ConfigError("--attention-out -: the attention file is binary (.npz); give a file name")
-    for kind, options in (("input", ("input", "force_target", "fertility")), ("output", ("output", "tokenized_out"))):
-        named = [f"--{o.replace('_', '-')}" for o in options if is_stdio(getattr(args, o) or "")]
-        if len(named) > 1:
-            raise ConfigError(f"{' and '.join(named)} are all -: only one of them can be standard {kind}")
-
-
-def report(args: argparse.Namespace, tr, out: list, beam: int, dt: float) -> None:
+def report(request: TranslateRequest, result: TranslateResult) -> None:
     """The summary, on standard error when a translation goes to standard output."""
-    to = sys.stderr if is_stdio(args.output) or is_stdio(args.tokenized_out or "") else sys.stdout
+    to = sys.stderr if is_stdio(request.output) or is_stdio(request.tokenized_out or "") else sys.stdout
+    out, beam, dt = result.translations, result.beam, result.seconds
     n_tok = sum(len(t.pieces) + 1 for t in out)
-    print(f"translated {len(out)} sentences from {source_name(args.input)} -> {args.output}", file=to)
-    mode = "forced (log-probabilities written)" if args.force_target else ("greedy" if beam <= 1 else f"beam {beam}")
-    d = tr.decode
-    pen = "" if beam <= 1 or args.force_target else (
+    print(f"translated {len(out)} sentences from {request.source_name} -> {request.output}", file=to)
+    mode = "forced (log-probabilities written)" if request.force_target else ("greedy" if beam <= 1 else f"beam {beam}")
+    d = result.decode
+    pen = "" if beam <= 1 or request.force_target else (
         f", length alpha {d.length_alpha:g}, coverage beta {d.coverage_beta:g} (eps {d.coverage_eps:g}), "
         f"penalties: {d.penalty_mode}"
     )
     print(f"  decoding: {mode}{pen}", file=to)
     print(f"  time: {dt:.1f} s, {len(out) / max(dt, 1e-9):.1f} sentences/s, {n_tok / max(dt, 1e-9):.0f} tokens/s", file=to)
-    if args.attention_out:
-        print(f"  attention: {args.attention_out}", file=to)
+    if request.attention_out:
+        print(f"  attention: {request.attention_out}", file=to)

@@ -84,10 +84,20 @@ class Translator:
     ):
         self.model = model.to(device).eval()
         self.pipeline = pipeline
-        self.decode = decode
+        self._decode = decode  # a Config's, checked when the Config was built
         self.max_len = max_len
         self.fertility_fn = fertility_fn
         self.device = torch.device(device)
+
+    @property
+    def decode(self) -> DecodeConfig:
+        """The decode settings (beam, penalties, batch size); new ones are checked once, when set."""
+        return self._decode
+
+    @decode.setter
+    def decode(self, value: DecodeConfig) -> None:
+        check_penalty_config(value)
+        self._decode = value
 
     @classmethod
     def from_checkpoint(cls, path: str | Path, device: str = "cpu", **kwargs) -> "Translator":
@@ -126,7 +136,6 @@ class Translator:
         length and coverage penalties of ``self.decode``.
         """
         beam = self.decode.beam if beam is None else beam
-        check_penalty_config(self.decode)
         out: list[Hypothesis | None] = [None] * len(data)
         bar = tqdm(total=len(data), desc=f"translate (beam {beam})", unit="sent", disable=not progress, leave=False)
         kw = self.search_kwargs(beam)
@@ -158,7 +167,6 @@ class Translator:
         """Beam search (penalties of ``self.decode``) from :meth:`encode_all`; all finished
         hypotheses per sentence, best first, in ``data`` order (``n = len(data)``)."""
         beam = self.decode.beam if beam is None else beam
-        check_penalty_config(self.decode)
         kw = self.search_kwargs(beam)
         out: list[list[Hypothesis] | None] = [None] * n
         for e in encoded:

@@ -1,0 +1,148 @@
+"""``evaluate``: score any system's output with every metric the papers report.
+
+Text metrics (need ``hyp`` and ``ref``, one sentence per line, detokenized
+unless ``tokenized``):
+
+- ``bleu``: sacrebleu on detokenized cased text, with its signature;
+- ``tok-bleu``: the paper's BLEU on Moses-tokenized, lowercased text (≈ ``multi-bleu.perl -lc``);
+- ``meteor``: nltk METEOR with WordNet synonyms (mean of sentence scores);
+- ``rep``: REP-score (repeated bigrams and words) on tokenized text;
+- ``drop``: DROP-score (needs ``src`` and ``align_model``: a word-level ``align`` model);
+- with ``hyp2``: paired bootstrap resampling of BLEU, system 2 vs. ``hyp``.
+
+Attention metrics (need ``attention``, from ``translate``'s ``attention_out``):
+
+- ``attn-stats``: exact-zero share, attended tokens per step, cumulative
+  attention vs. fertility, never-attended source tokens;
+- ``aer``, ``saer``: with ``gold_align``; the attention file must come from
+  forced decoding of the gold target sentences.
+
+Every metric is selected automatically when its inputs are given; ``metrics``
+restricts (or insists on) a list.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from scanmt.api.evaluate_attention import attention_metrics
+from scanmt.api.evaluate_text import Row, text_metrics
+from scanmt.api.requests import CommandRequest
+from scanmt.errors import ConfigError
+from scanmt.io import atomic_open
+
+TEXT_METRICS = ("bleu", "tok-bleu", "meteor", "rep", "drop")
+ATTN_METRICS = ("attn-stats", "aer", "saer")
+METRICS = TEXT_METRICS + ATTN_METRICS
+
+
+@dataclass(frozen=True)
+class EvaluateRequest(CommandRequest):
+    """``scanmt evaluate``: the files to score (see the module docstring) and how."""
+
+    COMMAND = "evaluate"
+    hyp: Path | None = None
+    ref: Path | None = None
+    src: Path | None = None
+    hyp2: Path | None = None
+    #: the text files are Moses-tokenized already
+    tokenized: bool = False
+    src_lang: str = "de"
+    tgt_lang: str = "en"
+    #: word-level aligner of ``align`` (ALIGN_DIR or ALIGN_DIR/word), for drop
+    align_model: Path | None = None
+    bootstrap_samples: int = 1000
+    no_synonyms: bool = False
+    attention: Path | None = None
+    gold_align: Path | None = None
+    gold_one_indexed: bool = False
+    unattended_threshold: float = 0.1
+    #: metrics to compute (from :data:`METRICS`); None: every metric whose inputs are given
+    metrics: tuple[str, ...] | None = None
+    #: also write the results as JSON here
+    json: Path | None = None
+
+
+@dataclass
+class EvaluateResult:
+    """The scores as table rows ``(metric, value, note)`` and as the JSON document."""
+
+    rows: list[Row]
+    results: dict[str, Any]
+    title: str
+
+    def write_json(self, path: str | Path) -> None:
+        """The results as JSON, written atomically."""
+        with atomic_open(path) as fh:
+            json.dump(self.results, fh, indent=2, ensure_ascii=False)
+            fh.write("\n")
+
+
+def select_metrics(request: EvaluateRequest) -> list[str]:
+    """The metrics to compute: those asked for, or every one whose inputs are given."""
+    has_text = request.hyp is not None and request.ref is not None
+    if (request.hyp is None) != (request.ref is None):
+        raise ConfigError("--hyp and --ref go together")
+    available = {
+        "bleu": has_text,
+        "tok-bleu": has_text,
+        "meteor": has_text,
+        "rep": has_text,
+        "drop": has_text and request.src is not None and request.align_model is not None,
+        "attn-stats": request.attention is not None,
+        "aer": request.attention is not None and request.gold_align is not None,
+        "saer": request.attention is not None and request.gold_align is not None,
+    }
+    needs = {
+        "drop": "--hyp, --ref, --src and --align-model",
+        "attn-stats": "--attention",
+        "aer": "--attention and --gold-align",
+        "saer": "--attention and --gold-align",
+    }
+    if request.metrics:
+        for m in request.metrics:
+            if not available[m]:
+                raise ConfigError(f"metric {m} needs {needs.get(m, '--hyp and --ref')}")
+        return list(dict.fromkeys(request.metrics))
+    chosen = [m for m in METRICS if available[m]]
+    if not chosen:
+        raise ConfigError("nothing to evaluate: give --hyp and --ref, and/or --attention")
+    if request.hyp2 is not None and not has_text:
+        raise ConfigError("--hyp2 needs --hyp and --ref")
+    return chosen
+
+
+
+def score(request: EvaluateRequest) -> EvaluateResult:
+    """Compute the metrics of ``request`` (no file written; :func:`evaluate` also writes ``request.json``)."""
+    metrics = select_metrics(request)
+    t0 = time.perf_counter()
+    rows: list[Row] = []
+    inputs = ("hyp", "ref", "src", "hyp2", "attention", "gold_align", "align_model")
+    results: dict[str, Any] = {
+        "inputs": {k: (str(getattr(request, k)) if getattr(request, k) is not None else None) for k in inputs},
+        "tokenized_input": request.tokenized,
+        "languages": [request.src_lang, request.tgt_lang],
+        "metrics": metrics,
+    }
+    if any(m in TEXT_METRICS for m in metrics) or request.hyp2 is not None:
+        text_metrics(request, metrics, rows, results)
+    if any(m in ATTN_METRICS for m in metrics):
+        attention_metrics(request, metrics, rows, results)
+    results["seconds"] = time.perf_counter() - t0
+    title = f"scanmt evaluate: {request.hyp or request.attention}"
+    if "sentences" in results:
+        title += f" ({results['sentences']} sentences)"
+    return EvaluateResult(rows, results, title)
+
+
+def evaluate(request: EvaluateRequest) -> EvaluateResult:
+    """Score a translation (:func:`score`) and write the JSON to ``request.json`` when it is given."""
+    result = score(request)
+    if request.json is not None:
+        result.write_json(request.json)
+    return result

@@ -1,0 +1,188 @@
+"""``fertility``: cached source-token fertilities of a prepared folder, and the fertility predictor.
+
+Three modes (:func:`fertility_mode`):
+
+- compute (``strategy``): ``DIR/fertility/{split}.{strategy}-{tag}.fert`` for each split
+  (:func:`compute_split`; cached files are reused when parameters and inputs are unchanged);
+  ``guided`` and ``actual`` need the subword links of ``align``, ``predicted`` a predictor;
+- train-predictor (``train_predictor``): train the BiLSTM tagger over the aligner's
+  fertilities (:func:`train_fertility_predictor`, subword or, with ``set=("level=word",)``,
+  word targets);
+- eval-predictor (``eval_predictor``): accuracy and MAE against the majority class
+  (:func:`evaluate_predictor_split`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Union
+
+from scanmt.api.requests import CommandRequest, option
+from scanmt.errors import ConfigError
+
+if TYPE_CHECKING:
+    from scanmt.training.fertility_eval import PredictorEval
+
+
+@dataclass(frozen=True)
+class FertilityRequest(CommandRequest):
+    """``scanmt fertility``: compute a ``strategy``, ``train_predictor`` into a folder, or ``eval_predictor``."""
+
+    COMMAND = "fertility"
+    #: prepared data folder
+    data: Path
+    #: constant, guided, actual or predicted
+    strategy: str | None = None
+    #: the fertility of every token (constant only)
+    value: float | None = None
+    #: predictor checkpoint (predicted only) and what is added to its expected fertility
+    predictor: Path | None = None
+    add: float = 1.0
+    #: train the predictor into this folder
+    train_predictor: Path | None = None
+    #: predictor config overrides (``key=value``)
+    set: tuple[str, ...] = option(())
+    #: score this predictor checkpoint on ``splits`` [valid]
+    eval_predictor: Path | None = None
+    #: eval-predictor: also write the numbers as JSON here
+    json: Path | None = None
+    resume: bool = False
+    splits: tuple[str, ...] | None = None
+    #: where ``align`` wrote its links [DIR/align]
+    align_dir: Path | None = None
+    force: bool = False
+
+
+@dataclass(frozen=True)
+class PredictorTrainResult:
+    """The end of a predictor training run, and its best validation."""
+
+    out: Path
+    stop_reason: str
+    step: int
+    seconds: float
+    best: dict[str, float]
+    checkpoint: Path
+
+
+@dataclass(frozen=True)
+class FertilitySplit:
+    """One split's fertilities: statistics (:func:`scanmt.data.fertility.fertility_stats`) and the cache file."""
+
+    split: str
+    stats: dict[str, Any]
+    path: Path
+    reused: bool
+
+
+FertilityResult = Union[PredictorTrainResult, "list[PredictorEval]", "list[FertilitySplit]"]
+
+
+def fertility_mode(request: FertilityRequest) -> str:
+    """``train-predictor``, ``eval-predictor`` or ``compute``; a :class:`ConfigError` for options that clash."""
+    if request.train_predictor and request.eval_predictor:
+        raise ConfigError("give either --train-predictor or --eval-predictor, not both")
+    if request.train_predictor:
+        return "train-predictor"
+    if request.eval_predictor:
+        return "eval-predictor"
+    if request.json:
+        raise ConfigError("--json is only for --eval-predictor")
+    if request.strategy is None:
+        raise ConfigError("give --strategy (constant, guided, actual, predicted) or --train-predictor OUT")
+    return "compute"
+
+
+def predictor_config(request: FertilityRequest):
+    """The :class:`~scanmt.config.PredictorConfig` of ``request.data`` with ``request.set`` applied."""
+    from scanmt.config import PredictorConfig, apply_overrides, set_error
+    from scanmt.data.prepare import read_meta
+
+    meta = read_meta(request.data)
+    raw: dict = {"data": {"dir": str(request.data), "src_lang": meta["src_lang"], "tgt_lang": meta["tgt_lang"]}}
+    if request.align_dir:
+        raw["align_dir"] = str(request.align_dir)
+    apply_overrides(raw, list(request.set))
+    try:
+        return PredictorConfig.from_dict(raw)
+    except ConfigError as exc:
+        raise set_error(exc, list(request.set)) from None
+
+
+def train_fertility_predictor(request: FertilityRequest) -> PredictorTrainResult:
+    """Train the fertility predictor into ``request.train_predictor`` (``resume`` continues a killed run)."""
+    from scanmt.training.fertility_trainer import train_predictor
+
+    out = Path(request.train_predictor)
+    res = train_predictor(predictor_config(request), out, resume=request.resume)
+    best = max(res.progress.history, key=lambda h: h["valid/accuracy"])
+    return PredictorTrainResult(out, res.stop_reason, res.progress.step, res.progress.elapsed, best, res.checkpoint)
+
+
+def eval_splits(request: FertilityRequest) -> list[str]:
+    return list(request.splits or ["valid"])
+
+
+def evaluate_predictor_split(request: FertilityRequest, split: str) -> PredictorEval:
+    """Score the predictor ``request.eval_predictor`` on one split."""
+    from scanmt.data.fertility import require_predictor
+    from scanmt.training.fertility_eval import evaluate_predictor
+
+    path = require_predictor(request.eval_predictor, key="--eval-predictor")
+    return evaluate_predictor(path, request.data, split=split, add=request.add, align_dir=request.align_dir)
+
+
+def write_predictor_evals(path: str | Path, predictor: Path, evals: list[PredictorEval]) -> None:
+    from scanmt.io import atomic_open
+
+    with atomic_open(path) as fh:
+        json.dump({"predictor": str(predictor), "results": [r.as_dict() for r in evals]}, fh, indent=2)
+        fh.write("\n")
+
+
+def compute_plan(request: FertilityRequest) -> tuple[dict, list[str], dict[str, Any]]:
+    """``(meta, splits, extra arguments of compute_fertility)`` of a compute request, checked."""
+    from scanmt.data.prepare import read_meta
+
+    extra = _predicted_kwargs(request) if request.strategy == "predicted" else {}
+    if request.strategy == "constant" and request.value is None:
+        raise ConfigError("--strategy constant needs --value F (e.g. --value 2)")
+    if request.strategy != "constant" and request.value is not None:
+        raise ConfigError(f"--value is only for --strategy constant, not {request.strategy}")
+    meta = read_meta(request.data)
+    return meta, list(request.splits or meta.get("splits") or ["train", "valid", "test"]), extra
+
+
+def _predicted_kwargs(request: FertilityRequest) -> dict[str, Any]:
+    from scanmt.data.fertility import file_digest, require_predictor
+    from scanmt.model.fertility import PredictedFertility
+    from scanmt.training.checkpoint import load_checkpoint
+
+    path = require_predictor(request.predictor, key="--predictor")
+    provider = PredictedFertility.from_checkpoint_state(load_checkpoint(path), request.add)
+    return {"predictor": provider.apply, "predictor_id": f"{file_digest(path)[:16]}-add{request.add:g}"}
+
+
+def compute_split(request: FertilityRequest, split: str, extra: dict[str, Any]) -> FertilitySplit:
+    """The fertilities of one split (computed or read from the cache)."""
+    from scanmt.data.fertility import compute_fertility, fertility_stats
+
+    res = compute_fertility(request.data, split, request.strategy, value=request.value, align_dir=request.align_dir,
+                            force=request.force, **extra)
+    return FertilitySplit(split, fertility_stats(res.values), res.path, res.reused)
+
+
+def fertility(request: FertilityRequest) -> FertilityResult:
+    """Run ``request`` in its mode (:func:`fertility_mode`); eval-predictor writes ``request.json`` when given."""
+    mode = fertility_mode(request)
+    if mode == "train-predictor":
+        return train_fertility_predictor(request)
+    if mode == "eval-predictor":
+        evals = [evaluate_predictor_split(request, s) for s in eval_splits(request)]
+        if request.json:
+            write_predictor_evals(request.json, Path(request.eval_predictor), evals)
+        return evals
+    _, splits, extra = compute_plan(request)
+    return [compute_split(request, s, extra) for s in splits]

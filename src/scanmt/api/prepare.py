@@ -1,0 +1,86 @@
+"""``prepare``: tokenize a parallel corpus, learn joint BPE, write the vocabulary and the encoded splits."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from scanmt.api.requests import CommandRequest, option
+from scanmt.data import multi30k
+from scanmt.data.prepare import SplitFiles, prepare as prepare_splits
+from scanmt.errors import DataError
+
+
+@dataclass(frozen=True)
+class PrepareRequest(CommandRequest):
+    """``scanmt prepare``: Multi30k by name (``corpus="multi30k"``) or your own ``(SRC, TGT)`` files."""
+
+    COMMAND = "prepare"
+    #: language pair SRC-TGT, e.g. ``de-en``
+    pair: str
+    #: output folder: new, empty, or an earlier preparation
+    out: str
+    #: a known corpus to fetch by name (``multi30k``), or None for the files below
+    corpus: str | None = None
+    #: local folder with Multi30k's ``{split}.{lang}.gz`` files
+    mirror: str | None = None
+    train: tuple[str, str] | None = None
+    valid: tuple[str, str] | None = None
+    test: tuple[str, str] | None = None
+    #: joint BPE vocabulary size
+    vocab_size: int = 8000
+    #: replace an earlier preparation made with other settings (only its own files)
+    force: bool = option(False)
+
+
+@dataclass(frozen=True)
+class PrepareResult:
+    """What was prepared: languages, folder, vocabulary sizes and sentence pairs per split."""
+
+    src_lang: str
+    tgt_lang: str
+    out: str
+    vocab: int
+    vocab_size: int
+    sizes: dict[str, int]
+
+
+def parse_pair(pair: str) -> tuple[str, str]:
+    """``"de-en"`` -> ``("de", "en")``; a :class:`DataError` for anything else."""
+    parts = pair.split("-")
+    if len(parts) != 2 or not all(parts):
+        raise DataError(f"--pair {pair!r}: expected SRC-TGT such as de-en")
+    return parts[0], parts[1]
+
+
+def multi30k_splits(src: str, tgt: str, mirror: str | None) -> dict[str, SplitFiles]:
+    """The raw files of every Multi30k split prepared for ``src``-``tgt`` (located or downloaded)."""
+    return {
+        name: SplitFiles(multi30k.locate(upstream, src, mirror), multi30k.locate(upstream, tgt, mirror))
+        for name, upstream in multi30k.prepared_splits(src, tgt).items()
+    }
+
+
+def _file_splits(request: PrepareRequest) -> dict[str, SplitFiles]:
+    if not (request.train and request.valid):
+        raise DataError("give --corpus multi30k, or at least --train SRC TGT and --valid SRC TGT")
+    splits = {"train": SplitFiles(Path(request.train[0]), Path(request.train[1])),
+              "valid": SplitFiles(Path(request.valid[0]), Path(request.valid[1]))}
+    if request.test:
+        splits["test"] = SplitFiles(Path(request.test[0]), Path(request.test[1]))
+    return splits
+
+
+def prepare(request: PrepareRequest) -> PrepareResult:
+    """Prepare a corpus into ``request.out`` (reused when prepared before with the same settings).
+
+    Writes ``{split}.raw|tok|bpe.{lang}``, ``spm.model``, ``vocab.txt`` and ``meta.json``
+    (see :func:`scanmt.data.prepare.prepare`).
+    """
+    src, tgt = parse_pair(request.pair)
+    if request.corpus == "multi30k":
+        splits = multi30k_splits(src, tgt, request.mirror)
+    else:
+        splits = _file_splits(request)
+    meta = prepare_splits(splits, src, tgt, request.out, vocab_size=request.vocab_size, force=request.force)
+    return PrepareResult(src, tgt, str(request.out), meta["vocab"], meta["vocab_size"], dict(meta["sizes"]))

@@ -1,0 +1,87 @@
+"""``train``: train an NMT model from a :class:`~scanmt.config.Config` (also under ``torchrun``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from scanmt.api.requests import CommandRequest, option
+from scanmt.config import Config
+
+
+@dataclass(frozen=True)
+class TrainRequest(CommandRequest):
+    """``scanmt train``: a YAML config with ``--set`` overrides, trained into the run folder ``out``."""
+
+    COMMAND = "train"
+    #: YAML config (e.g. ``configs/cpu-small.yaml``)
+    config: str
+    #: run folder for checkpoints and logs
+    out: str
+    #: ``key=value`` overrides of the config
+    set: tuple[str, ...] = option(())
+    #: continue the run in ``out`` from its ``last.pt``
+    resume: bool = False
+
+    def load_config(self) -> Config:
+        """The config file with the overrides applied (checked)."""
+        return Config.load(self.config, list(self.set))
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """The end of a training run."""
+
+    out: Path
+    #: why training stopped (max steps, epochs, early stopping, ...)
+    stop_reason: str
+    step: int
+    #: epochs completed
+    epochs: int
+    parameters: int
+    #: training time in seconds and target tokens trained on
+    seconds: float
+    tokens: int
+    best_bleu: float
+    best_step: int
+    #: the last validation perplexity (None before any validation)
+    last_valid_ppl: float | None
+    #: this process reports (the main process of a distributed run, or the only one)
+    is_main: bool
+    #: processes of a distributed run (1 when not distributed) and the largest weight difference between replicas
+    world_size: int
+    replica_divergence: float | None
+
+    @property
+    def best_checkpoint(self) -> Path:
+        return self.out / "best.pt"
+
+
+def train(config: Config | TrainRequest, out: str | Path | None = None, *, resume: bool = False) -> TrainResult:
+    """Train a model: a :class:`Config` into ``out``, or what a :class:`TrainRequest` names.
+
+    Writes ``config.yaml``, ``last.pt``, ``best.pt`` (highest validation BLEU) and
+    ``metrics.csv`` into the run folder; ``resume`` continues from its ``last.pt``.
+    """
+    from scanmt.training import distributed
+    from scanmt.training.trainer import Trainer
+
+    if isinstance(config, TrainRequest):
+        out, resume = config.out, config.resume
+        config = config.load_config()
+    if out is None:
+        raise TypeError("train(config, out): the run folder is missing")
+    trainer = Trainer(config, Path(out), resume=resume)
+    p = trainer.train()
+    dist = trainer.dist
+    result = TrainResult(
+        out=trainer.out, stop_reason=trainer.stop_reason, step=p.step,
+        epochs=p.epoch - (1 if p.batch_in_epoch == 0 else 0),
+        parameters=sum(t.numel() for t in trainer.model.parameters()), seconds=p.elapsed, tokens=p.units,
+        best_bleu=p.best_score, best_step=p.best_step,
+        last_valid_ppl=p.history[-1]["valid/ppl"] if p.history else None, is_main=dist.is_main,
+        world_size=dist.world_size if dist.enabled else 1,
+        replica_divergence=trainer.replica_divergence if dist.enabled else None,
+    )
+    distributed.teardown()
+    return result

@@ -1,0 +1,176 @@
+"""``translate``: raw sentences in, :class:`~scanmt.decoding.translator.Translation` s out; files too."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
+
+from scanmt.api.decode import DecodeOverrides
+from scanmt.api.requests import CommandRequest
+from scanmt.config import DecodeConfig
+from scanmt.errors import ConfigError
+from scanmt.io import is_stdio, read_lines, write_lines
+
+if TYPE_CHECKING:
+    from scanmt.decoding.translator import Translation, Translator
+
+
+@dataclass(frozen=True)
+class TranslateRequest(CommandRequest):
+    """``scanmt translate``: translate the file ``input`` (``-``: standard input) into ``output``.
+
+    The decode options left None keep the checkpoint's settings (``penalties`` is a
+    ``tune_penalties`` file; the explicit values override it).  ``force_target``
+    replaces search by forced decoding of those target sentences (``output`` gets
+    ``log P(target|source)`` per line).
+    """
+
+    COMMAND = "translate"
+    #: checkpoint (``best.pt`` or ``last.pt`` of a run)
+    model: str
+    input: str
+    output: str
+    #: beam size; 1 = greedy; None: the checkpoint's ``decode.beam``
+    beam: int | None = None
+    #: cut source sentences longer than this many subwords
+    max_len: int | None = None
+    length_alpha: float | None = None
+    coverage_beta: float | None = None
+    coverage_eps: float | None = None
+    penalty_mode: str | None = None
+    penalties: str | None = None
+    batch_size: int | None = None
+    #: attention matrices (.npz), Moses-tokenized output, fertility bounds file, forced targets
+    attention_out: str | None = None
+    tokenized_out: str | None = None
+    fertility: str | None = None
+    force_target: str | None = None
+    device: str = "cpu"
+
+    def decode_overrides(self) -> DecodeOverrides:
+        return DecodeOverrides(self.penalties, self.length_alpha, self.coverage_beta, self.coverage_eps,
+                               self.penalty_mode, self.batch_size)
+
+    @property
+    def source_name(self) -> str:
+        """The input as named in messages (``<stdin>`` for ``-``)."""
+        return source_name(self.input)
+
+
+@dataclass
+class TranslateResult:
+    """The translations of a :class:`TranslateRequest` (written to its files) and how they were made."""
+
+    translations: list[Translation]
+    #: the beam size used; 0 for forced decoding
+    beam: int
+    decode: DecodeConfig
+    seconds: float
+
+
+def source_name(path: str) -> str:
+    return "<stdin>" if is_stdio(path) else path
+
+
+def load_translator(model: str | Path, *, decode: DecodeOverrides | None = None, device: str = "cpu") -> Translator:
+    """A :class:`Translator` of the checkpoint ``model``, its decode settings changed by ``decode``."""
+    from scanmt.decoding.translator import Translator
+
+    tr = Translator.from_checkpoint(model, device=device)
+    if decode is not None:
+        tr.decode = decode.apply(tr.decode)
+    return tr
+
+
+def translate(
+    lines: Sequence[str],
+    model: str | Path | Translator,
+    *,
+    beam: int | None = None,
+    decode: DecodeOverrides | None = None,
+    fertility: Sequence[Sequence[float]] | None = None,
+    max_len: int | None = None,
+    device: str = "cpu",
+    progress: bool = False,
+) -> list[Translation]:
+    """Translate raw sentences (one per item) with a checkpoint (or a loaded :class:`Translator`).
+
+    ``beam`` None uses the checkpoint's; ``fertility`` gives the bounds of a constrained
+    model (one list per sentence, one number per source subword); ``max_len`` cuts longer
+    sentences.  An empty line gives an empty translation.
+    """
+    from scanmt.decoding.translator import Translator
+
+    tr = model if isinstance(model, Translator) else load_translator(model, decode=decode, device=device)
+    if isinstance(model, Translator) and decode is not None:
+        tr.decode = decode.apply(tr.decode)
+    return tr.translate_lines(lines, beam=beam, progress=progress, fertility=fertility, max_len=max_len)
+
+
+def check_stdio(request: TranslateRequest) -> None:
+    """At most one file read from standard input and one written to standard output (not the binary attention)."""
+    if request.attention_out and is_stdio(request.attention_out):
+        raise ConfigError("--attention-out -: the attention file is binary (.npz); give a file name")
+    for kind, options in (("input", ("input", "force_target", "fertility")), ("output", ("output", "tokenized_out"))):
+        named = [f"--{o.replace('_', '-')}" for o in options if is_stdio(getattr(request, o) or "")]
+        if len(named) > 1:
+            raise ConfigError(f"{' and '.join(named)} are all -: only one of them can be standard {kind}")
+
+
+def _read_fertility(request: TranslateRequest, tr: Translator, lines: list[str]) -> list[list[float]] | None:
+    if not request.fertility:
+        return None
+    from scanmt.data.fertility import read_fertility
+
+    lens = [len(p) for p in tr.pipeline.source_pieces_all(lines)]
+    return read_fertility(request.fertility, src_lens=lens, src_path=request.input)
+
+
+def _force(request: TranslateRequest, tr: Translator, lines: list[str]) -> list[Translation]:
+    from scanmt.io import check_parallel
+
+    targets = read_lines(request.force_target, what="target file")
+    check_parallel(lines, targets, request.input, request.force_target)
+    out = tr.force(lines, targets, progress=True)
+    write_lines(request.output, [f"{t.hypothesis.log_prob:.4f}" for t in out])
+    return out
+
+
+def write_attention(path: str | Path, translations: Sequence[Translation], tr: Translator) -> None:
+    """The attention matrices of ``translations`` as an attention file (.npz, one entry per sentence)."""
+    import numpy as np
+
+    from scanmt.data.attention_file import SentenceAttention, save_attention
+
+    sents = []
+    for t in translations:
+        src, hyp = t.attention_tokens
+        fert = None
+        if t.fertility is not None:  # the file stores one bound per source column, inf for the sink
+            fert = np.asarray(t.fertility + [float("inf")] * (len(src) - len(t.fertility)), dtype=np.float32)
+        sents.append(SentenceAttention(t.hypothesis.attention.numpy(), src, hyp, fert))
+    save_attention(path, sents, {"transform": tr.model.cfg.attention.transform, "sink": tr.model.sink})
+
+
+def translate_file(request: TranslateRequest) -> TranslateResult:
+    """Run a :class:`TranslateRequest`: read ``input``, translate (or force-decode), write every output file."""
+    check_stdio(request)
+    lines = read_lines(request.input, what="input file", allow_empty=not request.force_target)
+    tr = load_translator(request.model, decode=request.decode_overrides(), device=request.device)
+    beam = tr.decode.beam if request.beam is None else request.beam
+    fertility = _read_fertility(request, tr, lines)
+    t0 = time.time()
+    if request.force_target:
+        out, beam = _force(request, tr, lines), 0
+    else:
+        out = tr.translate_lines(lines, beam=beam, progress=True, source=request.source_name, fertility=fertility,
+                                 max_len=request.max_len)
+        write_lines(request.output, [t.text for t in out])
+    dt = time.time() - t0
+    if request.tokenized_out:
+        write_lines(request.tokenized_out, [tr.pipeline.tokenized_target(t.pieces) for t in out])
+    if request.attention_out:
+        write_attention(request.attention_out, out, tr)
+    return TranslateResult(out, beam, tr.decode, dt)

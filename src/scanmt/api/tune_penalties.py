@@ -1,0 +1,193 @@
+"""``tune_penalties``: grid search of the length and coverage penalty weights on a split.
+
+The paper (Section 5, CovPenalty) tunes Wu et al.'s ``alpha`` (length) and
+``beta`` (coverage) on the validation set over ``{0.0, 0.2, ..., 1.0}``.  Every
+batch of the split is encoded once, beam search runs from the cached encoder
+outputs for every grid point, each is scored with sacreBLEU against
+``DIR/{split}.raw.{tgt}``, and the best setting is written atomically as YAML,
+for ``translate --penalties FILE``.
+
+With ``decode.penalty_mode = rescore`` the beam itself does not depend on the
+penalties (they only rank finished hypotheses), so the split is decoded once
+and every grid point re-ranks the same finished hypotheses: exactly what a
+fresh decode per point would give (``redecode`` does that instead).  With
+``step`` the beam is run once per grid point.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from scanmt.api.decode import DecodeOverrides, load_penalties  # noqa: F401 - load_penalties: the file's reader
+from scanmt.api.requests import CommandRequest
+from scanmt.errors import ConfigError
+
+if TYPE_CHECKING:
+    from scanmt.data.dataset import ParallelData
+    from scanmt.decoding.translator import EncodedBatch, Translator
+
+Point = tuple[float, float]  # (alpha, beta)
+
+
+@dataclass(frozen=True)
+class TunePenaltiesRequest(CommandRequest):
+    """``scanmt tune-penalties``: tune (alpha, beta) of ``model`` on ``data``'s ``split`` by BLEU."""
+
+    COMMAND = "tune-penalties"
+    #: checkpoint (``best.pt`` of a run) and prepared data folder
+    model: str
+    data: Path
+    split: str = "valid"
+    #: values of alpha and of beta (comma-separated); ``alphas``/``betas`` override it for one of them
+    grid: str = "0,0.2,0.4,0.6,0.8,1.0"
+    alphas: str | None = None
+    betas: str | None = None
+    beam: int = 5
+    #: None: the checkpoint's ``decode.penalty_mode`` / ``decode.coverage_eps``
+    penalty_mode: str | None = None
+    coverage_eps: float | None = None
+    #: rescore mode: run the beam for every grid point instead of re-ranking one decode
+    redecode: bool = False
+    #: only the first N sentences of the split (0 = all)
+    limit: int = 0
+    batch_size: int | None = None
+    #: where the best setting goes; None: ``CKPT_DIR/penalties.SPLIT.yaml``
+    out: Path | None = None
+    device: str = "cpu"
+
+
+@dataclass
+class TunePenaltiesResult:
+    """BLEU per grid point and the best one (written to ``out``)."""
+
+    alphas: list[float]
+    betas: list[float]
+    bleu: dict[Point, float]
+    best: Point
+    out: Path
+    sentences: int
+    penalty_mode: str
+    coverage_eps: float
+    #: beam searches run, and whether one decode was re-ranked per point
+    beam_searches: int
+    reranked: bool
+    encode_seconds: float
+    seconds: float
+
+
+def parse_grid(text: str, what: str = "--grid") -> list[float]:
+    """Sorted distinct weights from ``"0,0.2,0.4"`` (each >= 0)."""
+    try:
+        values = [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise ConfigError(f"{what} {text!r}: expected comma-separated numbers, e.g. 0,0.2,0.4") from None
+    if not values:
+        raise ConfigError(f"{what} is empty")
+    if any(v < 0 for v in values):
+        raise ConfigError(f"{what} {text!r}: penalty weights must be >= 0")
+    return sorted(set(values))
+
+
+def _split_data(request: TunePenaltiesRequest, tr: Translator) -> tuple[ParallelData, list[str]]:
+    """The split's source sentences (with their oracle fertilities where the model uses them) and references."""
+    from scanmt.data.dataset import ParallelData
+    from scanmt.data.prepare import read_meta
+    from scanmt.io import read_lines
+
+    data_dir, split = request.data, request.split
+    meta = read_meta(data_dir)
+    s, t = tr.pipeline.src_lang, tr.pipeline.tgt_lang
+    if (meta["src_lang"], meta["tgt_lang"]) != (s, t):
+        raise ConfigError(f"{request.model} translates {s}->{t} but {data_dir} holds {meta['src_lang']}->{meta['tgt_lang']}")
+    src_lines = read_lines(data_dir / f"{split}.raw.{s}", what="source file")
+    refs = read_lines(data_dir / f"{split}.raw.{t}", what="reference file")
+    if len(src_lines) != len(refs):
+        raise ConfigError(f"{data_dir}: {split}.raw.{s} has {len(src_lines)} lines but {split}.raw.{t} {len(refs)}")
+    if request.limit:
+        src_lines, refs = src_lines[: request.limit], refs[: request.limit]
+    vocab = tr.pipeline.vocab
+    data = ParallelData([vocab.encode(p) for p in tr.pipeline.source_pieces_all(src_lines)], None)
+    if tr.model.constrained and getattr(tr, "fertility_strategy", None) == "actual":
+        from scanmt.data.fertility import compute_fertility
+
+        fc = tr.config.model.attention.fertility
+        cached = compute_fertility(data_dir, split, "actual", align_dir=fc.align_dir or None)
+        data = data.with_fertility(cached.values, source=str(cached.path))
+    return data, refs
+
+
+def _grid_bleu(tr: Translator, encoded: list[EncodedBatch], n: int, refs: list[str], points: list[Point], beam: int,
+               rerank: bool) -> tuple[dict[Point, float], int]:
+    """sacreBLEU of every grid point from the ``n`` encoded sentences, and the number of beam searches run."""
+    import sacrebleu
+    from tqdm import tqdm
+
+    from scanmt.decoding.search import rescore
+
+    base = tr.decode
+    nbest = tr.search_encoded(encoded, n, beam=beam) if rerank else None
+    searches = 1 if rerank else 0
+    bleu: dict[Point, float] = {}
+    for a, b in tqdm(points, desc="grid", unit="point", leave=False):
+        if rerank:
+            hyps = rescore(nbest, length_alpha=a, coverage_beta=b, coverage_eps=base.coverage_eps)
+        else:
+            tr.decode = dataclasses.replace(base, length_alpha=a, coverage_beta=b)
+            hyps = [h[0] for h in tr.search_encoded(encoded, n, beam=beam)]
+            searches += 1
+        bleu[a, b] = sacrebleu.corpus_bleu(tr.texts(hyps), [refs]).score
+    tr.decode = base
+    return bleu, searches
+
+
+def _best_setting(request: TunePenaltiesRequest, r: TunePenaltiesResult) -> dict[str, Any]:
+    a, b = r.best
+    return {
+        "length_alpha": a, "coverage_beta": b, "coverage_eps": r.coverage_eps, "penalty_mode": r.penalty_mode,
+        "bleu": round(r.bleu[r.best], 4), "beam": request.beam, "split": request.split, "sentences": r.sentences,
+        "data": str(request.data), "model": str(request.model),
+        "grid": {"alphas": r.alphas, "betas": r.betas,
+                 "bleu": [[round(r.bleu[x, y], 4) for y in r.betas] for x in r.alphas]},
+    }
+
+
+def _write_best(request: TunePenaltiesRequest, r: TunePenaltiesResult) -> None:
+    import yaml
+
+    from scanmt.io import atomic_open
+
+    with atomic_open(r.out) as fh:
+        fh.write(f"# scanmt tune-penalties: best (alpha, beta) on {request.data} {request.split}; "
+                 f"use with scanmt translate --penalties {r.out}\n")
+        yaml.safe_dump(_best_setting(request, r), fh, sort_keys=False, default_flow_style=None)
+
+
+def tune_penalties(request: TunePenaltiesRequest) -> TunePenaltiesResult:
+    """Grid-search (alpha, beta) by sacreBLEU; writes the best setting as YAML to ``request.out``."""
+    from scanmt.api.translate import load_translator
+
+    if request.beam < 2:
+        raise ConfigError(f"--beam {request.beam}: penalties only act in beam search; use --beam 2 or more")
+    alphas = parse_grid(request.alphas or request.grid, "--alphas" if request.alphas else "--grid")
+    betas = parse_grid(request.betas or request.grid, "--betas" if request.betas else "--grid")
+    overrides = DecodeOverrides(coverage_eps=request.coverage_eps, penalty_mode=request.penalty_mode or None,
+                                batch_size=request.batch_size)
+    tr = load_translator(request.model, decode=overrides, device=request.device)
+    data, refs = _split_data(request, tr)
+    t0 = time.time()
+    encoded = tr.encode_all(data)
+    t_enc = time.time() - t0
+    rerank = tr.decode.penalty_mode == "rescore" and not request.redecode
+    points = [(a, b) for a in alphas for b in betas]
+    bleu, searches = _grid_bleu(tr, encoded, len(data), refs, points, request.beam, rerank)
+    result = TunePenaltiesResult(
+        alphas, betas, bleu, max(points, key=lambda p: bleu[p]),  # first of equal BLEU: the smallest penalties
+        request.out or Path(request.model).parent / f"penalties.{request.split}.yaml", len(data),
+        tr.decode.penalty_mode, tr.decode.coverage_eps, searches, rerank, t_enc, time.time() - t0,
+    )
+    _write_best(request, result)
+    return result
