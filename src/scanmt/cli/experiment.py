@@ -148,7 +148,7 @@ def _pair(args: argparse.Namespace) -> tuple[str, str]:
 
         meta = read_meta(args.data)
         return meta["src_lang"], meta["tgt_lang"]
-    from scanmt.cli.prepare import parse_pair
+    from scanmt.api.prepare import parse_pair
 
     return parse_pair(args.pair or "de-en")
 
@@ -256,12 +256,12 @@ def _print_plan(specs, say) -> None:
         say(f"  {spec.key:<32} {runner.run_status(spec):<7} "
             + (f"model of {Path(spec.model_from).parent.name}" if spec.model_from else "trains")
             + (", tunes penalties" if spec.tune_penalties else ""))
-    shown = [specs[0]] + [s for s in specs if s.tune_argv][:1]
+    shown = [specs[0]] + [s for s in specs if s.tune][:1]
     for spec in shown if specs else []:
         say(f"\nsteps of {spec.key}:")
-        for _, argv in spec.steps():
-            if argv:
-                say("  " + runner.cmdline(argv))
+        for _, request in spec.steps():
+            if request:
+                say("  " + request.command_line())
 
 
 def _shared_steps(args: argparse.Namespace, g, paths, specs, need_predictor: bool, threads_value: str | None,
@@ -270,7 +270,7 @@ def _shared_steps(args: argparse.Namespace, g, paths, specs, need_predictor: boo
     from scanmt.experiments import runner, shared
 
     shared.prepare_data(paths, args.data, args.pair, mirror=args.mirror, vocab_size=args.vocab_size, say=say)
-    shared.align(paths, g.align_args(), say)
+    shared.align(paths, g.align, say)
     if need_predictor:
         pred_set = list(g.predictor_set) + list(args.predictor_set)
         if threads_value is not None and _threads_key(pred_set) is None:
