@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from scanmt import api
-from scanmt.cli.main import build_parser
+from scanmt.cli.main import build_parser, request_from_argv
 
 REQUESTS = [
     api.PrepareRequest(pair="de-en", out="runs/data", corpus="multi30k"),
@@ -57,6 +57,7 @@ def test_to_argv_parses_back_into_the_same_request(request_):
     args = build_parser().parse_args(argv)
     assert _cli_module(request_).request_from_args(args) == request_
     assert request_.command_line() == "scanmt " + shlex.join(argv)
+    assert request_from_argv(shlex.split(request_.command_line())[1:]) == request_
 
 
 def test_every_command_with_a_request_is_covered():

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 
 
 def attention_metrics(request: EvaluateRequest, metrics: list[str], rows: list[Row], out: dict[str, Any]) -> None:
+    """Add the attention ``metrics`` of ``request.attention`` to the table ``rows`` and the JSON ``out``."""
     from scanmt.data.attention_file import AttentionFile
     from scanmt.metrics.aer import SINK
 

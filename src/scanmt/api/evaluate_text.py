@@ -59,6 +59,7 @@ class Texts:
 
 
 def text_metrics(request: EvaluateRequest, metrics: list[str], rows: list[Row], out: dict[str, Any]) -> None:
+    """Add the text ``metrics`` (and the paired bootstrap with ``hyp2``) to the table ``rows`` and the JSON ``out``."""
     from scanmt.metrics import bleu as bleu_mod
 
     texts = Texts(request)

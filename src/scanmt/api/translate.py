@@ -97,15 +97,19 @@ def translate(
 ) -> list[Translation]:
     """Translate raw sentences (one per item) with a checkpoint (or a loaded :class:`Translator`).
 
-    ``beam`` None uses the checkpoint's; ``fertility`` gives the bounds of a constrained
+    ``beam`` None uses the checkpoint's; ``decode`` changes the decode settings (a given
+    translator keeps the changed ones); ``fertility`` gives the bounds of a constrained
     model (one list per sentence, one number per source subword); ``max_len`` cuts longer
     sentences.  An empty line gives an empty translation.
     """
     from scanmt.decoding.translator import Translator
 
-    tr = model if isinstance(model, Translator) else load_translator(model, decode=decode, device=device)
-    if isinstance(model, Translator) and decode is not None:
-        tr.decode = decode.apply(tr.decode)
+    if isinstance(model, Translator):
+        tr = model
+        if decode is not None:
+            tr.decode = decode.apply(tr.decode)
+    else:
+        tr = load_translator(model, decode=decode, device=device)
     return tr.translate_lines(lines, beam=beam, progress=progress, fertility=fertility, max_len=max_len)
 
 

@@ -58,6 +58,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def request_from_argv(argv: Sequence[str]):
+    """The typed request (:mod:`scanmt.api`) of ``scanmt`` arguments ``[COMMAND, options...]``, e.g. a
+    request's ``to_argv()``; for the commands that have one (not demo, plot-attention, experiment)."""
+    args = build_parser().parse_args(list(argv))
+    module = _load(args.command.replace("-", "_"))
+    if not hasattr(module, "request_from_args"):
+        raise ValueError(f"scanmt {args.command} has no request type")
+    return module.request_from_args(args)
+
+
 def version() -> str:
     """The installed distribution's version (the source tree's when it is not installed)."""
     try:
