@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import json
 import shlex
 from pathlib import Path
 
-from scanmt.cli.main import build_parser
+from scanmt.cli.main import request_from_argv
 from scanmt.experiments import runner
 from scanmt.experiments.grid import load_grid
 from scanmt.presets import preset_path
@@ -45,8 +44,7 @@ def parse(line: str):
     """A ``scanmt ...`` line of command.txt, parsed by the command line into its request."""
     argv = shlex.split(line)
     assert argv[0] == "scanmt"
-    args = build_parser().parse_args(argv[1:])
-    return importlib.import_module(f"scanmt.cli.{argv[1].replace('-', '_')}").request_from_args(args)
+    return request_from_argv(argv[1:])
 
 
 def test_command_file_parses_back_into_the_step_requests(tmp_path):
