@@ -1,4 +1,4 @@
-"""Small file helpers used by every layer: atomic writes and checked text reading.
+"""Small file helpers used by every layer: atomic writes, checked text reading, logging to stderr.
 
 ``read_lines`` turns every way a text file can be wrong (missing, not UTF-8,
 empty line, trailing blank line) into a :class:`~scanmt.errors.DataError`
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import logging
 import os
 import re
 import stat
@@ -226,3 +227,29 @@ def check_output_dir(path: str | Path, *, ours: Callable[[Path], bool], holds: s
     except OSError as exc:
         raise DataError(f"{option} {path}: {exc.strerror or exc}") from None
     return p
+
+
+class ProgressBarSafeHandler(logging.StreamHandler):
+    """Writes log records with ``tqdm.write``, so that a progress bar on the same terminal is cleared
+    first and redrawn after, instead of having the record glued onto its line."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        from tqdm import tqdm
+
+        try:
+            tqdm.write(self.format(record), file=self.stream)
+        except Exception:  # noqa: BLE001 - logging must not raise
+            self.handleError(record)
+
+
+def setup_logging(verbose: bool) -> None:
+    """Log to stderr through :class:`ProgressBarSafeHandler` (unless the root logger has handlers already).
+
+    Used by the ``scanmt`` command and by the experiment runner's worker processes.
+    """
+    root = logging.getLogger()
+    if not root.handlers:
+        handler = ProgressBarSafeHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S"))
+        root.addHandler(handler)
+    root.setLevel(logging.DEBUG if verbose else logging.INFO)

@@ -155,16 +155,6 @@ def test_cli_set_cannot_override_runner_keys(tmp_path, capsys):
     assert "--set: 'data.dir=/elsewhere': data.dir is set by `scanmt experiment run` itself" in capsys.readouterr().err
 
 
-def test_tuning_needs_the_command(tmp_path, capsys, monkeypatch):
-    real = runner.cli_options
-    monkeypatch.setattr(runner, "cli_options", lambda c: None if c == "tune-penalties" else real(c))
-    grid = write(tmp_path, GOOD)
-    assert main(dry_run(grid, tmp_path / "exp")) == 2
-    assert "system(s) cov set tune_penalties, but this installation has no `scanmt tune-penalties`" in \
-        capsys.readouterr().err
-    assert main(dry_run(grid, tmp_path / "exp", "--systems", "softmax")) == 0  # fine without the tuned system
-
-
 def test_run_made_with_another_config_is_not_mixed_in(tmp_path, capsys):
     out = tmp_path / "exp"
     d = out / "runs" / "softmax" / "seed1"
@@ -280,9 +270,11 @@ def test_a_finished_run_without_an_asked_extra_split_resumes(tmp_path):
     spec = runner.RunSpec.from_dict({
         "grid": "g", "system": "s", "label": "s", "seed": 1, "run_dir": str(tmp_path), "preset": "p", "overrides": [],
         "config": {}, "split": "test", "src_lang": "de", "tgt_lang": "en", "tune_penalties": False,
-        "model_from": None, "train_argv": ["train"], "tune_argv": None, "translate_argv": ["translate"],
-        "evaluate_argv": ["evaluate"], "command": "c", "commit": "x",
-        "extra_splits": {"test2017": {"translate": ["translate", "2017"], "evaluate": ["evaluate", "2017"]}},
+        "model_from": None, "train": {"command": "train", "config": "p", "out": str(tmp_path)}, "tune": None,
+        "translate": {"command": "translate", "model": "m", "input": "i", "output": "o"},
+        "evaluate": {"command": "evaluate"}, "command": "c", "commit": "x",
+        "extra_splits": {"test2017": {"translate": {"command": "translate", "model": "m", "input": "i2", "output": "o2"},
+                                      "evaluate": {"command": "evaluate", "hyp": "o2"}}},
     })
     assert [s for s, _ in spec.steps()] == ["train", "tune", "translate", "evaluate", "translate.test2017",
                                              "evaluate.test2017"]

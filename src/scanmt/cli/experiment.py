@@ -148,9 +148,49 @@ def _pair(args: argparse.Namespace) -> tuple[str, str]:
 
         meta = read_meta(args.data)
         return meta["src_lang"], meta["tgt_lang"]
-    from scanmt.cli.prepare import parse_pair
+    from scanmt.api.prepare import parse_pair
 
     return parse_pair(args.pair or "de-en")
+
+
+def _check_args(args: argparse.Namespace) -> None:
+    """The options of ``experiment run`` that need no file: overrides, seeds, workers."""
+    from scanmt.experiments import grid as grid_mod
+
+    for item in args.set:
+        grid_mod.check_override(item, "--set")
+    for item in args.predictor_set:
+        grid_mod.check_override(item, "--predictor-set", allow_runner_keys=True)
+    if args.seeds < 1:
+        raise ConfigError(f"--seeds {args.seeds}: need at least 1")
+    if args.workers is not None and args.workers < 1:
+        raise ConfigError(f"--workers {args.workers}: need at least 1")
+
+
+def _context(args: argparse.Namespace, paths, out: Path, preset: Path):
+    """The :class:`RunContext` of this invocation (pair, extra splits, commit and command resolved)."""
+    from scanmt.experiments import runner
+
+    src, tgt = _pair(args)
+    extra_splits = runner.resolve_extra_splits(args.extra_splits, args.split,
+                                               *available_splits(args.data, paths.data, src, tgt))
+    return runner.RunContext(
+        out=out, preset=preset, data_dir=paths.data, src_lang=src, tgt_lang=tgt, cli_set=list(args.set),
+        split=args.split, command=canonical_command(args), commit=runner.git_commit(), align_model=paths.word_aligner,
+        predictor=paths.predictor, extra_splits=extra_splits,
+    )
+
+
+def _needs_predictor(specs, paths) -> bool:
+    """Whether a run still to train uses the grid's own fertility predictor."""
+    from scanmt.experiments import runner
+
+    return any(
+        runner.needs_training(s)
+        and s.config["model"]["attention"]["fertility"]["strategy"] == "predicted"
+        and s.config["model"]["attention"]["fertility"]["predictor"] == str(paths.predictor)
+        for s in specs
+    )
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -162,36 +202,16 @@ def _run(args: argparse.Namespace) -> int:
     say = lambda msg: print(msg, flush=True)  # noqa: E731
     t_start = time.time()
     g = grid_mod.load_grid(args.grid)
-    for item in args.set:
-        grid_mod.check_override(item, "--set")
-    for item in args.predictor_set:
-        grid_mod.check_override(item, "--predictor-set", allow_runner_keys=True)
-    if args.seeds < 1:
-        raise ConfigError(f"--seeds {args.seeds}: need at least 1")
-    if args.workers is not None and args.workers < 1:
-        raise ConfigError(f"--workers {args.workers}: need at least 1")
+    _check_args(args)
     systems = grid_mod.select_systems(g, args.systems)
     preset = preset_path(args.preset).resolve()
     Config.load(preset)  # the preset itself must load
     out = check_output_dir(args.out, ours=is_experiment_dir, holds="a scanmt experiment (grids/, runs/, shared/)").resolve()
     paths = shared.SharedPaths(out)
-    src, tgt = _pair(args)
-    extra_splits = runner.resolve_extra_splits(args.extra_splits, args.split,
-                                               *available_splits(args.data, paths.data, src, tgt))
-    commit = runner.git_commit()
-    ctx = runner.RunContext(
-        out=out, preset=preset, data_dir=paths.data, src_lang=src, tgt_lang=tgt, cli_set=list(args.set),
-        split=args.split, command=canonical_command(args), commit=commit, align_model=paths.word_aligner,
-        predictor=paths.predictor, extra_splits=extra_splits,
-    )
+    ctx = _context(args, paths, out, preset)
     seeds = list(range(1, args.seeds + 1))
     specs = runner.plan_runs(g, systems, seeds, ctx)  # every config checked before any heavy work
-    need_predictor = any(
-        runner.needs_training(s)
-        and s.config["model"]["attention"]["fertility"]["strategy"] == "predicted"
-        and s.config["model"]["attention"]["fertility"]["predictor"] == str(paths.predictor)
-        for s in specs
-    )
+    need_predictor = _needs_predictor(specs, paths)
     workers = args.workers or 1
     gpus = runner.visible_gpus()
     if args.workers is None and len(gpus) > 1:
@@ -201,8 +221,8 @@ def _run(args: argparse.Namespace) -> int:
 
     say(f"scanmt experiment run: grid {g.name} ({g.path}), {len(systems)} systems x {len(seeds)} seeds = "
         f"{len(specs)} runs in {out}")
-    say(f"  data {args.data} ({src}->{tgt}), preset {preset}, split {args.split}"
-        f" (extra: {', '.join(extra_splits) or 'none'}), commit {commit}")
+    say(f"  data {args.data} ({ctx.src_lang}->{ctx.tgt_lang}), preset {preset}, split {args.split}"
+        f" (extra: {', '.join(ctx.extra_splits) or 'none'}), commit {ctx.commit}")
     say(f"  {workers} worker(s)" + (f" on GPUs {', '.join(gpus)}" if gpus else " on CPU")
         + f", {cpus} CPUs; predictor: {'yes' if need_predictor else 'not needed'}")
     if args.dry_run:
@@ -236,12 +256,12 @@ def _print_plan(specs, say) -> None:
         say(f"  {spec.key:<32} {runner.run_status(spec):<7} "
             + (f"model of {Path(spec.model_from).parent.name}" if spec.model_from else "trains")
             + (", tunes penalties" if spec.tune_penalties else ""))
-    shown = [specs[0]] + [s for s in specs if s.tune_argv][:1]
+    shown = [specs[0]] + [s for s in specs if s.tune][:1]
     for spec in shown if specs else []:
         say(f"\nsteps of {spec.key}:")
-        for _, argv in spec.steps():
-            if argv:
-                say("  " + runner.cmdline(argv))
+        for _, request in spec.steps():
+            if request:
+                say("  " + request.command_line())
 
 
 def _shared_steps(args: argparse.Namespace, g, paths, specs, need_predictor: bool, threads_value: str | None,
@@ -250,7 +270,7 @@ def _shared_steps(args: argparse.Namespace, g, paths, specs, need_predictor: boo
     from scanmt.experiments import runner, shared
 
     shared.prepare_data(paths, args.data, args.pair, mirror=args.mirror, vocab_size=args.vocab_size, say=say)
-    shared.align(paths, g.align_args(), say)
+    shared.align(paths, g.align, say)
     if need_predictor:
         pred_set = list(g.predictor_set) + list(args.predictor_set)
         if threads_value is not None and _threads_key(pred_set) is None:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import logging
 import sys
 from typing import Sequence
 
 from scanmt.cli import HelpFormatter
 from scanmt.errors import ScanmtError
+from scanmt.io import ProgressBarSafeHandler, setup_logging  # noqa: F401 - where they were defined before
 
 # command modules under scanmt.cli, in the order ``--help`` lists them
 COMMANDS: tuple[str, ...] = (
@@ -78,29 +78,6 @@ def version() -> str:
         import scanmt
 
         return scanmt.__version__
-
-
-class ProgressBarSafeHandler(logging.StreamHandler):
-    """Writes log records with ``tqdm.write``, so that a progress bar on the same terminal is cleared
-    first and redrawn after, instead of having the record glued onto its line."""
-
-    def emit(self, record: logging.LogRecord) -> None:
-        from tqdm import tqdm
-
-        try:
-            tqdm.write(self.format(record), file=self.stream)
-        except Exception:  # noqa: BLE001 - logging must not raise
-            self.handleError(record)
-
-
-def setup_logging(verbose: bool) -> None:
-    """Log to stderr through :class:`ProgressBarSafeHandler` (unless the root logger has handlers already)."""
-    root = logging.getLogger()
-    if not root.handlers:
-        handler = ProgressBarSafeHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S"))
-        root.addHandler(handler)
-    root.setLevel(logging.DEBUG if verbose else logging.INFO)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

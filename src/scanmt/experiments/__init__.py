@@ -8,7 +8,7 @@
 - :mod:`~scanmt.experiments.report`: aggregation over seeds, paired bootstrap, the Markdown
   report with Figure-2-style attention maps and translation examples.
 
-The command is ``scanmt experiment run|report`` (:mod:`scanmt.cli.experiment`).  This
-package sits at the top of the layering, beside ``scanmt.cli``: it runs the other
-commands through :func:`scanmt.cli.main.main`.
+The command is ``scanmt experiment run|report``, defined one layer up, in the command-line
+package.  This package sits below it and above :mod:`scanmt.api`: every step is a typed
+API request, run by its API function; ``command.txt`` records each request's command line.
 """

@@ -16,8 +16,10 @@ Every run (system x seed) lives in ``OUT/runs/{system}/seed{k}/``::
                         translate.{split} and evaluate.{split} per extra split)
     DONE                written last; a rerun skips the run unless an extra split asked for is missing
 
-Steps are executed through :func:`scanmt.cli.main.main` with exactly the argument
-lists recorded in ``command.txt``, so each line there reproduces its step.  Every
+Each step is a typed request of :mod:`scanmt.api` (``TrainRequest``, ``TunePenaltiesRequest``,
+``TranslateRequest``, ``EvaluateRequest``), run in the worker by its API function.  ``spec.json``
+holds the requests; ``command.txt`` their command lines (``request.command_line()``), which
+``scanmt`` parses back into the same requests, so each line there reproduces its step.  Every
 file is written atomically, so the run is safe to kill at any moment; a rerun
 resumes from the first unfinished step (training from ``last.pt``).  A finished run asked
 for an extra split it lacks gets only that split's translate and evaluate steps.
@@ -32,7 +34,6 @@ import contextlib
 import dataclasses
 import json
 import os
-import shlex
 import signal
 import subprocess
 import sys
@@ -42,23 +43,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
+from scanmt import api
+from scanmt.api import CommandRequest, EvaluateRequest, TrainRequest, TranslateRequest, TunePenaltiesRequest
 from scanmt.config import config_differences, with_defaults
 from scanmt.errors import ConfigError, DataError, ScanmtError
 from scanmt.experiments.grid import Grid, GridError, System
-from scanmt.io import atomic_open
+from scanmt.io import atomic_open, setup_logging
 
 #: config keys whose change does not make a finished run stale
 IGNORED_KEYS = ("train.threads", "decode.batch_size")
-#: decode keys passed to `scanmt translate` when they differ from the checkpoint's config
-DECODE_OPTIONS = {
-    "beam": "--beam",
-    "length_alpha": "--length-alpha",
-    "coverage_beta": "--coverage-beta",
-    "coverage_eps": "--coverage-eps",
-    "penalty_mode": "--penalty-mode",
-    "batch_size": "--batch-size",
-}
 PENALTY_KEYS = ("length_alpha", "coverage_beta", "coverage_eps", "penalty_mode")
+#: decode keys the translate request sets when they differ from the checkpoint's config (beam: always)
+DECODE_KEYS = (*PENALTY_KEYS, "batch_size")
+#: the API function that runs each kind of step request
+STEP_FUNCTIONS: dict[type, Callable[[Any], Any]] = {
+    TrainRequest: api.train, TunePenaltiesRequest: api.tune_penalties, TranslateRequest: api.translate_file,
+    EvaluateRequest: api.evaluate,
+}
+#: step request types by command name (the ``command`` key of a request in ``spec.json``)
+STEP_REQUESTS: dict[str, type] = {cls.COMMAND: cls for cls in STEP_FUNCTIONS}
+#: stages whose requests decode, and so run on the worker's GPU when it has one
+DEVICE_STAGES = ("tune", "translate")
 STAGES = ("train", "tune", "translate", "evaluate")
 #: extra test splits every run also translates and scores when the prepared data has them
 DEFAULT_EXTRA_SPLITS = ("test2017",)
@@ -91,22 +96,6 @@ def git_commit(root: Path | None = None) -> str:
     return head + ("+dirty" if status else "")
 
 
-def cli_options(command: str) -> set[str] | None:
-    """The option strings of ``scanmt COMMAND`` (None when this installation has no such command)."""
-    import argparse
-
-    from scanmt.cli.main import build_parser
-
-    parser = build_parser()
-    for action in parser._actions:  # noqa: SLF001 - argparse has no public accessor for subparsers
-        if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
-            sub = action.choices.get(command)
-            if sub is None:
-                return None
-            return {s for a in sub._actions for s in a.option_strings}  # noqa: SLF001
-    return None
-
-
 def write_json(path: Path, obj: Any) -> None:
     with atomic_open(path) as fh:
         json.dump(obj, fh, indent=2, ensure_ascii=False)
@@ -121,8 +110,23 @@ def read_json(path: Path) -> dict[str, Any] | None:
     return obj if isinstance(obj, dict) else None
 
 
-def cmdline(argv: Sequence[str]) -> str:
-    return "scanmt " + shlex.join(list(argv))
+def request_to_json(request: CommandRequest | None) -> dict[str, Any] | None:
+    """A step request as JSON: ``{"command": COMMAND, field: value, ...}`` (paths as strings, tuples as lists)."""
+    if request is None:
+        return None
+    out: dict[str, Any] = {"command": request.COMMAND}
+    for f in dataclasses.fields(request):  # type: ignore[arg-type]
+        value = getattr(request, f.name)
+        out[f.name] = str(value) if isinstance(value, Path) else list(value) if isinstance(value, tuple) else value
+    return out
+
+
+def request_from_json(obj: dict[str, Any] | CommandRequest | None) -> CommandRequest | None:
+    """The step request of :func:`request_to_json` (a request is returned as it is)."""
+    if obj is None or isinstance(obj, CommandRequest):
+        return obj
+    fields = dict(obj)
+    return STEP_REQUESTS[fields.pop("command")](**fields)
 
 
 @contextlib.contextmanager
@@ -194,15 +198,15 @@ class RunSpec:
     tgt_lang: str
     tune_penalties: bool
     model_from: str | None
-    train_argv: list[str] | None
-    tune_argv: list[str] | None
-    translate_argv: list[str]
-    evaluate_argv: list[str]
+    #: the step requests (train None: the run decodes another run's model; tune None: no tuning)
+    train: TrainRequest | None
+    tune: TunePenaltiesRequest | None
+    translate: TranslateRequest
+    evaluate: EvaluateRequest
     command: str
     commit: str
-    device_options: dict[str, bool] = field(default_factory=dict)
-    #: extra test split -> {"translate": argv, "evaluate": argv}, in the order they run
-    extra_splits: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    #: extra test split -> {"translate": request, "evaluate": request}, in the order they run
+    extra_splits: dict[str, dict[str, CommandRequest]] = field(default_factory=dict)
     #: one entry per attempt: {"started": time, "commit": ...} (a run resumed under another commit shows it)
     history: list[dict[str, str]] = field(default_factory=list)
 
@@ -218,21 +222,36 @@ class RunSpec:
     def checkpoint(self) -> Path:
         return Path(self.model_from or self.run_dir) / "best.pt"
 
-    def steps(self) -> list[tuple[str, list[str] | None]]:
-        """``(stage, argv)`` of every step in order (argv None: the step is not part of this run)."""
-        steps = [("train", self.train_argv), ("tune", self.tune_argv), ("translate", self.translate_argv),
-                 ("evaluate", self.evaluate_argv)]
-        for split, argvs in self.extra_splits.items():
-            steps += [(f"translate.{split}", argvs["translate"]), (f"evaluate.{split}", argvs["evaluate"])]
+    def steps(self) -> list[tuple[str, CommandRequest | None]]:
+        """``(stage, request)`` of every step in order (request None: the step is not part of this run)."""
+        steps: list[tuple[str, CommandRequest | None]] = [
+            ("train", self.train), ("tune", self.tune), ("translate", self.translate), ("evaluate", self.evaluate)]
+        for split, requests in self.extra_splits.items():
+            steps += [(f"translate.{split}", requests["translate"]), (f"evaluate.{split}", requests["evaluate"])]
         return steps
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """The spec as JSON (``spec.json``); the step requests as :func:`request_to_json` writes them."""
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        for stage in STEP_FIELDS:
+            d[stage] = request_to_json(d[stage])
+        d["extra_splits"] = {split: {k: request_to_json(r) for k, r in requests.items()}
+                             for split, requests in self.extra_splits.items()}
+        return json.loads(json.dumps(d))
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "RunSpec":
         names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in names})
+        values = {k: v for k, v in d.items() if k in names}
+        for stage in STEP_FIELDS:
+            values[stage] = request_from_json(values.get(stage))
+        values["extra_splits"] = {split: {k: request_from_json(r) for k, r in requests.items()}
+                                  for split, requests in (values.get("extra_splits") or {}).items()}
+        return cls(**values)
+
+
+#: the fields of :class:`RunSpec` that hold step requests
+STEP_FIELDS = ("train", "tune", "translate", "evaluate")
 
 
 def run_dir(out: Path, system: str, seed: int) -> Path:
@@ -296,7 +315,7 @@ def run_status(spec: RunSpec) -> str:
 
 def needs_training(spec: RunSpec) -> bool:
     """Whether the run still has to train its model (shared predictor and fertility caches are for these)."""
-    return spec.train_argv is not None and run_status(spec) != "done" and not stage_marker(spec.dir, "train").exists()
+    return spec.train is not None and run_status(spec) != "done" and not stage_marker(spec.dir, "train").exists()
 
 
 def _load_config(ctx: RunContext, overrides: list[str], where: str):
@@ -363,21 +382,6 @@ def _system_config(grid: Grid, system: System, ctx: RunContext, seed: int, where
     return own + ctx.cli_set, cfg
 
 
-def _check_tuning(grid: Grid, systems: Sequence[System]) -> tuple[set[str] | None, set[str]]:
-    """The option strings of ``tune-penalties`` (None when no system tunes) and ``translate``."""
-    tune_opts = None
-    if any(s.tune_penalties for s in systems):
-        tune_opts = cli_options("tune-penalties")
-        names = ", ".join(s.name for s in systems if s.tune_penalties)
-        if tune_opts is None:
-            raise GridError(f"{grid.path}: system(s) {names} set tune_penalties, but this installation has no "
-                            "`scanmt tune-penalties` command; leave them out with --systems or set tune_penalties: false")
-    translate_opts = cli_options("translate") or set()
-    if any(s.tune_penalties for s in systems) and "--penalties" not in translate_opts:
-        raise GridError(f"{grid.path}: tune_penalties needs `scanmt translate --penalties`, which this installation lacks")
-    return tune_opts, translate_opts
-
-
 @dataclass
 class _Decode:
     """What the decoding steps of one run need: its checkpoint, decode settings and those of the model."""
@@ -394,38 +398,25 @@ class _Decode:
         return self.run / "penalties.yaml"
 
 
-def _tune_argv(ctx: RunContext, d: _Decode, tune_opts: set[str] | None) -> list[str] | None:
+def _tune_request(ctx: RunContext, d: _Decode) -> TunePenaltiesRequest | None:
+    """``tune_penalties`` on the validation split (decode settings that differ from the model's passed on)."""
     if not d.tune:
         return None
-    argv = ["tune-penalties", "--model", d.ckpt, "--data", str(ctx.data_dir), "--split", "valid",
-            "--out", str(d.penalties)]
-    assert tune_opts is not None
-    for key, opt in (("beam", "--beam"), ("penalty_mode", "--penalty-mode"),
-                     ("coverage_eps", "--coverage-eps"), ("batch_size", "--batch-size")):
-        if opt in tune_opts and (key == "beam" or d.dec[key] != d.model_dec[key]):
-            argv += [opt, str(d.dec[key])]
-        elif key in ("penalty_mode", "coverage_eps") and d.dec[key] != d.model_dec[key]:
-            raise GridError(f"{d.where}: decode.{key}={d.dec[key]!r} differs from the model's but "
-                            f"`scanmt tune-penalties` has no {opt}")
-    return argv
+    changed = {k: d.dec[k] for k in ("penalty_mode", "coverage_eps", "batch_size") if d.dec[k] != d.model_dec[k]}
+    return TunePenaltiesRequest(model=d.ckpt, data=ctx.data_dir, split="valid", beam=d.dec["beam"], out=d.penalties,
+                                **changed)
 
 
-def _translate_argv(ctx: RunContext, d: _Decode, split: str, translate_opts: set[str]) -> list[str]:
-    """``scanmt translate`` of one prepared split into ``RUN/{split}.hyp.{tgt}`` (+ tokenized, attention)."""
+def _translate_request(ctx: RunContext, d: _Decode, split: str) -> TranslateRequest:
+    """``translate`` of one prepared split into ``RUN/{split}.hyp.{tgt}`` (+ tokenized, attention)."""
     s, t = ctx.src_lang, ctx.tgt_lang
-    argv = ["translate", "--model", d.ckpt, "--input", str(ctx.data_dir / f"{split}.raw.{s}"),
-            "--output", str(d.run / f"{split}.hyp.{t}"), "--tokenized-out", str(d.run / f"{split}.hyp.tok.{t}"),
-            "--attention-out", str(d.run / f"{split}.attn.npz"), "--beam", str(d.dec["beam"])]
-    if d.tune:
-        argv += ["--penalties", str(d.penalties)]
-    for key, opt in DECODE_OPTIONS.items():
-        if key == "beam" or (d.tune and key in PENALTY_KEYS) or d.dec[key] == d.model_dec[key]:
-            continue
-        if opt not in translate_opts:
-            raise GridError(f"{d.where}: decode.{key}={d.dec[key]!r} differs from the config of the model it "
-                            f"decodes, but `scanmt translate` has no {opt}")
-        argv += [opt, str(d.dec[key])]
-    return argv
+    changed = {k: d.dec[k] for k in DECODE_KEYS
+               if not (d.tune and k in PENALTY_KEYS) and d.dec[k] != d.model_dec[k]}
+    return TranslateRequest(
+        model=d.ckpt, input=str(ctx.data_dir / f"{split}.raw.{s}"), output=str(d.run / f"{split}.hyp.{t}"),
+        tokenized_out=str(d.run / f"{split}.hyp.tok.{t}"), attention_out=str(d.run / f"{split}.attn.npz"),
+        beam=d.dec["beam"], penalties=str(d.penalties) if d.tune else None, **changed,
+    )
 
 
 def eval_json_name(split: str, main_split: str) -> str:
@@ -433,13 +424,14 @@ def eval_json_name(split: str, main_split: str) -> str:
     return "eval.json" if split == main_split else f"eval.{split}.json"
 
 
-def _evaluate_argv(ctx: RunContext, run: Path, split: str) -> list[str]:
-    """``scanmt evaluate`` of ``RUN/{split}.hyp.{tgt}`` against the prepared split."""
+def _evaluate_request(ctx: RunContext, run: Path, split: str) -> EvaluateRequest:
+    """``evaluate`` of ``RUN/{split}.hyp.{tgt}`` against the prepared split."""
     s, t = ctx.src_lang, ctx.tgt_lang
-    return ["evaluate", "--hyp", str(run / f"{split}.hyp.{t}"), "--ref", str(ctx.data_dir / f"{split}.raw.{t}"),
-            "--src", str(ctx.data_dir / f"{split}.raw.{s}"), "--align-model", str(ctx.align_model),
-            "--attention", str(run / f"{split}.attn.npz"), "--src-lang", s, "--tgt-lang", t,
-            "--json", str(run / eval_json_name(split, ctx.split))]
+    return EvaluateRequest(
+        hyp=run / f"{split}.hyp.{t}", ref=ctx.data_dir / f"{split}.raw.{t}", src=ctx.data_dir / f"{split}.raw.{s}",
+        align_model=ctx.align_model, attention=run / f"{split}.attn.npz", src_lang=s, tgt_lang=t,
+        json=run / eval_json_name(split, ctx.split),
+    )
 
 
 def _stale(spec: RunSpec) -> str | None:
@@ -475,30 +467,24 @@ def _model_from(grid: Grid, system: System, ctx: RunContext, seed: int, configs:
 
 
 def _plan_one(grid: Grid, system: System, seed: int, ctx: RunContext, overrides: list[str],
-              configs: dict[tuple[str, int], dict[str, Any]], opts: tuple[set[str] | None, set[str]]) -> RunSpec:
-    """The spec of one run (system x seed): the exact argv of each of its steps."""
-    tune_opts, translate_opts = opts
+              configs: dict[tuple[str, int], dict[str, Any]]) -> RunSpec:
+    """The spec of one run (system x seed): the request of each of its steps."""
     cfg_dict = configs[system.name, seed]
     d = run_dir(ctx.out, system.name, seed)
     model_from, model_cfg = _model_from(grid, system, ctx, seed, configs)
     dec = _Decode(f"{grid.path}: system {system.name!r}", d, str(Path(model_from or d) / "best.pt"),
                   cfg_dict["decode"], model_cfg["decode"], system.tune_penalties)
-    train_argv = None
+    train = None
     if model_from is None:
-        train_argv = ["train", "--config", str(ctx.preset)]
-        for o in overrides:
-            train_argv += ["--set", o]
-        train_argv += ["--out", str(d)]
-    extra = {split: {"translate": _translate_argv(ctx, dec, split, translate_opts),
-                     "evaluate": _evaluate_argv(ctx, d, split)} for split in ctx.extra_splits}
+        train = TrainRequest(config=str(ctx.preset), out=str(d), set=tuple(overrides))
+    extra = {split: {"translate": _translate_request(ctx, dec, split), "evaluate": _evaluate_request(ctx, d, split)}
+             for split in ctx.extra_splits}
     return RunSpec(
         grid=grid.name, system=system.name, label=system.label, seed=seed, run_dir=str(d),
         preset=str(ctx.preset), overrides=overrides, config=cfg_dict, split=ctx.split, src_lang=ctx.src_lang,
-        tgt_lang=ctx.tgt_lang, tune_penalties=system.tune_penalties, model_from=model_from, train_argv=train_argv,
-        tune_argv=_tune_argv(ctx, dec, tune_opts), translate_argv=_translate_argv(ctx, dec, ctx.split, translate_opts),
-        evaluate_argv=_evaluate_argv(ctx, d, ctx.split), command=ctx.command, commit=ctx.commit,
-        device_options={"tune": bool(tune_opts and "--device" in tune_opts), "translate": "--device" in translate_opts},
-        extra_splits=extra,
+        tgt_lang=ctx.tgt_lang, tune_penalties=system.tune_penalties, model_from=model_from, train=train,
+        tune=_tune_request(ctx, dec), translate=_translate_request(ctx, dec, ctx.split),
+        evaluate=_evaluate_request(ctx, d, ctx.split), command=ctx.command, commit=ctx.commit, extra_splits=extra,
     )
 
 
@@ -506,14 +492,13 @@ def plan_runs(grid: Grid, systems: Sequence[System], seeds: Sequence[int], ctx: 
     """Every run's spec, in the order seeds x systems; raises :class:`GridError` before any work.
 
     Checks: each config loads; transform and fertility are consistent; systems
-    that reuse a model agree with it outside ``decode``; tuning is available when
-    asked for; a run directory made earlier with another config is not silently
-    mixed with this one.  Extra splits (``ctx.extra_splits``) never make a run stale.
+    that reuse a model agree with it outside ``decode``; a run directory made
+    earlier with another config is not silently mixed with this one.  Extra
+    splits (``ctx.extra_splits``) never make a run stale.
     """
-    opts = _check_tuning(grid, systems)
     resolved = {(s.name, seed): system_config(grid, s, ctx, seed) for seed in seeds for s in systems}
     configs = {key: cfg.to_dict() for key, (_, cfg) in resolved.items()}
-    specs = [_plan_one(grid, system, seed, ctx, resolved[system.name, seed][0], configs, opts)
+    specs = [_plan_one(grid, system, seed, ctx, resolved[system.name, seed][0], configs)
              for seed in seeds for system in systems]
     problems = [p for p in map(_stale, specs) if p is not None]
     if problems:
@@ -551,45 +536,55 @@ def _die_with_parent() -> None:
         os._exit(1)
 
 
-def _step(argv: list[str], what: str) -> float:
-    from scanmt.cli.main import main
-
-    print(f"\n=== {what}: {cmdline(argv)}", flush=True)
+def _step(request: CommandRequest, what: str) -> tuple[float, Any]:
+    """Run one step's request through its API function; ``(seconds, result)``."""
+    print(f"\n=== {what}: {request.command_line()}", flush=True)
     t0 = time.time()
-    rc = main(argv)
+    try:
+        result = STEP_FUNCTIONS[type(request)](request)
+    except (ScanmtError, OSError) as exc:
+        where = f": {exc.filename}" if isinstance(exc, OSError) and exc.filename else ""
+        raise DataError(f"{what} failed ({exc}{where}): {request.command_line()}") from None
+    print(f"=== {what}: {describe_result(result)}", flush=True)
     sys.stdout.flush()
-    if rc != 0:
-        raise DataError(f"{what} failed (exit status {rc}): {cmdline(argv)}")
-    return time.time() - t0
+    return time.time() - t0, result
+
+
+def describe_result(result: Any) -> str:
+    """One line of what a step's API function returned, for the run's log."""
+    if isinstance(result, api.TrainResult):
+        return (f"{result.stop_reason}; {result.step} steps, {result.epochs} epoch(s), {result.seconds / 60:.1f} min; "
+                f"best valid BLEU {result.best_bleu:.2f} (step {result.best_step}) -> {result.best_checkpoint}")
+    if isinstance(result, api.TunePenaltiesResult):
+        (alpha, beta) = result.best
+        return f"best alpha {alpha:g}, beta {beta:g}: BLEU {result.bleu[result.best]:.2f} -> {result.out}"
+    if isinstance(result, api.TranslateResult):
+        return f"{len(result.translations)} sentences, beam {result.beam}, {result.seconds:.1f} s"
+    if isinstance(result, api.EvaluateResult):
+        return "; ".join(f"{metric} {value}" for metric, value, _ in result.rows)
+    return "done"
 
 
 def _mark(run: Path, stage: str, info: dict[str, Any]) -> None:
     write_json(stage_marker(run, stage), {**info, "finished": time.strftime("%Y-%m-%d %H:%M:%S")})
 
 
-def _train_summary(run: Path) -> dict[str, Any]:
-    from scanmt.model.checkpoint import Checkpoint
-
-    p = Checkpoint.load(run / "last.pt").progress or {}
-    epochs = p.get("epoch", 1) - (1 if p.get("batch_in_epoch", 0) == 0 else 0)
-    return {"steps": p.get("step"), "epochs": epochs, "minutes": round(p.get("elapsed", 0.0) / 60, 2),
-            "best_valid_bleu": p.get("best_score"), "best_step": p.get("best_step")}
+def _train_summary(result: api.TrainResult) -> dict[str, Any]:
+    """The train marker's numbers (``metrics.json`` ``train``)."""
+    return {"steps": result.step, "epochs": result.epochs, "minutes": round(result.seconds / 60, 2),
+            "best_valid_bleu": result.best_bleu, "best_step": result.best_step}
 
 
-def _with_device(argv: list[str] | None, allowed: bool, device: str) -> list[str] | None:
-    if argv is None or not allowed or device == "cpu":
-        return argv
-    return argv + ["--device", device]
+def device_steps(spec: RunSpec, device: str) -> list[tuple[str, CommandRequest | None]]:
+    """:meth:`RunSpec.steps` with ``device`` set on the decoding steps (:data:`DEVICE_STAGES`)."""
+    if device == "cpu":
+        return spec.steps()
+    return [(stage, dataclasses.replace(request, device=device)
+             if request is not None and stage.partition(".")[0] in DEVICE_STAGES else request)
+            for stage, request in spec.steps()]
 
 
-def device_steps(spec: RunSpec, device: str) -> list[tuple[str, list[str] | None]]:
-    """:meth:`RunSpec.steps` with ``--device`` added to the decoding steps whose command has it."""
-    return [(stage, argv if stage == "train" else
-             _with_device(argv, spec.device_options.get(stage.partition(".")[0], False), device))
-            for stage, argv in spec.steps()]
-
-
-def write_command_file(spec: RunSpec, steps: list[tuple[str, list[str] | None]], device: str) -> None:
+def write_command_file(spec: RunSpec, steps: list[tuple[str, CommandRequest | None]], device: str) -> None:
     lines = [
         f"# {spec.grid}: system {spec.system} ({spec.label}), seed {spec.seed}",
         f"# git commit: {spec.commit}",
@@ -600,9 +595,27 @@ def write_command_file(spec: RunSpec, steps: list[tuple[str, list[str] | None]],
     ]
     if spec.model_from:
         lines.append(f"# (model trained by {spec.model_from}; no training here)")
-    lines += [cmdline(argv) for _, argv in steps if argv is not None]
+    lines += [request.command_line() for _, request in steps if request is not None]
     with atomic_open(spec.dir / "command.txt") as fh:
         fh.write("\n".join(lines) + "\n")
+
+
+def _train(spec: RunSpec) -> None:
+    """The train step of ``spec``, resumed from ``last.pt`` (checked: the model it decodes is trained)."""
+    run = spec.dir
+    if spec.train is None:
+        if not stage_marker(Path(spec.model_from or ""), "train").exists():
+            raise DataError(f"{spec.key}: the model it decodes ({spec.model_from}) is not trained yet")
+        return
+    if stage_marker(run, "train").exists():
+        print("=== train: done before", flush=True)
+        return
+    request = spec.train
+    if (run / "last.pt").exists():
+        request = dataclasses.replace(request, resume=True)
+        print("=== train: resuming from last.pt", flush=True)
+    seconds, result = _step(request, "train")
+    _mark(run, "train", {**_train_summary(result), "seconds": round(seconds, 1)})
 
 
 def run_one(spec: RunSpec, threads: int) -> dict[str, Any]:
@@ -616,27 +629,15 @@ def run_one(spec: RunSpec, threads: int) -> dict[str, Any]:
     write_command_file(spec, steps, device)
     print(f"=== {spec.key} ({spec.label}) in {run}: device {device}, {threads} thread(s), commit {spec.commit}",
           flush=True)
-    seconds: dict[str, float] = {}
-    if spec.train_argv is not None:
-        if stage_marker(run, "train").exists():
-            print("=== train: done before", flush=True)
-        else:
-            argv = list(spec.train_argv)
-            if (run / "last.pt").exists():
-                argv.append("--resume")
-                print("=== train: resuming from last.pt", flush=True)
-            seconds["train"] = _step(argv, "train")
-            _mark(run, "train", {**_train_summary(run), "seconds": round(seconds["train"], 1)})
-    elif not stage_marker(Path(spec.model_from or ""), "train").exists():
-        raise DataError(f"{spec.key}: the model it decodes ({spec.model_from}) is not trained yet")
-    for stage, argv in steps[1:]:
-        if argv is None:
+    _train(spec)
+    for stage, request in steps[1:]:
+        if request is None:
             continue
         if stage_marker(run, stage).exists():
             print(f"=== {stage}: done before", flush=True)
             continue
-        seconds[stage] = _step(argv, stage)
-        _mark(run, stage, {"seconds": round(seconds[stage], 1)})
+        seconds, _ = _step(request, stage)
+        _mark(run, stage, {"seconds": round(seconds, 1)})
     metrics = collect_metrics(spec)
     write_json(run / "metrics.json", metrics)
     with atomic_open(run / "DONE") as fh:
@@ -700,6 +701,7 @@ def split_metrics(path: Path) -> dict[str, Any]:
 def worker_main(argv: Sequence[str]) -> int:
     """``python -m scanmt.experiments.runner SPEC.json THREADS``: exit 0 done, 2 error, 75 busy."""
     _die_with_parent()
+    setup_logging(verbose=False)
     spec_path, threads = Path(argv[0]), int(argv[1]) if len(argv) > 1 else 1
     spec = RunSpec.from_dict(json.loads(spec_path.read_text(encoding="utf-8")))
     with file_lock(spec.dir / ".lock", wait_s=LOCK_WAIT_S) as locked:
@@ -786,110 +788,149 @@ def run_pool(specs: Sequence[RunSpec], *, workers: int, gpus: Sequence[str], thr
     ``threads`` gives each run's torch thread count (by run key).  With ``gpus``,
     worker slot ``k`` sees only GPU ``gpus[k % len(gpus)]``.
     """
-    results: dict[str, RunResult] = {}
-    total = len(specs)
-    pending: list[RunSpec] = []
-    for k, spec in enumerate(specs, 1):
-        if run_status(spec) == "done":
-            m = read_json(spec.dir / "metrics.json")
-            results[spec.key] = RunResult(spec, "skipped", metrics=m, message="done before")
-            say(f"[{k}/{total}] skip  {spec.key}: done before ({describe(m)})")
-        else:
-            pending.append(spec)
-    order = {s.key: k for k, s in enumerate(specs, 1)}
-    running: dict[int, tuple[subprocess.Popen, RunSpec, float, Any]] = {}
-    free = list(range(max(1, workers)))
+    pool = _Pool(specs, workers=workers, gpus=gpus, threads=threads, say=say)
+    try:
+        while pool.pending or pool.running:
+            pool.reap()
+            launched = pool.launch_ready()
+            if not pool.running and pool.pending and not launched:
+                pool.fail_stranded()
+            if pool.running:
+                time.sleep(poll_s)
+    except BaseException:
+        pool.stop_all()
+        raise
+    return [pool.results[s.key] for s in specs if s.key in pool.results]
 
-    def ready(spec: RunSpec) -> bool | None:
+
+@dataclass
+class _Worker:
+    """One running worker process: its run, when it started and its open log file."""
+
+    proc: subprocess.Popen
+    spec: RunSpec
+    started: float
+    log: Any
+
+
+class _Pool:
+    """The state of :func:`run_pool`: runs waiting, worker slots, workers running, results."""
+
+    def __init__(self, specs: Sequence[RunSpec], *, workers: int, gpus: Sequence[str], threads: dict[str, int],
+                 say: Callable[[str], None]) -> None:
+        self.specs, self.gpus, self.threads, self.say = specs, gpus, threads, say
+        self.results: dict[str, RunResult] = {}
+        self.order = {s.key: k for k, s in enumerate(specs, 1)}
+        self.running: dict[int, _Worker] = {}
+        self.free = list(range(max(1, workers)))
+        self.pending: list[RunSpec] = []
+        for spec in specs:
+            if run_status(spec) == "done":
+                m = read_json(spec.dir / "metrics.json")
+                self.results[spec.key] = RunResult(spec, "skipped", metrics=m, message="done before")
+                self.tell(spec, "skip ", f"done before ({describe(m)})", sep=": ")
+            else:
+                self.pending.append(spec)
+
+    def tell(self, spec: RunSpec, what: str, text: str, sep: str = " ") -> None:
+        """``[k/N] WHAT KEY TEXT``: one line of the pool's progress."""
+        self.say(f"[{self.order[spec.key]}/{len(self.specs)}] {what} {spec.key}{sep}{text}")
+
+    def ready(self, spec: RunSpec) -> bool | None:
+        """Whether ``spec`` can start now (None: never, the run that trains its model failed)."""
         if spec.model_from is None:
             return True
         if stage_marker(Path(spec.model_from), "train").exists():
             return True
-        src_key = next((s.key for s in specs if s.run_dir == spec.model_from), None)
-        if src_key in results and results[src_key].status not in ("done", "skipped"):
+        src_key = next((s.key for s in self.specs if s.run_dir == spec.model_from), None)
+        if src_key in self.results and self.results[src_key].status not in ("done", "skipped"):
             return None  # its model will never come
         return False
 
-    def launch(slot: int, spec: RunSpec) -> None:
+    def launch(self, slot: int, spec: RunSpec) -> None:
         path = write_spec(spec)
         env = {**os.environ, "SCANMT_GRID_PID": str(os.getpid())}
-        n = threads.get(spec.key, 1)
+        n = self.threads.get(spec.key, 1)
         env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(n)
         where = "cpu"
-        if gpus:
-            env["CUDA_VISIBLE_DEVICES"] = gpus[slot % len(gpus)]
-            where = f"GPU {gpus[slot % len(gpus)]}"
+        if self.gpus:
+            env["CUDA_VISIBLE_DEVICES"] = self.gpus[slot % len(self.gpus)]
+            where = f"GPU {self.gpus[slot % len(self.gpus)]}"
         note = resume_note(spec)
         log = open(spec.dir / "log.txt", "ab")  # noqa: SIM115 - closed when the process ends
         log.write(f"\n##### {time.strftime('%Y-%m-%d %H:%M:%S')} start ({where}, {n} threads)\n".encode())
         log.flush()
         proc = subprocess.Popen([sys.executable, "-m", "scanmt.experiments.runner", str(path), str(n)],
                                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
-        running[slot] = (proc, spec, time.time(), log)
-        say(f"[{order[spec.key]}/{total}] start {spec.key} ({where}, {n} thread{'s' if n > 1 else ''}{note}); "
-            f"log {spec.dir / 'log.txt'}")
+        self.running[slot] = _Worker(proc, spec, time.time(), log)
+        self.tell(spec, "start", f"({where}, {n} thread{'s' if n > 1 else ''}{note}); log {spec.dir / 'log.txt'}")
 
-    def finish(slot: int) -> None:
-        proc, spec, t0, log = running.pop(slot)
-        log.close()
-        free.append(slot)
-        free.sort()
-        dt = time.time() - t0
-        rc = proc.returncode
+    def finish(self, slot: int) -> None:
+        w = self.running.pop(slot)
+        w.log.close()
+        self.free.append(slot)
+        self.free.sort()
+        spec, dt, rc = w.spec, time.time() - w.started, w.proc.returncode
         if rc == 0:
             m = read_json(spec.dir / "metrics.json")
-            results[spec.key] = RunResult(spec, "done", dt, metrics=m)
-            say(f"[{order[spec.key]}/{total}] done  {spec.key} in {dt / 60:.1f} min: {describe(m)}")
+            self.results[spec.key] = RunResult(spec, "done", dt, metrics=m)
+            self.tell(spec, "done ", f"in {dt / 60:.1f} min: {describe(m)}")
         elif rc == EXIT_BUSY:
-            results[spec.key] = RunResult(spec, "busy", dt, "another process holds its lock")
-            say(f"[{order[spec.key]}/{total}] busy  {spec.key}: another process is running it; left alone")
+            self.results[spec.key] = RunResult(spec, "busy", dt, "another process holds its lock")
+            self.tell(spec, "busy ", "another process is running it; left alone", sep=": ")
         else:
             tail = _tail(spec.dir / "log.txt")
-            results[spec.key] = RunResult(spec, "failed", dt, f"exit status {rc}: {tail}")
-            say(f"[{order[spec.key]}/{total}] FAILED {spec.key} (exit status {rc}) after {dt / 60:.1f} min; "
-                f"see {spec.dir / 'log.txt'}: {tail}")
+            self.results[spec.key] = RunResult(spec, "failed", dt, f"exit status {rc}: {tail}")
+            self.tell(spec, "FAILED", f"(exit status {rc}) after {dt / 60:.1f} min; see {spec.dir / 'log.txt'}: {tail}")
 
-    try:
-        while pending or running:
-            for slot, (proc, _, _, _) in list(running.items()):
-                if proc.poll() is not None:
-                    finish(slot)
-            launched = False
-            while free and pending:
-                choice = None
-                for spec in list(pending):
-                    r = ready(spec)
-                    if r is None:
-                        pending.remove(spec)
-                        results[spec.key] = RunResult(spec, "failed", message=f"its model ({spec.model_from}) failed")
-                        say(f"[{order[spec.key]}/{total}] FAILED {spec.key}: the run that trains its model failed")
-                    elif r:
-                        choice = spec
-                        break
-                if choice is None:
-                    break
-                pending.remove(choice)
-                launch(free.pop(0), choice)
-                launched = True
-            if not running and pending and not launched:
-                for spec in pending:
-                    results[spec.key] = RunResult(spec, "failed", message=f"its model ({spec.model_from}) was not trained")
-                    say(f"[{order[spec.key]}/{total}] FAILED {spec.key}: its model {spec.model_from} was never trained")
-                pending.clear()
-            if running:
-                time.sleep(poll_s)
-    except BaseException:
-        for proc, spec, _, log in running.values():
+    def reap(self) -> None:
+        """Collect the workers that have ended."""
+        for slot, w in list(self.running.items()):
+            if w.proc.poll() is not None:
+                self.finish(slot)
+
+    def next_ready(self) -> RunSpec | None:
+        """The first pending run that can start (failing those whose model will never come), or None."""
+        for spec in list(self.pending):
+            r = self.ready(spec)
+            if r is None:
+                self.pending.remove(spec)
+                self.results[spec.key] = RunResult(spec, "failed", message=f"its model ({spec.model_from}) failed")
+                self.tell(spec, "FAILED", "the run that trains its model failed", sep=": ")
+            elif r:
+                return spec
+        return None
+
+    def launch_ready(self) -> bool:
+        """Start ready runs in the free slots; whether any was started."""
+        launched = False
+        while self.free and self.pending:
+            choice = self.next_ready()
+            if choice is None:
+                break
+            self.pending.remove(choice)
+            self.launch(self.free.pop(0), choice)
+            launched = True
+        return launched
+
+    def fail_stranded(self) -> None:
+        """Nothing runs and nothing can start: the pending runs wait for models never trained."""
+        for spec in self.pending:
+            self.results[spec.key] = RunResult(spec, "failed", message=f"its model ({spec.model_from}) was not trained")
+            self.tell(spec, "FAILED", f"its model {spec.model_from} was never trained", sep=": ")
+        self.pending.clear()
+
+    def stop_all(self) -> None:
+        """Terminate every worker (killed after 20 s) and close its log."""
+        for w in self.running.values():
             with contextlib.suppress(OSError):
-                proc.terminate()
-        for proc, spec, _, log in running.values():
+                w.proc.terminate()
+        for w in self.running.values():
             try:
-                proc.wait(timeout=20)
+                w.proc.wait(timeout=20)
             except subprocess.TimeoutExpired:
-                proc.kill()
-            log.close()
-        raise
-    return [results[s.key] for s in specs if s.key in results]
+                w.proc.kill()
+            w.log.close()
 
 
 if __name__ == "__main__":

@@ -1,23 +1,25 @@
 """Work shared by every run of a grid, done once under ``OUT/shared/`` and reused.
 
 - ``OUT/shared/data``: the prepared corpus. ``--data multi30k`` prepares it there
-  (``scanmt prepare``); ``--data PATH`` mirrors an already prepared directory
+  (:func:`scanmt.api.prepare`); ``--data PATH`` mirrors an already prepared directory
   with symbolic links to its files, so that alignments and fertility caches are
   written under ``OUT`` and never into ``PATH``.
-- ``OUT/shared/data/align``: ``scanmt align --level both`` (subword links for
-  guided/predicted fertility, the word-level aligner for DROP).
-- ``OUT/shared/predictor``: the fertility predictor (``scanmt fertility
-  --train-predictor``), only when a system uses predicted fertility.
+- ``OUT/shared/data/align``: :func:`scanmt.api.align` at level ``both`` (subword links
+  for guided/predicted fertility, the word-level aligner for DROP).
+- ``OUT/shared/predictor``: the fertility predictor (:func:`scanmt.api.fertility` with
+  ``train_predictor``), only when a system uses predicted fertility.
 - ``OUT/shared/data/fertility``: the fertility caches of train and valid for
   every strategy the systems use, so parallel runs only read them.
 
 Each step writes ``OUT/shared/.done/STEP.json`` (atomically, last) holding its
-parameters; a step whose marker holds the same parameters is skipped, any other
-is (re)run, and the commands underneath reuse or resume what they can.
+parameters (for the API steps, the request's command line as ``argv``); a step whose
+marker holds the same parameters is skipped, any other is (re)run, and the functions
+underneath reuse or resume what they can.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -26,7 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from scanmt.errors import ConfigError, DataError
+from scanmt import api
+from scanmt.api.prepare import parse_pair
+from scanmt.errors import ConfigError, DataError, ScanmtError
 from scanmt.io import atomic_open
 
 log = logging.getLogger(__name__)
@@ -81,12 +85,13 @@ def _mark(paths: SharedPaths, step: str, params: dict, seconds: float) -> None:
         fh.write("\n")
 
 
-def _cli(argv: list[str], what: str) -> None:
-    from scanmt.cli.main import main
-
-    rc = main(argv)
-    if rc != 0:
-        raise DataError(f"shared step {what} failed: `scanmt {' '.join(argv)}` exited with status {rc}")
+def _run(request: api.AlignRequest | api.FertilityRequest, what: str) -> None:
+    """Run an align or fertility request; a failure names the step and its command line."""
+    run = api.align if isinstance(request, api.AlignRequest) else api.fertility
+    try:
+        run(request)
+    except (ScanmtError, OSError) as exc:
+        raise DataError(f"shared step {what} failed: `{request.command_line()}`: {exc}") from None
 
 
 def _step(paths: SharedPaths, step: str, params: dict, say: Callable[[str], None], work: Callable[[], None]) -> None:
@@ -131,20 +136,14 @@ def mirror_prepared(src: Path, dst: Path) -> None:
 def prepare_data(paths: SharedPaths, data: str, pair: str | None, *, mirror: str | None, vocab_size: int,
                  say: Callable[[str], None]) -> tuple[str, str]:
     """Prepare (or mirror) the data into ``paths.data``; returns ``(src_lang, tgt_lang)``."""
-    from scanmt.cli.prepare import parse_pair
     from scanmt.data.prepare import read_meta
 
     if data == "multi30k":
         src, tgt = parse_pair(pair or "de-en")
         params = {"data": "multi30k", "pair": f"{src}-{tgt}", "vocab_size": vocab_size, "mirror": mirror}
-
-        def work() -> None:
-            from scanmt.cli.prepare import multi30k_splits
-            from scanmt.data.prepare import prepare
-
-            prepare(multi30k_splits(src, tgt, mirror), src, tgt, paths.data, vocab_size=vocab_size)
-
-        _step(paths, "prepare", params, say, work)
+        request = api.PrepareRequest(pair=f"{src}-{tgt}", out=str(paths.data), corpus="multi30k", mirror=mirror,
+                                     vocab_size=vocab_size)
+        _step(paths, "prepare", params, say, lambda: api.prepare(request))
         return src, tgt
     source = Path(data)
     if not source.is_dir():
@@ -163,10 +162,13 @@ def prepare_data(paths: SharedPaths, data: str, pair: str | None, *, mirror: str
 # --------------------------------------------------------------------------- alignment, predictor, fertility
 
 
-def align(paths: SharedPaths, align_args: Sequence[str], say: Callable[[str], None]) -> None:
-    """``scanmt align --data OUT/shared/data --level both`` (its own manifest reuses what it can)."""
-    argv = ["align", "--data", str(paths.data), "--level", "both", *align_args]
-    _step(paths, "align", {"argv": argv}, say, lambda: _cli(argv, "align"))
+def align(paths: SharedPaths, settings: dict[str, Any], say: Callable[[str], None]) -> None:
+    """:func:`scanmt.api.align` of ``OUT/shared/data`` at level ``both`` (its own manifest reuses what it can).
+
+    ``settings``: eflomal settings, :class:`~scanmt.api.AlignRequest` fields (a grid's ``align:``).
+    """
+    request = api.AlignRequest(data=paths.data, level="both", **settings)
+    _step(paths, "align", {"argv": request.to_argv()}, say, lambda: _run(request, "align"))
     from scanmt.data.align import MODEL_FILE
 
     if not (paths.word_aligner / MODEL_FILE).exists():
@@ -175,48 +177,45 @@ def align(paths: SharedPaths, align_args: Sequence[str], say: Callable[[str], No
 
 def train_predictor(paths: SharedPaths, overrides: Sequence[str], say: Callable[[str], None]) -> Path:
     """Train (or resume, or reuse) the fertility predictor; returns its ``best.pt``."""
-    argv = ["fertility", "--data", str(paths.data), "--train-predictor", str(paths.predictor_dir)]
-    for o in overrides:
-        argv += ["--set", o]
+    request = api.FertilityRequest(data=paths.data, train_predictor=paths.predictor_dir, set=tuple(overrides))
 
     def work() -> None:
         resume = (paths.predictor_dir / "last.pt").exists()
-        _cli(argv + (["--resume"] if resume else []), "fertility predictor")
+        _run(dataclasses.replace(request, resume=resume), "fertility predictor")
 
-    _step(paths, "predictor", {"argv": argv}, say, work)
+    _step(paths, "predictor", {"argv": request.to_argv()}, say, work)
     if not paths.predictor.exists():
         raise DataError(f"{paths.predictor}: the fertility predictor was not written")
     return paths.predictor
 
 
-def fertility_argv(paths: SharedPaths, fert: dict[str, Any]) -> list[str] | None:
-    """The ``scanmt fertility`` command caching train/valid fertilities for one fertility config."""
+def fertility_request(paths: SharedPaths, fert: dict[str, Any]) -> api.FertilityRequest | None:
+    """The fertility request caching train/valid fertilities for one fertility config (None: nothing to cache)."""
     strategy = fert["strategy"]
     if strategy in ("none", "actual"):
         return None
-    argv = ["fertility", "--data", str(paths.data), "--strategy", strategy, "--splits", "train", "valid"]
+    options: dict[str, Any] = {}
     if strategy == "constant":
-        argv += ["--value", f"{fert['value']:g}"]
+        options["value"] = float(fert["value"])
     elif strategy == "predicted":
-        argv += ["--predictor", str(fert["predictor"]), "--add", f"{fert['add']:g}"]
-    if fert.get("align_dir"):
-        argv += ["--align-dir", str(fert["align_dir"])]
-    return argv
+        options.update(predictor=fert["predictor"], add=float(fert["add"]))
+    return api.FertilityRequest(data=paths.data, strategy=strategy, splits=("train", "valid"),
+                                align_dir=fert.get("align_dir") or None, **options)
 
 
 def cache_fertility(paths: SharedPaths, ferts: Sequence[dict[str, Any]], say: Callable[[str], None]) -> None:
     """Compute the fertility caches of every distinct fertility config once, before the runs start."""
-    seen: list[list[str]] = []
+    seen: list[api.FertilityRequest] = []
     for fert in ferts:
-        argv = fertility_argv(paths, fert)
-        if argv is None or argv in seen:
+        request = fertility_request(paths, fert)
+        if request is None or request in seen:
             continue
-        seen.append(argv)
+        seen.append(request)
         label = f"fertility-{fert['strategy']}" + (f"-{fert['value']:g}" if fert["strategy"] == "constant" else "")
         if fert["strategy"] == "predicted":
             label += f"-add{fert['add']:g}"
-        params = {"argv": argv}
+        params: dict[str, Any] = {"argv": request.to_argv()}
         if fert["strategy"] == "predicted":  # a retrained predictor changes the fertilities
             p = Path(fert["predictor"])
             params["predictor_mtime"] = p.stat().st_mtime if p.exists() else None
-        _step(paths, label, params, say, lambda argv=argv: _cli(argv, "fertility cache"))
+        _step(paths, label, params, say, lambda request=request: _run(request, "fertility cache"))

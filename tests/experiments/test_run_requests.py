@@ -1,0 +1,82 @@
+"""The runner's steps are typed API requests: ``command.txt`` parses back into them, ``spec.json`` keeps them."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shlex
+from pathlib import Path
+
+from scanmt.cli.main import request_from_argv
+from scanmt.experiments import runner
+from scanmt.experiments.grid import load_grid
+from scanmt.presets import preset_path
+
+GRID = """
+name: g
+systems:
+  - name: softmax
+    set: [model.attention.transform=softmax, decode.batch_size=7]
+  - name: cov
+    set: [model.attention.transform=softmax, decode.coverage_eps=0.2]
+    reuse_model: softmax
+    tune_penalties: true
+  - name: wide
+    set: [model.attention.transform=softmax, decode.beam=3, decode.length_alpha=0.4]
+    reuse_model: softmax
+"""
+
+
+def plan(tmp_path: Path) -> list[runner.RunSpec]:
+    grid_file = tmp_path / "g.yaml"
+    grid_file.write_text(GRID, encoding="utf-8")
+    grid = load_grid(grid_file)
+    out = tmp_path / "exp"
+    ctx = runner.RunContext(
+        out=out, preset=preset_path("cpu-small").resolve(), data_dir=out / "shared" / "data", src_lang="de",
+        tgt_lang="en", cli_set=["train.threads=1"], split="test", command="scanmt experiment run g.yaml",
+        commit="abc", align_model=out / "shared" / "data" / "align" / "word", extra_splits=("test2017",),
+    )
+    return runner.plan_runs(grid, grid.systems, [1, 2], ctx)
+
+
+def parse(line: str):
+    """A ``scanmt ...`` line of command.txt, parsed by the command line into its request."""
+    argv = shlex.split(line)
+    assert argv[0] == "scanmt"
+    return request_from_argv(argv[1:])
+
+
+def test_command_file_parses_back_into_the_step_requests(tmp_path):
+    specs = plan(tmp_path)
+    for device in ("cpu", "cuda"):
+        for spec in specs:
+            steps = runner.device_steps(spec, device)
+            spec.dir.mkdir(parents=True, exist_ok=True)
+            runner.write_command_file(spec, steps, device)
+            lines = [ln for ln in (spec.dir / "command.txt").read_text(encoding="utf-8").splitlines()
+                     if ln.startswith("scanmt ") and not ln.startswith("scanmt experiment")]
+            requests = [r for _, r in steps if r is not None]
+            assert len(lines) == len(requests) == 4 + bool(spec.train) + bool(spec.tune)
+            assert [parse(ln) for ln in lines] == requests
+
+
+def test_requests_carry_the_decode_settings(tmp_path):
+    by_key = {s.key: s for s in plan(tmp_path)}
+    soft, cov, wide = by_key["softmax/seed1"], by_key["cov/seed1"], by_key["wide/seed2"]
+    assert soft.train.set[-1] == "train.threads=1" and "train.seed=1" in soft.train.set
+    assert soft.translate.beam == 5 and soft.translate.batch_size is None  # the model's own batch size
+    assert cov.train is None and cov.tune.coverage_eps == 0.2 and cov.tune.out == cov.dir / "penalties.yaml"
+    assert cov.translate.penalties == str(cov.dir / "penalties.yaml") and cov.translate.coverage_eps is None
+    assert cov.translate.model == str(Path(cov.model_from) / "best.pt")
+    assert wide.translate.beam == 3 and wide.translate.length_alpha == 0.4 and wide.tune is None
+    assert wide.extra_splits["test2017"]["evaluate"].json == wide.dir / "eval.test2017.json"
+    cuda = dict(runner.device_steps(cov, "cuda"))
+    assert cuda["tune"].device == cuda["translate.test2017"].device == "cuda" and cov.translate.device == "cpu"
+
+
+def test_spec_json_keeps_the_requests(tmp_path):
+    for spec in plan(tmp_path):
+        path = runner.write_spec(dataclasses.replace(spec, run_dir=str(tmp_path / spec.key)))
+        back = runner.RunSpec.from_dict(json.loads(path.read_text(encoding="utf-8")))
+        assert back.steps() == spec.steps() and back.history
