@@ -1,0 +1,116 @@
+"""The package's structure (issue 15): imports point down the layers of ARCHITECTURE.md, the experiment
+runner never drives the command line, and no function is longer than 80 lines.
+
+A walk over the package's own source with :mod:`ast` (every ``import``, also inside functions).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "scanmt"
+
+#: top to bottom; a module may import its own layer and the layers below it
+LAYERS = ["entry", "cli", "experiments", "api", "training", "decoding", "model", "fertility", "metrics", "viz",
+          "data", "ops", "base"]
+#: modules placed explicitly (the rest: by their package under scanmt)
+PLACED = {
+    "scanmt.__main__": "entry",
+    "scanmt": "base",
+    "scanmt.errors": "base",
+    "scanmt.io": "base",
+    "scanmt.config": "base",
+    "scanmt.presets": "base",
+    # the fertility rules are pure (they import only scanmt.errors): config.py checks them when a Config is built
+    "scanmt.fertility.rules": "base",
+}
+MAX_FUNCTION_LINES = 80
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def layer_of(module: str) -> str | None:
+    """The layer of a ``scanmt`` module (None for other packages)."""
+    if module != "scanmt" and not module.startswith("scanmt."):
+        return None
+    for name in (module, ".".join(module.split(".")[:3]), ".".join(module.split(".")[:2])):
+        if name in PLACED:
+            return PLACED[name]
+    top = module.split(".")[1]
+    assert top in LAYERS, f"{module}: no layer for scanmt.{top}: add it to LAYERS or PLACED (and ARCHITECTURE.md)"
+    return top
+
+
+def imports(path: Path, me: str | None = None) -> list[tuple[int, str]]:
+    """``(line, absolute module)`` of every import in the file (of module ``me``: by default its own name)."""
+    me = me or module_name(path)
+    package = me.split(".") if path.name == "__init__.py" else me.split(".")[:-1]
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            out.append((node.lineno, mod))
+            out += [(node.lineno, f"{mod}.{a.name}") for a in node.names if layer_of(f"{mod}.{a.name}") is not None
+                    and (SRC.parent / f"{mod}.{a.name}".replace(".", "/")).is_dir()]
+    return out
+
+
+SOURCES = sorted(SRC.rglob("*.py"))
+
+
+def test_the_walk_sees_the_package():
+    assert len(SOURCES) > 50
+    assert any(m == "scanmt.cli.main" for m in map(module_name, SOURCES))
+
+
+def test_imports_point_down_the_layers():
+    upward = []
+    for path in SOURCES:
+        me = module_name(path)
+        mine = LAYERS.index(layer_of(me))
+        for line, target in imports(path):
+            theirs = layer_of(target)
+            if theirs is not None and LAYERS.index(theirs) < mine:
+                upward.append(f"{path.relative_to(SRC.parent)}:{line}: {me} ({layer_of(me)}) imports {target} ({theirs})")
+    assert not upward, "imports that point up a layer:\n" + "\n".join(upward)
+
+
+def test_upward_import_is_caught(tmp_path):
+    """The walk itself: a model module importing the training layer is reported."""
+    fake = tmp_path / "probe.py"
+    fake.write_text("def f():\n    from ..training import loop\n    import scanmt.ops\n", encoding="utf-8")
+    found = [(t, layer_of(t)) for _, t in imports(fake, "scanmt.model.probe")]
+    assert found == [("scanmt.training", "training"), ("scanmt.ops", "ops")]
+    assert LAYERS.index("training") < LAYERS.index(layer_of("scanmt.model.probe"))
+
+
+@pytest.mark.parametrize("path", [p for p in SOURCES if module_name(p).startswith("scanmt.experiments")],
+                         ids=lambda p: p.name)
+def test_experiments_never_drive_the_cli(path):
+    text = path.read_text(encoding="utf-8")
+    assert "scanmt.cli" not in text and "argparse" not in text, f"{path}: the runner calls scanmt.api, not the CLI"
+
+
+def test_no_function_over_80_lines():
+    long = []
+    for path in SOURCES:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                n = node.end_lineno - node.lineno + 1
+                if n > MAX_FUNCTION_LINES:
+                    long.append(f"{path.relative_to(SRC.parent)}:{node.lineno}: {node.name} has {n} lines")
+    assert not long, "\n".join(long)
