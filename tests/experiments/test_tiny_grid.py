@@ -137,6 +137,12 @@ def test_tiny_grid_end_to_end(small_data_dir_2017, tmp_path, capsys):
             assert (run / name).exists(), f"{run / name} missing"
         cmd = (run / "command.txt").read_text(encoding="utf-8")
         assert "# git commit: " in cmd and "scanmt experiment run " in cmd and "scanmt train --config " in cmd
+        log = (run / "log.txt").read_text(encoding="utf-8")  # what scanmt prints at the end of each step
+        assert "\ntraining summary (" in log and "\n  best valid BLEU:  " in log and "\n  last valid ppl:   " in log
+        assert f"\ntranslated 100 sentences from {out / 'shared' / 'data' / 'test.raw.de'} -> {run / 'test.hyp.en'}\n" in log
+        assert "\n  decoding: beam " in log and f"\n  attention: {run / 'test.attn.npz'}\n" in log
+        table = log.split("=== evaluate: ")[1]
+        assert "\nmetric " in table and "\nBLEU " in table and f"\nresults written to {run / 'eval.json'}\n" in table
         assert m["test_sets"] == {} and not (run / "eval.test2017.json").exists() and "test2017" not in cmd
     assert json.loads((csparsemax / "metrics.json").read_text())["attention"]["zero_fraction"] > 0  # sparse
     assert "system" in text and "softmax" in text.split("summary:")[1]

@@ -81,6 +81,28 @@ class EvaluateResult:
             json.dump(self.results, fh, indent=2, ensure_ascii=False)
             fh.write("\n")
 
+    def summary(self, request: EvaluateRequest | None = None) -> str:
+        """What ``scanmt evaluate`` prints: the title and the table, then (when ``request`` names a JSON file,
+        which :func:`evaluate` has written) the line :func:`json_written`."""
+        text = f"{self.title}\n{format_table(self.rows)}"
+        if request is not None and request.json is not None:
+            text += "\n" + json_written(request.json)
+        return text
+
+
+def format_table(rows: list[Row]) -> str:
+    """Rows ``(metric, value, note)`` as an aligned plain-text table."""
+    w0 = max([len("metric")] + [len(r[0]) for r in rows])
+    w1 = max([len("value")] + [len(r[1]) for r in rows])
+    lines = [f"{'metric':<{w0}}  {'value':>{w1}}  note", f"{'-' * w0}  {'-' * w1}  {'-' * 4}"]
+    lines += [f"{m:<{w0}}  {v:>{w1}}  {n}" for m, v, n in rows]
+    return "\n".join(lines)
+
+
+def json_written(path: str | Path) -> str:
+    """The line that tells where the JSON results went."""
+    return f"results written to {path}"
+
 
 def select_metrics(request: EvaluateRequest) -> list[str]:
     """The metrics to compute: those asked for, or every one whose inputs are given."""

@@ -56,6 +56,24 @@ class TrainResult:
     def best_checkpoint(self) -> Path:
         return self.out / "best.pt"
 
+    def summary(self, request: TrainRequest | None = None) -> str:
+        """The block ``scanmt train`` prints at its end (a blank line first); ``request`` is not needed."""
+        lines = [
+            f"\ntraining summary ({self.out})",
+            f"  stopped:          {self.stop_reason}",
+            f"  steps / epochs:   {self.step} / {self.epochs}",
+            f"  parameters:       {self.parameters:,}",
+            f"  train time:       {self.seconds / 60:.1f} min, {self.tokens / max(self.seconds, 1e-9):.0f} target tok/s",
+            f"  best valid BLEU:  {self.best_bleu:.2f} (greedy, step {self.best_step}) -> {self.best_checkpoint}",
+        ]
+        if self.world_size > 1:
+            d = self.replica_divergence
+            lines.append(f"  distributed:      {self.world_size} processes, "
+                         f"replicas {'in sync' if d == 0 else f'DIVERGED by {d:g}'}")
+        if self.last_valid_ppl is not None:
+            lines.append(f"  last valid ppl:   {self.last_valid_ppl:.2f}")
+        return "\n".join(lines)
+
 
 def train(config: Config | TrainRequest, out: str | Path | None = None, *, resume: bool = False) -> TrainResult:
     """Train a model: a :class:`Config` into ``out``, or what a :class:`TrainRequest` names.

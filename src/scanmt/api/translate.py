@@ -69,6 +69,24 @@ class TranslateResult:
     decode: DecodeConfig
     seconds: float
 
+    def summary(self, request: TranslateRequest) -> str:
+        """The lines ``scanmt translate`` prints at its end: sentences, decoding settings, speed, attention file."""
+        out, beam, dt, d = self.translations, self.beam, self.seconds, self.decode
+        n_tok = sum(len(t.pieces) + 1 for t in out)
+        mode = "forced (log-probabilities written)" if request.force_target else ("greedy" if beam <= 1 else f"beam {beam}")
+        pen = "" if beam <= 1 or request.force_target else (
+            f", length alpha {d.length_alpha:g}, coverage beta {d.coverage_beta:g} (eps {d.coverage_eps:g}), "
+            f"penalties: {d.penalty_mode}"
+        )
+        lines = [
+            f"translated {len(out)} sentences from {request.source_name} -> {request.output}",
+            f"  decoding: {mode}{pen}",
+            f"  time: {dt:.1f} s, {len(out) / max(dt, 1e-9):.1f} sentences/s, {n_tok / max(dt, 1e-9):.0f} tokens/s",
+        ]
+        if request.attention_out:
+            lines.append(f"  attention: {request.attention_out}")
+        return "\n".join(lines)
+
 
 def source_name(path: str) -> str:
     return "<stdin>" if is_stdio(path) else path

@@ -78,6 +78,29 @@ class TunePenaltiesResult:
     encode_seconds: float
     seconds: float
 
+    def summary(self, request: TunePenaltiesRequest) -> str:
+        """What ``scanmt tune-penalties`` prints: BLEU per grid point (rows alpha, columns beta; * the best),
+        how it was decoded and the best setting."""
+        how = "decoded once, re-ranked per grid point" if self.reranked else "decoded once per grid point"
+        a, b = self.best
+        return "\n".join([
+            f"sacreBLEU on {request.data}/{request.split} ({self.sentences} sentences), beam {request.beam}, "
+            f"penalty mode {self.penalty_mode}, eps {self.coverage_eps:g}:",
+            self.table(),
+            f"  {len(self.bleu)} grid points, {how} (beam searches: {self.beam_searches}); "
+            f"encoding {self.encode_seconds:.1f} s, total {self.seconds:.1f} s",
+            f"  best: alpha {a:g}, beta {b:g}: BLEU {self.bleu[self.best]:.2f} -> {self.out}",
+        ])
+
+    def table(self) -> str:
+        """BLEU per grid point: a row per alpha, a column per beta, the best marked with ``*``."""
+        head = "alpha \\ beta " + "".join(f"{b:>8.2f}" for b in self.betas)
+        rows = [head, "-" * len(head)]
+        for a in self.alphas:
+            cells = "".join(f"{self.bleu[a, b]:>7.2f}{'*' if (a, b) == self.best else ' '}" for b in self.betas)
+            rows.append(f"{a:>12.2f} {cells}")
+        return "\n".join(rows)
+
 
 def parse_grid(text: str, what: str = "--grid") -> list[float]:
     """Sorted distinct weights from ``"0,0.2,0.4"`` (each >= 0)."""

@@ -9,8 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from scanmt.api.evaluate import METRICS, EvaluateRequest, score
-from scanmt.api.evaluate_text import Row
+from scanmt.api.evaluate import METRICS, EvaluateRequest, json_written, score
 from scanmt.api.requests import request_from_namespace
 
 NAME = "evaluate"
@@ -82,15 +81,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", type=Path, metavar="OUT", help="also write the results as JSON to OUT")
 
 
-def format_table(rows: list[Row]) -> str:
-    """Rows ``(metric, value, note)`` as an aligned plain-text table."""
-    w0 = max([len("metric")] + [len(r[0]) for r in rows])
-    w1 = max([len("value")] + [len(r[1]) for r in rows])
-    lines = [f"{'metric':<{w0}}  {'value':>{w1}}  note", f"{'-' * w0}  {'-' * w1}  {'-' * 4}"]
-    lines += [f"{m:<{w0}}  {v:>{w1}}  {n}" for m, v, n in rows]
-    return "\n".join(lines)
-
-
 def request_from_args(args: argparse.Namespace) -> EvaluateRequest:
     return request_from_namespace(EvaluateRequest, args)
 
@@ -98,9 +88,8 @@ def request_from_args(args: argparse.Namespace) -> EvaluateRequest:
 def run(args: argparse.Namespace) -> int:
     request = request_from_args(args)
     result = score(request)
-    print(result.title)
-    print(format_table(result.rows))
+    print(result.summary())  # before the JSON is written, as a failed write leaves the table on screen
     if request.json is not None:
         result.write_json(request.json)
-        print(f"results written to {request.json}")
+        print(json_written(request.json))
     return 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from scanmt.api.requests import request_from_namespace
-from scanmt.api.train import TrainRequest, TrainResult, train
+from scanmt.api.train import TrainRequest, train
 
 NAME = "train"
 HELP = "train a model (also under torchrun for DistributedDataParallel)"
@@ -34,19 +34,5 @@ def request_from_args(args: argparse.Namespace) -> TrainRequest:
 def run(args: argparse.Namespace) -> int:
     result = train(request_from_args(args))
     if result.is_main:
-        print_summary(result)
+        print(result.summary())
     return 0
-
-
-def print_summary(r: TrainResult) -> None:
-    print(f"\ntraining summary ({r.out})")
-    print(f"  stopped:          {r.stop_reason}")
-    print(f"  steps / epochs:   {r.step} / {r.epochs}")
-    print(f"  parameters:       {r.parameters:,}")
-    print(f"  train time:       {r.seconds / 60:.1f} min, {r.tokens / max(r.seconds, 1e-9):.0f} target tok/s")
-    print(f"  best valid BLEU:  {r.best_bleu:.2f} (greedy, step {r.best_step}) -> {r.best_checkpoint}")
-    if r.world_size > 1:
-        d = r.replica_divergence
-        print(f"  distributed:      {r.world_size} processes, replicas {'in sync' if d == 0 else f'DIVERGED by {d:g}'}")
-    if r.last_valid_ppl is not None:
-        print(f"  last valid ppl:   {r.last_valid_ppl:.2f}")

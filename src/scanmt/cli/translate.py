@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from scanmt.api.requests import request_from_namespace
-from scanmt.api.translate import TranslateRequest, TranslateResult, translate_file
+from scanmt.api.translate import TranslateRequest, translate_file
 from scanmt.cli import positive_int
 from scanmt.io import is_stdio
 
@@ -63,23 +63,8 @@ def request_from_args(args: argparse.Namespace) -> TranslateRequest:
 
 def run(args: argparse.Namespace) -> int:
     request = request_from_args(args)
-    report(request, translate_file(request))
-    return 0
-
-
-def report(request: TranslateRequest, result: TranslateResult) -> None:
-    """The summary, on standard error when a translation goes to standard output."""
+    result = translate_file(request)
+    # the summary goes to standard error when a translation goes to standard output
     to = sys.stderr if is_stdio(request.output) or is_stdio(request.tokenized_out or "") else sys.stdout
-    out, beam, dt = result.translations, result.beam, result.seconds
-    n_tok = sum(len(t.pieces) + 1 for t in out)
-    print(f"translated {len(out)} sentences from {request.source_name} -> {request.output}", file=to)
-    mode = "forced (log-probabilities written)" if request.force_target else ("greedy" if beam <= 1 else f"beam {beam}")
-    d = result.decode
-    pen = "" if beam <= 1 or request.force_target else (
-        f", length alpha {d.length_alpha:g}, coverage beta {d.coverage_beta:g} (eps {d.coverage_eps:g}), "
-        f"penalties: {d.penalty_mode}"
-    )
-    print(f"  decoding: {mode}{pen}", file=to)
-    print(f"  time: {dt:.1f} s, {len(out) / max(dt, 1e-9):.1f} sentences/s, {n_tok / max(dt, 1e-9):.0f} tokens/s", file=to)
-    if request.attention_out:
-        print(f"  attention: {request.attention_out}", file=to)
+    print(result.summary(request), file=to)
+    return 0

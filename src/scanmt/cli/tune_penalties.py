@@ -48,27 +48,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="cpu", help="cpu or cuda[:N]")
 
 
-def _table(alphas: list[float], betas: list[float], bleu: dict[tuple[float, float], float], best) -> str:
-    head = "alpha \\ beta " + "".join(f"{b:>8.2f}" for b in betas)
-    rows = [head, "-" * len(head)]
-    for a in alphas:
-        cells = "".join(f"{bleu[a, b]:>7.2f}{'*' if (a, b) == best else ' '}" for b in betas)
-        rows.append(f"{a:>12.2f} {cells}")
-    return "\n".join(rows)
-
-
 def request_from_args(args: argparse.Namespace) -> TunePenaltiesRequest:
     return request_from_namespace(TunePenaltiesRequest, args)
 
 
 def run(args: argparse.Namespace) -> int:
     request = request_from_args(args)
-    r = tune_penalties(request)
-    print(f"sacreBLEU on {request.data}/{request.split} ({r.sentences} sentences), beam {request.beam}, "
-          f"penalty mode {r.penalty_mode}, eps {r.coverage_eps:g}:")
-    print(_table(r.alphas, r.betas, r.bleu, r.best))
-    how = "decoded once, re-ranked per grid point" if r.reranked else "decoded once per grid point"
-    print(f"  {len(r.bleu)} grid points, {how} (beam searches: {r.beam_searches}); "
-          f"encoding {r.encode_seconds:.1f} s, total {r.seconds:.1f} s")
-    print(f"  best: alpha {r.best[0]:g}, beta {r.best[1]:g}: BLEU {r.bleu[r.best]:.2f} -> {r.out}")
+    print(tune_penalties(request).summary(request))
     return 0

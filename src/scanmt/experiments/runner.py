@@ -537,7 +537,11 @@ def _die_with_parent() -> None:
 
 
 def _step(request: CommandRequest, what: str) -> tuple[float, Any]:
-    """Run one step's request through its API function; ``(seconds, result)``."""
+    """Run one step's request through its API function; ``(seconds, result)``.
+
+    The log gets the step's command line, then what ``scanmt`` prints at the end of that
+    command (the result's ``summary``: training summary, translate line, evaluate table, ...).
+    """
     print(f"\n=== {what}: {request.command_line()}", flush=True)
     t0 = time.time()
     try:
@@ -545,24 +549,8 @@ def _step(request: CommandRequest, what: str) -> tuple[float, Any]:
     except (ScanmtError, OSError) as exc:
         where = f": {exc.filename}" if isinstance(exc, OSError) and exc.filename else ""
         raise DataError(f"{what} failed ({exc}{where}): {request.command_line()}") from None
-    print(f"=== {what}: {describe_result(result)}", flush=True)
-    sys.stdout.flush()
+    print(result.summary(request), flush=True)
     return time.time() - t0, result
-
-
-def describe_result(result: Any) -> str:
-    """One line of what a step's API function returned, for the run's log."""
-    if isinstance(result, api.TrainResult):
-        return (f"{result.stop_reason}; {result.step} steps, {result.epochs} epoch(s), {result.seconds / 60:.1f} min; "
-                f"best valid BLEU {result.best_bleu:.2f} (step {result.best_step}) -> {result.best_checkpoint}")
-    if isinstance(result, api.TunePenaltiesResult):
-        (alpha, beta) = result.best
-        return f"best alpha {alpha:g}, beta {beta:g}: BLEU {result.bleu[result.best]:.2f} -> {result.out}"
-    if isinstance(result, api.TranslateResult):
-        return f"{len(result.translations)} sentences, beam {result.beam}, {result.seconds:.1f} s"
-    if isinstance(result, api.EvaluateResult):
-        return "; ".join(f"{metric} {value}" for metric, value, _ in result.rows)
-    return "done"
 
 
 def _mark(run: Path, stage: str, info: dict[str, Any]) -> None:

@@ -1,0 +1,89 @@
+"""A run's log gets, after each step's ``=== stage: command line``, exactly what ``scanmt COMMAND`` prints."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from scanmt import api
+from scanmt.cli.main import main
+from scanmt.config import DecodeConfig
+from scanmt.experiments import runner
+
+TRAIN = api.TrainResult(
+    out=Path("runs/x"), stop_reason="max steps (200)", step=200, epochs=3, parameters=123456, seconds=90.0,
+    tokens=45000, best_bleu=12.345, best_step=100, last_valid_ppl=17.5, is_main=True, world_size=1,
+    replica_divergence=None,
+)
+TUNE = api.TunePenaltiesResult(
+    alphas=[0.0, 0.5], betas=[0.0, 0.2], bleu={(0.0, 0.0): 10.0, (0.0, 0.2): 11.5, (0.5, 0.0): 9.0, (0.5, 0.2): 11.0},
+    best=(0.0, 0.2), out=Path("runs/x/penalties.yaml"), sentences=50, penalty_mode="rescore", coverage_eps=0.1,
+    beam_searches=1, reranked=True, encode_seconds=0.5, seconds=2.0,
+)
+
+
+def step_log(capsys, request, what: str) -> str:
+    """What :func:`runner._step` printed after its header line."""
+    runner._step(request, what)
+    header, _, rest = capsys.readouterr().out.partition("\n=== " + what + ": " + request.command_line() + "\n")
+    assert header == ""
+    return rest
+
+
+def cli_out(capsys, request) -> str:
+    assert main(request.to_argv()) == 0
+    return capsys.readouterr().out
+
+
+def test_train_and_tune_steps_log_the_cli_summaries(monkeypatch, capsys):
+    train_req = api.TrainRequest(config="c.yaml", out="runs/x")
+    tune_req = api.TunePenaltiesRequest(model="runs/x/best.pt", data=Path("d"), beam=3)
+    for module, name, result in (("scanmt.cli.train", "train", TRAIN), ("scanmt.cli.tune_penalties",
+                                                                          "tune_penalties", TUNE)):
+        monkeypatch.setattr(f"{module}.{name}", lambda request, result=result: result)
+    monkeypatch.setitem(runner.STEP_FUNCTIONS, api.TrainRequest, lambda request: TRAIN)
+    monkeypatch.setitem(runner.STEP_FUNCTIONS, api.TunePenaltiesRequest, lambda request: TUNE)
+
+    log = step_log(capsys, train_req, "train")
+    assert log == cli_out(capsys, train_req)
+    assert log.splitlines()[:3] == ["", "training summary (runs/x)", "  stopped:          max steps (200)"]
+    assert "  parameters:       123,456\n" in log and "  best valid BLEU:  12.35 (greedy, step 100) -> " in log
+    assert "  last valid ppl:   17.50\n" in log and "distributed" not in log
+
+    log = step_log(capsys, tune_req, "tune")
+    assert log == cli_out(capsys, tune_req)
+    assert log.splitlines()[1:4] == ["alpha \\ beta     0.00    0.20", "-" * 29,
+                                     "        0.00   10.00   11.50*"]
+    assert "  best: alpha 0, beta 0.2: BLEU 11.50 -> runs/x/penalties.yaml\n" in log
+
+
+def test_evaluate_step_logs_the_table(tmp_path, capsys):
+    hyp, ref = tmp_path / "hyp.en", tmp_path / "ref.en"
+    hyp.write_text("a dog runs in the park .\na man is eating .\n", encoding="utf-8")
+    ref.write_text("a dog runs in a park .\na man eats .\n", encoding="utf-8")
+    request = api.EvaluateRequest(hyp=hyp, ref=ref, metrics=("bleu", "rep"), json=tmp_path / "eval.json")
+    log = step_log(capsys, request, "evaluate")
+    assert log == cli_out(capsys, request)
+    lines = log.splitlines()
+    assert lines[0] == f"scanmt evaluate: {hyp} (2 sentences)"
+    assert lines[1].split() == ["metric", "value", "note"] and set(lines[2]) == {"-", " "}
+    assert [ln.split()[0] for ln in lines[3:-1]] == ["BLEU", "REP"]
+    assert lines[-1] == f"results written to {tmp_path / 'eval.json'}" and (tmp_path / "eval.json").exists()
+
+
+@pytest.mark.parametrize("force", [False, True])
+def test_translate_summary(force):
+    class T:  # a translation as far as the summary reads it
+        pieces = ["a", "b"]
+
+    decode = DecodeConfig()
+    request = api.TranslateRequest(model="m.pt", input="-", output="o.en", attention_out="o.npz",
+                                   force_target="t.en" if force else None)
+    text = api.TranslateResult([T(), T()], 0 if force else 5, decode, 2.0).summary(request)
+    lines = text.splitlines()
+    assert lines[0] == "translated 2 sentences from <stdin> -> o.en"
+    assert lines[1] == ("  decoding: forced (log-probabilities written)" if force else
+                        f"  decoding: beam 5, length alpha {decode.length_alpha:g}, coverage beta "
+                        f"{decode.coverage_beta:g} (eps {decode.coverage_eps:g}), penalties: {decode.penalty_mode}")
+    assert lines[2:] == ["  time: 2.0 s, 1.0 sentences/s, 3 tokens/s", "  attention: o.npz"]
