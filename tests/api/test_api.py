@@ -28,25 +28,26 @@ def test_translate_lines(run):
 
 
 def test_decode_settings_are_a_new_value_checked_once(run, tmp_path, monkeypatch):
-    import scanmt.decoding.translator as translator_mod
+    import scanmt.decoding.penalties as penalties_mod
+    from scanmt.decoding.penalties import Penalties
 
     penalties = tmp_path / "p.yaml"
     penalties.write_text("length_alpha: 0.4\ncoverage_beta: 0.2\nbleu: 1.0\n")
     calls = []
-    check = translator_mod.check_penalty_config
-    monkeypatch.setattr(translator_mod, "check_penalty_config", lambda d: (calls.append(d), check(d)))
+    check = penalties_mod.check_penalty_config
+    monkeypatch.setattr(penalties_mod, "check_penalty_config", lambda d: (calls.append(d), check(d)))
     tr = api.load_translator(run.best_checkpoint)
     base = tr.decode
     assert calls == []  # the checkpoint's settings were checked when its Config was built
     tr = api.load_translator(run.best_checkpoint, decode=api.DecodeOverrides(penalties, coverage_beta=0.6,
                                                                               batch_size=5))
     d = tr.decode
-    assert (d.length_alpha, d.coverage_beta, d.batch_size) == (0.4, 0.6, 5) and calls == [d]
+    assert (d.length_alpha, d.coverage_beta, d.batch_size) == (0.4, 0.6, 5) and calls == [Penalties.of(d)]
     assert dataclasses.replace(d, length_alpha=base.length_alpha, coverage_beta=base.coverage_beta,
                                batch_size=base.batch_size) == base
     assert tr.config.decode == base  # the checkpoint's config is not patched
     tr.translate_lines(["Ein Hund läuft."], beam=2)
-    assert len(calls) == 1  # searching does not check again
+    assert len(calls) == 1  # searching (beam search per batch) does not check again
 
 
 def test_bad_decode_settings_name_the_key(run):

@@ -17,7 +17,49 @@ decided by :mod:`scanmt.decoding.search`.
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
+from typing import Any
+
 import torch
+
+from scanmt.config import check_penalty_config
+
+
+@dataclass(frozen=True)
+class Penalties:
+    """The penalty settings of a beam search; :meth:`checked` checks them (errors name ``decode.KEY``).
+
+    ``length_alpha`` (alpha of :func:`length_penalty`), ``coverage_beta`` and ``coverage_eps``
+    (beta and eps of :func:`coverage_penalty`), and ``penalty_mode`` (``rescore`` or ``step``:
+    where :mod:`scanmt.decoding.search` applies them).
+    """
+
+    length_alpha: float = 0.0
+    coverage_beta: float = 0.0
+    coverage_eps: float = 0.1
+    penalty_mode: str = "rescore"
+
+    @classmethod
+    def of(cls, decode: Any) -> "Penalties":
+        """The penalties of a :class:`~scanmt.config.DecodeConfig` (or anything with the four fields), as they
+        are: a Config's were checked when it was built; call :meth:`checked` on new ones."""
+        return cls(decode.length_alpha, decode.coverage_beta, decode.coverage_eps, decode.penalty_mode)
+
+    def checked(self) -> "Penalties":
+        """``self``, after :func:`~scanmt.config.check_penalty_config` (a ConfigError naming the key)."""
+        check_penalty_config(self)
+        return self
+
+    @property
+    def weights(self) -> dict[str, float]:
+        """``length_alpha``, ``coverage_beta`` and ``coverage_eps`` (the keywords of :func:`final_score`)."""
+        return {k: v for k, v in asdict(self).items() if k != "penalty_mode"}
+
+    @property
+    def rank_live(self) -> bool:
+        """Whether the penalties rank the live hypotheses (mode ``step`` with a penalty on)."""
+        return self.penalty_mode == "step" and (self.length_alpha != 0 or self.coverage_beta != 0)
+
 
 
 def length_penalty(length: torch.Tensor | int | float, alpha: float) -> torch.Tensor | float:

@@ -40,9 +40,8 @@ from dataclasses import dataclass
 
 import torch
 
-from scanmt.config import DecodeConfig, check_penalty_config
 from scanmt.data.vocab import BOS_ID, EOS_ID
-from scanmt.decoding.penalties import coverage_penalty, hypothesis_score, length_penalty
+from scanmt.decoding.penalties import Penalties, coverage_penalty, hypothesis_score, length_penalty
 from scanmt.model.decoder import DecoderState, EncoderOutput
 from scanmt.model.nmt import NMTModel
 
@@ -166,13 +165,17 @@ def beam_search(
     penalty_mode: str = "rescore",
     max_len_a: float = 2.0,
     max_len_b: int = 10,
+    penalties: Penalties | None = None,
 ) -> list[Hypothesis]:
-    """Batched beam search of ``src [B, S]`` with ``beam`` hypotheses per sentence; the best per sentence."""
+    """Batched beam search of ``src [B, S]`` with ``beam`` hypotheses per sentence; the best per sentence.
+
+    ``penalties``, when given, replaces the four penalty keywords (settings checked once by their maker).
+    """
     enc, state = model.encode(src, src_len, fertility)
     nbest = beam_search_encoded(
         model, enc, state, src_len,
         beam=beam, length_alpha=length_alpha, coverage_beta=coverage_beta, coverage_eps=coverage_eps,
-        penalty_mode=penalty_mode, max_len_a=max_len_a, max_len_b=max_len_b,
+        penalty_mode=penalty_mode, max_len_a=max_len_a, max_len_b=max_len_b, penalties=penalties,
     )
     return [h[0] for h in nbest]
 
@@ -195,20 +198,17 @@ class _Beam:
     #: per row: the source length with the sink, and the number of real words
     n_src: list[int]
     n_words: list[int]
-    #: ``length_alpha``, ``coverage_beta`` and ``coverage_eps``
-    penalties: dict
-    #: the penalties rank the live hypotheses (``penalty_mode="step"`` with a penalty on)
-    step_mode: bool
+    penalties: Penalties
 
     def rank(self, cand: torch.Tensor, beta: torch.Tensor, t: int) -> torch.Tensor:
         """The ranking score ``[N, V]`` of every extension at step ``t`` from its accumulated
         ``log P`` ``cand [N, V]`` and its parent's cumulative attention ``beta [N, S']``."""
-        if not self.step_mode:
+        p = self.penalties
+        if not p.rank_live:
             return cand
-        alpha, cov_beta, eps = (self.penalties[k] for k in ("length_alpha", "coverage_beta", "coverage_eps"))
-        rank = cand / float(length_penalty(t + 1, alpha))
-        if cov_beta:
-            rank = rank + coverage_penalty(beta, self.words, cov_beta, eps).unsqueeze(1)
+        rank = cand / float(length_penalty(t + 1, p.length_alpha))
+        if p.coverage_beta:
+            rank = rank + coverage_penalty(beta, self.words, p.coverage_beta, p.coverage_eps).unsqueeze(1)
         return rank
 
 
@@ -268,7 +268,7 @@ class _Live:
                 self.tokens[o].tolist(), float(ext.score[b, r]), 0.0, attention[o, :, : beam.n_src[o]].cpu(),
                 beta_cpu[o, : beam.n_words[o]].clone(),  # this hypothesis' own coverage, kept from now on
             )
-            hyp.score = final_score(hyp, **beam.penalties)
+            hyp.score = final_score(hyp, **beam.penalties.weights)
             self.finished[b].append(hyp)
         n_fin = torch.tensor([len(f) for f in self.finished], device=self.active.device)
         self.active = self.active & (n_fin < beam.K)
@@ -304,19 +304,21 @@ def beam_search_encoded(
     penalty_mode: str = "rescore",
     max_len_a: float = 2.0,
     max_len_b: int = 10,
+    penalties: Penalties | None = None,
 ) -> list[list[Hypothesis]]:
     """Beam search from a precomputed encoding (``model.encode(src, src_len, fertility)``).
 
     ``enc`` and ``state`` are not modified, so one encoding serves many searches
     (``scanmt tune-penalties``).  ``src_len [B]`` are the source lengths without
-    the sink.
+    the sink.  ``penalties``, when given, replaces the four penalty keywords (its maker checked
+    them once; the keywords are checked here).
 
     Returns:
         every finished hypothesis per sentence, best first (usually ``beam``; the
         last step can finish a few more).
     """
-    penalties = dict(length_alpha=length_alpha, coverage_beta=coverage_beta, coverage_eps=coverage_eps)
-    check_penalty_config(DecodeConfig(**penalties, penalty_mode=penalty_mode))
+    if penalties is None:
+        penalties = Penalties(length_alpha, coverage_beta, coverage_eps, penalty_mode).checked()
     K, device, B = beam, enc.memory.device, enc.mask.size(0)
     src_len = src_len.to(device)
     expand = torch.arange(B, device=device).repeat_interleave(K)
@@ -329,7 +331,6 @@ def beam_search_encoded(
         max_len=max_len.repeat_interleave(K), offsets=(torch.arange(B, device=device) * K).unsqueeze(1),
         ranks=torch.arange(2 * K, device=device).unsqueeze(0), n_src=enc.mask.sum(1).tolist(),
         n_words=src_len.repeat_interleave(K).tolist(), penalties=penalties,
-        step_mode=penalty_mode == "step" and (length_alpha != 0 or coverage_beta != 0),
     )
     live = _Live.start(state.index_select(expand), B, K, S, device)
     for t in range(int(max_len.max())):

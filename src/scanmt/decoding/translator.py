@@ -11,11 +11,12 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from scanmt.config import DecodeConfig, check_penalty_config
+from scanmt.config import DecodeConfig
 from scanmt.data.attention_file import SentenceAttention
 from scanmt.data.dataset import Batch, ParallelData
 from scanmt.data.pipeline import TextPipeline
 from scanmt.data.vocab import EOS
+from scanmt.decoding.penalties import Penalties
 from scanmt.decoding.search import Hypothesis, beam_search, beam_search_encoded, greedy_search
 from scanmt.fertility import sink as sink_convention
 from scanmt.fertility.providers import ActualFertility, FertilityProvider
@@ -83,7 +84,8 @@ class Translator:
     ):
         self.model = model.to(device).eval()
         self.pipeline = pipeline
-        self._decode = decode  # a Config's, checked when the Config was built
+        self._decode = decode
+        self._penalties = Penalties.of(decode)  # a Config's, checked when it was built; searches use them as they are
         self.max_len = max_len
         self.provider = provider
         self.device = torch.device(device)
@@ -95,7 +97,7 @@ class Translator:
 
     @decode.setter
     def decode(self, value: DecodeConfig) -> None:
-        check_penalty_config(value)
+        self._penalties = Penalties.of(value).checked()
         self._decode = value
 
     @classmethod
@@ -132,8 +134,7 @@ class Translator:
     def search_kwargs(self, beam: int) -> dict:
         """Keyword arguments of the beam search functions from ``self.decode``."""
         d = self.decode
-        return dict(beam=beam, length_alpha=d.length_alpha, coverage_beta=d.coverage_beta, coverage_eps=d.coverage_eps,
-                    penalty_mode=d.penalty_mode, max_len_a=d.max_len_a, max_len_b=d.max_len_b)
+        return dict(beam=beam, penalties=self._penalties, max_len_a=d.max_len_a, max_len_b=d.max_len_b)
 
     def search(self, data: ParallelData, *, beam: int | None = None, progress: bool = False) -> list[Hypothesis]:
         """Decode every sentence of ``data``; results in ``data`` order.
