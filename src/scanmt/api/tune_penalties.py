@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from scanmt.api.decode import DecodeOverrides, load_penalties  # noqa: F401 - load_penalties: the file's reader
 from scanmt.api.requests import CommandRequest
 from scanmt.errors import ConfigError
+from scanmt.fertility.rules import ORACLE
 
 if TYPE_CHECKING:
     from scanmt.data.dataset import ParallelData
@@ -134,11 +135,11 @@ def _split_data(request: TunePenaltiesRequest, tr: Translator) -> tuple[Parallel
         src_lines, refs = src_lines[: request.limit], refs[: request.limit]
     vocab = tr.pipeline.vocab
     data = ParallelData([vocab.encode(p) for p in tr.pipeline.source_pieces_all(src_lines)], None)
-    if tr.model.constrained and getattr(tr, "fertility_strategy", None) == "actual":
+    if tr.model.constrained and tr.fertility_strategy == ORACLE:
         from scanmt.fertility.compute import compute_fertility
 
         fc = tr.config.model.attention.fertility
-        cached = compute_fertility(data_dir, split, "actual", align_dir=fc.align_dir or None)
+        cached = compute_fertility(data_dir, split, ORACLE, align_dir=fc.align_dir or None)
         data = data.with_fertility(cached.values, source=str(cached.path))
     return data, refs
 

@@ -31,6 +31,7 @@ from typing import Any, Callable, Sequence
 from scanmt import api
 from scanmt.api.prepare import parse_pair
 from scanmt.errors import ConfigError, DataError, ScanmtError
+from scanmt.fertility.rules import NO_STRATEGY, ORACLE
 from scanmt.io import atomic_open
 
 log = logging.getLogger(__name__)
@@ -192,7 +193,7 @@ def train_predictor(paths: SharedPaths, overrides: Sequence[str], say: Callable[
 def fertility_request(paths: SharedPaths, fert: dict[str, Any]) -> api.FertilityRequest | None:
     """The fertility request caching train/valid fertilities for one fertility config (None: nothing to cache)."""
     strategy = fert["strategy"]
-    if strategy in ("none", "actual"):
+    if strategy in (NO_STRATEGY, ORACLE):
         return None
     options: dict[str, Any] = {}
     if strategy == "constant":

@@ -27,13 +27,13 @@ from scanmt.data.fertility import (
 from scanmt.data.prepare import read_meta
 from scanmt.errors import ConfigError, DataError
 from scanmt.fertility.providers import GuidedFertility, actual_fertility, constant
-from scanmt.fertility.rules import STRATEGIES
+from scanmt.fertility.rules import ORACLE, STRATEGIES
 from scanmt.io import read_lines
 
 log = logging.getLogger(__name__)
 
 #: strategies :func:`compute_fertility` computes itself (``predicted`` needs a predictor)
-BUILTIN: tuple[str, ...] = ("constant", "guided", "actual")
+BUILTIN: tuple[str, ...] = ("constant", "guided", ORACLE)
 
 
 def require_predictor(predictor: str | Path | None, *, key: str = "attention.fertility") -> Path:
@@ -124,7 +124,7 @@ def compute_fertility(
 
         return cached_fertility(data_dir, split, strategy, params, src_path, compute, force=force)
 
-    if strategy == "actual":
+    if strategy == ORACLE:
         split_align = alignment_path(align_dir, split)
         if not split_align.exists():
             raise DataError(f"{split_align}: no alignment for split {split!r}; run `scanmt align --data {data_dir}` first")
