@@ -7,7 +7,6 @@ translate raw text.
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -34,15 +33,13 @@ class TextPipeline:
             "src_lang": self.src_lang,
             "tgt_lang": self.tgt_lang,
             "vocab": self.vocab.itos,
-            "spm_model": self.subwords.path.read_bytes(),
+            "spm_model": self.subwords.proto,
         }
 
     @classmethod
     def from_state(cls, state: dict) -> "TextPipeline":
-        tmp = tempfile.NamedTemporaryFile(prefix="scanmt-spm-", suffix=".model", delete=False)
-        with tmp:
-            tmp.write(state["spm_model"])
-        return cls(state["src_lang"], state["tgt_lang"], Vocab(state["vocab"]), SubwordModel(tmp.name))
+        """The pipeline :meth:`to_state` saved (no file is written: the subword model loads from its bytes)."""
+        return cls(state["src_lang"], state["tgt_lang"], Vocab(state["vocab"]), SubwordModel.from_bytes(state["spm_model"]))
 
     def source_pieces(self, raw: str) -> list[str]:
         return self.subwords.encode(tokenize(raw, self.src_lang))

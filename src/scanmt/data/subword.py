@@ -105,14 +105,27 @@ def subword_error(message: str, vocab_size: int, where: str) -> str:
 
 
 class SubwordModel:
-    """Encode tokenized text into pieces and back."""
+    """Encode tokenized text into pieces and back.
+
+    ``proto`` holds the model's serialized bytes (what a checkpoint stores); ``path`` the file it
+    was read from, or None for a model made from bytes (:meth:`from_bytes`, no file written).
+    """
 
     def __init__(self, model_path: str | Path):
         model_path = Path(model_path)
         if not model_path.exists():
             raise DataError(f"{model_path}: subword model not found")
-        self.path = model_path
-        self.sp = spm.SentencePieceProcessor(model_file=str(model_path))
+        self.path: Path | None = model_path
+        self.proto = model_path.read_bytes()
+        self.sp = spm.SentencePieceProcessor(model_proto=self.proto)
+
+    @classmethod
+    def from_bytes(cls, proto: bytes) -> "SubwordModel":
+        """The model whose serialized bytes are ``proto`` (as :attr:`proto` holds them)."""
+        model = cls.__new__(cls)
+        model.path, model.proto = None, bytes(proto)
+        model.sp = spm.SentencePieceProcessor(model_proto=model.proto)
+        return model
 
     def encode(self, tokenized: str) -> list[str]:
         return self.sp.encode(tokenized, out_type=str)
