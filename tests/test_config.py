@@ -48,12 +48,17 @@ def test_round_trip_through_dict():
 
 
 @pytest.mark.parametrize(("text", "value"), [
-    ("1e-3", 0.001), ("2E-4", 0.0002), (".5", 0.5), ("5.", 5.0), ("1_000", 1000.0), ("5e+2", 500.0), ("-1e-1", -0.1),
-    ("3", 3.0),
+    ("1e-3", 0.001), ("2E-4", 0.0002), (".5", 0.5), ("5.", 5.0), ("1_000", 1000.0), ("5e+2", 500.0), ("3", 3.0),
 ])
 def test_set_takes_numbers_in_python_syntax(text, value):
     """Issue 16 item 5: YAML 1.1 reads ``1e-3`` as a string; any Python number syntax works."""
     assert Config.load(preset_path("cpu-small"), [f"train.lr={text}"]).train.lr == value
+
+
+def test_set_takes_negative_numbers_in_python_syntax():
+    """``-1e-1`` is read as -0.1 (train.lr must be > 0, so the range check shows the value read)."""
+    with pytest.raises(ConfigError, match=r"train.lr must be > 0, got -0.1$"):
+        Config.load(preset_path("cpu-small"), ["train.lr=-1e-1"])
 
 
 @pytest.mark.parametrize(("text", "value"), [("1_000", 1000), ("1e3", 1000), ("2.0", 2)])
@@ -88,3 +93,28 @@ def test_errors_of_the_file_itself_name_the_file(tmp_path):
     path.write_text("train:\n  lr: fast\n")
     with pytest.raises(ConfigError, match=r"c\.yaml: train\.lr: expected a number, got 'fast'"):
         Config.load(path, ["train.epochs=3"])
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("train.lr=-0.1", r"train.lr must be > 0, got -0.1"),
+        ("train.lr=0", r"train.lr must be > 0, got 0"),
+        ("train.lr_decay=1.5", r"train.lr_decay must be in \(0, 1\]"),
+        ("train.label_smoothing=1.0", r"train.label_smoothing must be in \[0, 1\)"),
+        ("train.checkpoint_every=0", r"train.checkpoint_every must be >= 1, got 0"),
+        ("train.log_every=0", r"train.log_every must be >= 1"),
+        ("train.epochs=0", r"train.epochs must be >= 1"),
+        ("train.max_grad_norm=-5", r"train.max_grad_norm must be >= 0"),
+        ("train.patience=-1", r"train.patience must be >= 0"),
+        ("train.warmup_steps=-3", r"train.warmup_steps must be >= 0 \(0 = no warm-up\), got -3"),
+    ],
+)
+def test_train_values_out_of_range_name_the_key(override, message):
+    with pytest.raises(ConfigError, match=message):
+        Config.load(preset_path("cpu-small"), [override])
+
+
+def test_train_ranges_accept_the_presets_and_their_edges():
+    for name in ("cpu-small", "paper"):
+        Config.load(preset_path(name), ["train.lr_decay=1", "train.max_grad_norm=0", "train.label_smoothing=0"])

@@ -19,7 +19,7 @@ import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import yaml
 
@@ -186,12 +186,33 @@ def check_coverage_config(c: "CoverageConfig", prefix: str = "model.coverage") -
         raise ConfigError(f"{prefix}.fertility_scale must be > 0, got {c.fertility_scale}")
 
 
+#: the numeric ``train`` keys that have a range: (key, test, the range in words)
+TRAIN_RANGES: tuple[tuple[str, Callable[[float], bool], str], ...] = (
+    ("lr", lambda v: v > 0, "> 0"),
+    ("lr_decay", lambda v: 0 < v <= 1, "in (0, 1] (1 = no decay)"),
+    ("lr_decay_start", lambda v: v >= 1, ">= 1 (an epoch, 1-based)"),
+    ("max_grad_norm", lambda v: v >= 0, ">= 0 (0 = no clipping)"),
+    ("param_init", lambda v: v >= 0, ">= 0 (0 = torch's initialisation)"),
+    ("label_smoothing", lambda v: 0 <= v < 1, "in [0, 1)"),
+    ("epochs", lambda v: v >= 1, ">= 1"),
+    ("max_steps", lambda v: v >= 0, ">= 0 (0 = no limit)"),
+    ("max_minutes", lambda v: v >= 0, ">= 0 (0 = no limit)"),
+    ("valid_every", lambda v: v >= 0, ">= 0 (0 = once per epoch)"),
+    ("patience", lambda v: v >= 0, ">= 0 (0 = never stop early)"),
+    ("checkpoint_every", lambda v: v >= 1, ">= 1"),
+    ("log_every", lambda v: v >= 1, ">= 1"),
+    ("threads", lambda v: v >= 0, ">= 0 (0 = torch's default)"),
+    ("warmup_steps", lambda v: v >= 0, ">= 0 (0 = no warm-up)"),
+)
+
+
 def check_train_config(t: "TrainConfig", prefix: str = "train") -> None:
-    """Raise :class:`ConfigError` naming the key for a bad ``train.precision`` or ``train.normalization``."""
+    """Raise :class:`ConfigError` naming the key for a ``train`` value out of its range or unknown."""
+    for key, ok, words in TRAIN_RANGES:
+        if not ok(getattr(t, key)):
+            raise ConfigError(f"{prefix}.{key} must be {words}, got {getattr(t, key)}")
     if t.precision not in PRECISIONS:
         raise ConfigError(f"{prefix}.precision: unknown precision {t.precision!r} (known: {', '.join(PRECISIONS)})")
-    if t.warmup_steps < 0:
-        raise ConfigError(f"{prefix}.warmup_steps must be >= 0 (0 = no warm-up), got {t.warmup_steps}")
     if t.normalization not in NORMALIZATIONS:
         raise ConfigError(f"{prefix}.normalization: unknown normalization {t.normalization!r} "
                           f"(known: {', '.join(NORMALIZATIONS)})")
