@@ -135,3 +135,12 @@ def test_output_dev_stdout_appended_by_the_shell(model, tmp_path):
     assert stdout_link.is_symlink()
     lines = log.read_text().splitlines()
     assert lines[0] == "previous run" and len(lines) >= 4 and any(ln.startswith("translated 3 sentences") for ln in lines)
+
+
+def test_max_len_with_force_target_is_refused(model, tmp_path, capsys):
+    """``--max-len`` was silently ignored by forced decoding; now the pair of options is refused up front."""
+    inp = _input(tmp_path, SENTENCES)
+    out = tmp_path / "scores"
+    assert main(["translate", "--model", str(model), "--input", inp, "--output", str(out), "--force-target", inp,
+                 "--max-len", "5"]) == 2
+    assert "--max-len" in capsys.readouterr().err and not out.exists()

@@ -131,6 +131,15 @@ def translate(
     return tr.translate_lines(lines, beam=beam, progress=progress, fertility=fertility, max_len=max_len)
 
 
+def check_request(request: TranslateRequest) -> None:
+    """Options that do not go together, refused before any work: :func:`check_stdio`; ``max_len`` (it cuts
+    the sentences searched) with ``force_target`` (which scores each given pair whole)."""
+    if request.max_len is not None and request.force_target:
+        raise ConfigError("--max-len cuts source sentences for search; --force-target scores every pair whole, "
+                          "so the two do not go together: drop --max-len")
+    check_stdio(request)
+
+
 def check_stdio(request: TranslateRequest) -> None:
     """At most one file read from standard input and one written to standard output (not the binary attention)."""
     if request.attention_out and is_stdio(request.attention_out):
@@ -170,7 +179,7 @@ def write_attention(path: str | Path, translations: Sequence[Translation], tr: T
 
 def translate_file(request: TranslateRequest) -> TranslateResult:
     """Run a :class:`TranslateRequest`: read ``input``, translate (or force-decode), write every output file."""
-    check_stdio(request)
+    check_request(request)
     lines = read_lines(request.input, what="input file", allow_empty=not request.force_target)
     tr = load_translator(request.model, decode=request.decode_overrides(), device=request.device)
     beam = tr.decode.beam if request.beam is None else request.beam
