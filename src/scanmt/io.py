@@ -8,6 +8,7 @@ naming the file and the 1-based line number.
 from __future__ import annotations
 
 import contextlib
+import glob
 import gzip
 import logging
 import os
@@ -97,9 +98,11 @@ def _stat(path: Path) -> os.stat_result | None:
 
 @contextlib.contextmanager
 def _replacing(path: Path, mode: str, encoding: str | None, old: os.stat_result | None) -> Iterator[IO]:
-    """Write a temporary file beside the regular file ``path`` and rename it over ``path``."""
+    """Write a temporary file ``.NAME.PID.RANDOM.tmp`` beside the regular file ``path`` and rename it over
+    ``path``; first remove such files of ``path`` that writers killed before their rename left behind."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    remove_stale_temps(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp")
     # mkstemp creates 0600: keep the replaced file's permissions, else give the usual ones
     os.chmod(tmp, stat.S_IMODE(old.st_mode) if old is not None else 0o666 & ~_umask())
     binary = "b" in mode
@@ -113,6 +116,35 @@ def _replacing(path: Path, mode: str, encoding: str | None, old: os.stat_result 
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def remove_stale_temps(path: Path) -> list[Path]:
+    """Remove the temporary files of :func:`atomic_open` for ``path`` whose writing process is gone
+    (killed before its rename, e.g. a ``last.pt`` write); returns them.  A file whose process still
+    runs, or that is not named ``.NAME.PID.RANDOM.tmp``, is left alone."""
+    prefix = f".{path.name}."
+    removed = []
+    for tmp in sorted(path.parent.glob(f"{glob.escape(prefix)}*.tmp")):
+        parts = tmp.name[len(prefix):].split(".")  # PID, RANDOM (mkstemp: no dots), tmp
+        if len(parts) != 3 or not parts[0].isdigit() or process_alive(int(parts[0])):
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+            removed.append(tmp)
+            logging.getLogger(__name__).warning("removed %s, left behind by an interrupted write of %s (process %s)",
+                                                tmp, path.name, parts[0])
+    return removed
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists on this machine (one of another user counts as alive)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _umask() -> int:

@@ -44,3 +44,28 @@ def test_atomic_open_leaves_nothing_on_error(tmp_path):
             raise RuntimeError("killed")
     assert target.read_text() == "old\n"
     assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]
+
+
+def test_atomic_write_removes_the_temporary_file_of_a_killed_writer(tmp_path, caplog):
+    """A write killed before its rename (SIGKILL during ``last.pt``) left ``.NAME.*.tmp`` behind for good."""
+    import os
+    import subprocess
+    import sys
+
+    from scanmt.io import atomic_open
+
+    target = tmp_path / "last.pt"
+    child = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = int(child.stdout)  # a process that has exited
+    stale = tmp_path / f".last.pt.{dead}.abc123_x.tmp"
+    live = tmp_path / f".last.pt.{os.getpid()}.zzz999_y.tmp"  # a writer still running (this process)
+    other = tmp_path / f".last.pt.1234.{dead}.abc.tmp"  # a temporary of a file named last.pt.1234
+    for f in (stale, live, other):
+        f.write_bytes(b"partial")
+    with caplog.at_level("WARNING"):
+        with atomic_open(target, "wb") as fh:
+            fh.write(b"whole")
+    assert target.read_bytes() == b"whole"
+    assert not stale.exists() and live.exists() and other.exists()
+    assert f"interrupted write of last.pt (process {dead})" in caplog.text
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == sorted([live.name, other.name])

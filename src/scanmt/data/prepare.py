@@ -32,7 +32,7 @@ from scanmt.data.subword import SubwordModel, train_subword_model
 from scanmt.data.tokenize import tokenize
 from scanmt.data.vocab import Vocab
 from scanmt.errors import DataError
-from scanmt.io import atomic_open, check_output_dir, check_parallel, read_json, read_lines, write_lines
+from scanmt.io import atomic_open, check_output_dir, check_parallel, process_alive, read_json, read_lines, write_lines
 
 log = logging.getLogger(__name__)
 
@@ -230,20 +230,10 @@ def _clean_leftovers(out_dir: Path) -> None:
         pid = d.name[len(prefix):].split(".")[0]
         if not d.is_dir() or d.is_symlink():
             continue
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not process_alive(int(pid)):
             shutil.rmtree(d, ignore_errors=True)
             log.warning("removed %s, left behind by an interrupted prepare (process %s)", d, pid)
         elif pid.isdigit():
             log.warning("%s belongs to a prepare still running (process %s) into the same folder", d, pid)
         else:
             log.warning("%s looks left behind by an interrupted prepare of an older scanmt; delete it", d)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
