@@ -45,6 +45,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 from scanmt import api
 from scanmt.api import CommandRequest, EvaluateRequest, TrainRequest, TranslateRequest, TunePenaltiesRequest
+from scanmt.api.decode import PENALTY_KEYS
 from scanmt.config import config_differences, with_defaults
 from scanmt.errors import ConfigError, DataError, ScanmtError
 from scanmt.experiments.grid import Grid, GridError, System
@@ -52,7 +53,6 @@ from scanmt.io import atomic_open, setup_logging
 
 #: config keys whose change does not make a finished run stale
 IGNORED_KEYS = ("train.threads", "decode.batch_size")
-PENALTY_KEYS = ("length_alpha", "coverage_beta", "coverage_eps", "penalty_mode")
 #: decode keys the translate request sets when they differ from the checkpoint's config (beam: always)
 DECODE_KEYS = (*PENALTY_KEYS, "batch_size")
 #: the API function that runs each kind of step request
