@@ -368,3 +368,20 @@ def _known_values():
     torch.testing.assert_close(p, torch.tensor([[1.0, 0.0, 0.0]]))
     p.backward(torch.tensor([[1.0, 2.0, 3.0]]))
     assert torch.equal(u.grad, torch.zeros_like(u.grad)) and torch.equal(z.grad, torch.zeros_like(z.grad))
+
+
+def test_a_transform_without_its_maths_is_refused_when_defined():
+    """``TransformFunction`` subclasses must supply ``_solve`` and ``_free_set`` (or their own ``_vjp``)."""
+    from scanmt.ops._function import TransformFunction
+
+    with pytest.raises(TypeError, match=r"_solve, _free_set \(or its own _vjp\)"):
+        type("Incomplete", (TransformFunction,), {"op_name": "incomplete"})
+    with pytest.raises(TypeError, match=r"must define _free_set"):
+        type("NoBackward", (TransformFunction,), {"op_name": "x", "_solve": classmethod(lambda cls, *a: None)})
+
+
+def test_fertility_providers_must_implement_the_interface():
+    from scanmt.fertility.providers import FertilityProvider
+
+    with pytest.raises(TypeError, match="abstract"):
+        type("Partial", (FertilityProvider,), {"apply": lambda self, src: []})()

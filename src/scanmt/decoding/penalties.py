@@ -17,7 +17,7 @@ decided by :mod:`scanmt.decoding.search`.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -53,7 +53,8 @@ class Penalties:
     @property
     def weights(self) -> dict[str, float]:
         """``length_alpha``, ``coverage_beta`` and ``coverage_eps`` (the keywords of :func:`final_score`)."""
-        return {k: v for k, v in asdict(self).items() if k != "penalty_mode"}
+        return {"length_alpha": self.length_alpha, "coverage_beta": self.coverage_beta,
+                "coverage_eps": self.coverage_eps}
 
     @property
     def rank_live(self) -> bool:

@@ -22,6 +22,7 @@ and ``state()``:
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -37,21 +38,22 @@ from scanmt.fertility.predictor import FertilityPredictor
 from scanmt.fertility.rules import ORACLE
 
 
-class FertilityProvider:
+class FertilityProvider(ABC):
     """The interface of the providers (see the module docstring)."""
 
     name: str = ""
 
+    @abstractmethod
     def apply(self, src: Sequence[Sequence[str]]) -> Fertilities:
         """Bounds ``[S]`` per source sentence of ``S`` subwords."""
-        raise NotImplementedError
 
     def apply_ids(self, src: Sequence[Sequence[int]], vocab: Vocab) -> Fertilities:
         """:meth:`apply` on id-encoded sentences (ids of ``vocab``)."""
         return self.apply([vocab.decode(s) for s in src])
 
+    @abstractmethod
     def state(self) -> dict[str, Any]:
-        raise NotImplementedError
+        """What :func:`provider_from_state` rebuilds the provider from (stored in checkpoints)."""
 
 
 @dataclass(frozen=True)

@@ -75,6 +75,16 @@ class TransformFunction(torch.autograd.Function):
     ``apply(z, u, mask, dim, validate, out_dtype)`` takes tensors already
     broadcast to one shape by :meth:`transform` (``u`` is ``None`` for the
     unconstrained transforms) and returns ``p`` in ``out_dtype``.
+
+    A transform subclasses it and supplies its maths (checked when the subclass is made;
+    ``torch.autograd.Function``'s own metaclass rules out ``abc``):
+
+    - ``_solve(z2, zmax, b, k) -> Solved`` (a classmethod): ``p`` from the masked scores ``z2``
+      ``[rows, J]`` (``-inf`` = unusable), their row maxima ``zmax`` ``[rows, 1]`` and, for a
+      constrained transform, the bounds ``b``;
+    - and either ``_free_set(*saved) -> (w, capped)`` (a staticmethod): ``[rows, J]`` weights of
+      the free set (a new tensor: :meth:`_vjp` overwrites it) and the 0/1 capped set (``None`` when
+      unconstrained), which the shared closed-form :meth:`_vjp` uses; or its own ``_vjp``.
     """
 
     #: the transform's name, in error messages
@@ -157,7 +167,7 @@ class TransformFunction(torch.autograd.Function):
             b = _checks.Bounds(z2, u, mask, rows, k, validate, cap=cls.bound_cap)
         if validate:
             _checks.raise_if_invalid(cls.op_name, zmax, k, b)
-        return cls._solve(z2, zmax, b, k)
+        return cls._solve(z2, zmax, b, k)  # type: ignore[attr-defined]
 
     @staticmethod
     def _saved_by_kernel(p: Tensor, aux: Optional[Tensor], u2: Optional[Tensor]) -> Tuple[Tensor, ...]:
@@ -165,24 +175,20 @@ class TransformFunction(torch.autograd.Function):
         (constrained kernels) and the bounds ``u2`` it was given (``[rows, J]``, compute dtype)."""
         return (p,) if aux is None else (p, aux)
 
-    @classmethod
-    def _solve(cls, z2: Tensor, zmax: Tensor, b: Optional[_checks.Bounds], k: _checks.Consts) -> Solved:
-        """``p`` from the masked scores ``z2`` ``[rows, J]`` (``-inf`` = unusable), their row
-        maxima ``zmax`` ``[rows, 1]`` and, for a constrained transform, the bounds ``b``."""
-        raise NotImplementedError
-
-    @staticmethod
-    def _free_set(*saved: Tensor) -> Tuple[Tensor, Optional[Tensor]]:
-        """``(w, capped)`` ``[rows, J]`` from the saved tensors: the weights of the free set (a new
-        tensor: ``_vjp`` overwrites it) and the 0/1 capped set (``None`` for an unconstrained transform)."""
-        raise NotImplementedError
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        missing = [] if hasattr(cls, "_solve") else ["_solve"]
+        if not hasattr(cls, "_free_set") and cls._vjp.__func__ is TransformFunction._vjp.__func__:  # type: ignore[attr-defined]
+            missing.append("_free_set (or its own _vjp)")
+        if missing:
+            raise TypeError(f"{cls.__name__} must define {', '.join(missing)} (see TransformFunction)")
 
     @classmethod
     def _vjp(
         cls, g: Tensor, saved: Tuple[Tensor, ...], need_z: bool, need_u: bool
     ) -> Tuple[Optional[Tensor], Optional[Tensor]]:
         """``(dz, du)`` ``[rows, J]`` for the output gradient ``g`` (see the module docstring)."""
-        w, capped = cls._free_set(*saved)
+        w, capped = cls._free_set(*saved)  # type: ignore[attr-defined]
         m = (w * g).sum(-1, keepdim=True).div_(w.sum(-1, keepdim=True).clamp_(min=torch.finfo(w.dtype).tiny))
         gm = g - m
         dz = w.mul_(gm) if need_z else None
