@@ -1,0 +1,80 @@
+"""Where do a system's repetitions get their attention from? (docs/results.md, section 6)
+
+For each attention file written by ``scanmt translate --attention-out``, walks every output step and
+counts the output tokens that close a bigram already produced earlier in the same sentence (a
+repetition), then reports:
+
+- the share of those tokens whose most-attended source token had already received at least
+  ``--used`` attention before that step (the source word is being translated a second time);
+- the share of them whose most-attended source token has a fertility bound of at least
+  ``--bound`` (a bound that leaves room for a second translation; unbounded transforms count as
+  infinite);
+- the share of source tokens (sink excluded) whose total attention over the sentence reaches
+  ``--bound``, and the mean finite bound.
+
+    python scripts/repetition_budget.py ../grid/table1/runs/{softmax,csparsemax}/seed1/test.attn.npz
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+
+from scanmt.data.attention_file import AttentionFile
+
+
+def budget_stats(path: Path, used: float, bound: float) -> dict[str, float]:
+    """Statistics of one attention file (see the module docstring)."""
+    repeats = retranslated = roomy = 0
+    src_total = src_over = 0
+    finite_bounds: list[float] = []
+    for sent in AttentionFile(path):
+        attn = np.asarray(sent.attention, dtype=np.float64)
+        n_src = attn.shape[1] - (1 if sent.has_sink else 0)
+        bounds = (np.asarray(sent.fertility, dtype=np.float64) if sent.fertility is not None
+                  else np.full(attn.shape[1], np.inf))
+        cum = np.zeros(attn.shape[1])
+        seen: set[tuple[str, str]] = set()
+        for t, token in enumerate(sent.hyp):
+            j = int(attn[t].argmax())
+            bigram = (sent.hyp[t - 1], token) if t > 0 else None
+            if bigram is not None and bigram in seen and j < n_src:
+                repeats += 1
+                retranslated += cum[j] >= used
+                roomy += bounds[j] >= bound
+            if bigram is not None:
+                seen.add(bigram)
+            cum += attn[t]
+        src_total += n_src
+        src_over += int((cum[:n_src] >= bound).sum())
+        finite_bounds.extend(b for b in bounds[:n_src] if np.isfinite(b))
+    return {
+        "repeated_tokens": repeats,
+        "retranslated": retranslated / max(repeats, 1),
+        "bound_room": roomy / max(repeats, 1),
+        "src_over_bound": src_over / max(src_total, 1),
+        "mean_bound": float(np.mean(finite_bounds)) if finite_bounds else float("inf"),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("attention", nargs="+", type=Path, help="attention .npz files (scanmt translate --attention-out)")
+    ap.add_argument("--used", type=float, default=0.5,
+                    help="attention a source token must already have received for a repetition to count as a "
+                         "second translation of it")
+    ap.add_argument("--bound", type=float, default=1.5, help="a fertility bound that leaves room for two translations")
+    args = ap.parse_args()
+    print(f"| file | repeated-bigram tokens | source word already attended >= {args.used} | its bound >= {args.bound} "
+          f"| source words with total attention >= {args.bound} | mean bound |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for path in args.attention:
+        s = budget_stats(path, args.used, args.bound)
+        print(f"| {path} | {s['repeated_tokens']} | {s['retranslated']:.0%} | {s['bound_room']:.0%} "
+              f"| {s['src_over_bound']:.2%} | {s['mean_bound']:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
