@@ -348,12 +348,13 @@ class TrainLoop:
                 if p.step % c.log_every == 0:
                     tot_loss, tot_units = distributed.all_reduce_sum([win_loss, win_units], self.dist)
                     rate = tot_units / max(time.time() - win_t, 1e-9)
-                    vals = {"train/loss": tot_loss / max(tot_units, 1), f"train/{self.unit}_per_s": rate, "train/lr": p.lr}
+                    lr = self.optimizer.param_groups[0]["lr"]  # the lr of the last update (warm-up included)
+                    vals = {"train/loss": tot_loss / max(tot_units, 1), f"train/{self.unit}_per_s": rate, "train/lr": lr}
                     vals["train/ppl"] = math.exp(min(vals["train/loss"], 50.0))
                     vals["train/rss_mb"] = resident_mb()
                     health = self.task.window_metrics(p.step, p.epoch) if hasattr(self.task, "window_metrics") else {}
                     vals.update(health)
-                    postfix = {"loss": f"{vals['train/loss']:.3f}", f"{self.unit}/s": f"{rate:.0f}", "lr": f"{p.lr:g}"}
+                    postfix = {"loss": f"{vals['train/loss']:.3f}", f"{self.unit}/s": f"{rate:.0f}", "lr": f"{lr:g}"}
                     if health:
                         postfix["support"] = f"{health['attn/support']:.2f}"
                         postfix["1hot"] = f"{100 * health['attn/one_hot']:.0f}%"
