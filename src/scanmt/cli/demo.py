@@ -50,7 +50,7 @@ SYSTEMS: dict[str, list[str]] = {
 EXPECTED_BLEU = 34.1
 EXPECTED_MARGIN = 3.0
 #: 1,000 updates of two cpu-small systems side by side took 9.0 minutes on an idle 2-core CPU (0.54 s per update
-#: each, bf16, one thread; 0.63 s in another measurement), and the whole demo 10.4 minutes: inside the issue's 15
+#: each, bf16, one thread; 0.63 s in another measurement), and the whole demo 10.4 minutes (the target is under 15)
 DEFAULT_UPDATES = 1000
 
 
