@@ -349,7 +349,8 @@ class TrainLoop:
                     tot_loss, tot_units = distributed.all_reduce_sum([win_loss, win_units], self.dist)
                     rate = tot_units / max(time.time() - win_t, 1e-9)
                     lr = self.optimizer.param_groups[0]["lr"]  # the lr of the last update (warm-up included)
-                    vals = {"train/loss": tot_loss / max(tot_units, 1), f"train/{self.unit}_per_s": rate, "train/lr": lr}
+                    vals = {"train/loss": tot_loss / max(tot_units, 1), f"train/{self.unit}_per_s": rate,
+                            "train/lr": lr}
                     vals["train/ppl"] = math.exp(min(vals["train/loss"], 50.0))
                     vals["train/rss_mb"] = resident_mb()
                     health = self.task.window_metrics(p.step, p.epoch) if hasattr(self.task, "window_metrics") else {}
