@@ -38,13 +38,12 @@ def budget_stats(path: Path, used: float, bound: float) -> dict[str, float]:
         cum = np.zeros(attn.shape[1])
         seen: set[tuple[str, str]] = set()
         for t, token in enumerate(sent.hyp):
-            j = int(attn[t].argmax())
-            bigram = (sent.hyp[t - 1], token) if t > 0 else None
-            if bigram is not None and bigram in seen and j < n_src:
-                repeats += 1
-                retranslated += cum[j] >= used
-                roomy += bounds[j] >= bound
-            if bigram is not None:
+            if t > 0:
+                bigram, j = (sent.hyp[t - 1], token), int(attn[t].argmax())
+                if bigram in seen and j < n_src:
+                    repeats += 1
+                    retranslated += cum[j] >= used
+                    roomy += bounds[j] >= bound
                 seen.add(bigram)
             cum += attn[t]
         src_total += n_src

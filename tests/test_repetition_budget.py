@@ -1,0 +1,42 @@
+"""scripts/repetition_budget.py on a hand-made attention file whose counts are worked out by hand."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from scanmt.data.attention_file import SentenceAttention, save_attention
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "repetition_budget.py"
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("repetition_budget", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_counts_repetitions_retranslations_and_bound_room(tmp_path):
+    # "a horse a horse </s>" over source [A, B, <sink>]: only step 4 closes a bigram seen before ("a", "horse")
+    attention = np.array([
+        [0.9, 0.1, 0.0],   # a      -> A
+        [0.0, 0.8, 0.2],   # horse  -> B
+        [0.1, 0.0, 0.9],   # a      -> sink: ("horse", "a") is new, not counted anyway
+        [0.0, 1.0, 0.0],   # horse  -> B, repeats ("a", "horse"); B had 0.9 before, bound 1.0 there
+        [0.0, 0.0, 1.0],   # </s>   -> sink
+    ])
+    sent = SentenceAttention(attention=attention, src=["A", "B", "<sink>"], hyp=["a", "horse", "a", "horse", "</s>"],
+                             fertility=np.array([2.0, 1.0, np.inf]), sink=True)
+    path = tmp_path / "x.attn.npz"
+    save_attention(path, [sent])
+    stats = _script().budget_stats(path, used=0.5, bound=1.5)
+    assert stats["repeated_tokens"] == 1           # only step 4 repeats a bigram and attends a real source word
+    assert stats["retranslated"] == pytest.approx(1.0)   # B had 0.9 >= 0.5 before it
+    assert stats["bound_room"] == pytest.approx(0.0)     # B's bound 1.0 < 1.5
+    # totals: A 1.0, B 1.9 -> one of the two source words reaches 1.5
+    assert stats["src_over_bound"] == pytest.approx(0.5)
+    assert stats["mean_bound"] == pytest.approx(1.5)     # the sink's inf is left out
