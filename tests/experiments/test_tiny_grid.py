@@ -167,6 +167,9 @@ def test_tiny_grid_end_to_end(small_data_dir_2017, tmp_path, capsys):
     rows = [ln for ln in md.splitlines() if ln.startswith("| softmax |") or ln.startswith("| csparsemax (c = 0.2) |")]
     assert len(rows) >= 2 and "baseline" in rows[0] and "[commands](#cmd-csparsemax)" in md
     assert "| system | BLEU | METEOR | REP | DROP |" in md and "**" in md
+    health = md.split("## Attention during training\n")[1].split("\n## ")[0]  # read from each run's metrics.csv
+    row = next(ln for ln in health.splitlines() if ln.startswith("| csparsemax (c = 0.2) |")).split(" | ")
+    assert row[1] == "1" and all(c.strip() != "–" for c in row[3:5]), row
     pngs = sorted((docs / "experiments-tiny").glob("*.png"))
     assert pngs, "no attention map: softmax repeated no word?"
     for p in pngs:

@@ -7,6 +7,8 @@
   process (train, tune penalties, translate, evaluate; resumable), the pool of workers.
 - :mod:`~scanmt.experiments.report`: aggregation over seeds, paired bootstrap, the Markdown
   report with Figure-2-style attention maps and translation examples.
+- :mod:`~scanmt.experiments.run_health`: a run's attention health over training, read back
+  from its ``metrics.csv`` for the report.
 
 The command is ``scanmt experiment run|report``, defined one layer up, in the command-line
 package.  This package sits below it and above :mod:`scanmt.api`: every step is a typed

@@ -11,7 +11,9 @@ For each grid recorded in ``OUT/grids/`` (by ``scanmt experiment run``) it write
   commit and a link to the exact commands;
 - one such table for each extra test split the runs scored (``metrics.json``
   ``test_sets``, e.g. ``test2017``), titled with its upstream name (test_2017_flickr);
-- attention statistics (sparsity) and per-run details (steps, minutes, tuned
+- attention statistics (sparsity), attention health during training (one-hot share
+  in epoch 1 and overall, support, score gradient; from each run's ``metrics.csv``,
+  :mod:`scanmt.experiments.run_health`) and per-run details (steps, minutes, tuned
   penalties);
 - Figure 2 analogues: attention maps of the baseline and a constrained system,
   side by side, for test sentences where the baseline repeats words (chosen
@@ -42,6 +44,7 @@ from scanmt.experiments.results_json import (
     split_display_name,
     write_results_json,
 )
+from scanmt.experiments.run_health import RunHealth, run_health
 from scanmt.io import atomic_open, read_lines
 
 #: (metric key, column title, higher is better)
@@ -480,6 +483,7 @@ def _details(p: _Page) -> list[str]:
         u = [100 * r["attention"]["unattended_share"] for r in s.runs if r.get("attention")]
         L.append(f"| {md_escape(s.label)} | {fmt(z)} | {fmt(a)} | {fmt(u)} |")
     L += ["", "Means over seeds, test set, subword attention including the <sink> column of constrained models.", ""]
+    L += _training_health(p)
     L += ["## Runs", "", "| system | seed | steps | train min | best valid BLEU | BLEU | METEOR | REP | DROP | penalties (α, β) |",
           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for s in p.systems:
@@ -497,6 +501,45 @@ def _details(p: _Page) -> list[str]:
                 f"{r['bleu']:.2f} | {r['meteor']:.2f} | {r['rep']:.2f} | {r['drop']:.2f} | {pen_s} |"
             )
     return L + [""]
+
+
+def _run_dir(p: _Page, s: SystemResults, r: dict[str, Any]) -> Path:
+    """The folder whose training log belongs to a run (the trained model's, for a run that reused one)."""
+    return Path(r["model_from"]) if r.get("model_from") else p.out / "runs" / s.name / f"seed{r['seed']}"
+
+
+def _pct(values: Sequence[float]) -> str:
+    return f"{100 * max(values):.2f}" if values else "–"
+
+
+def _training_health(p: _Page) -> list[str]:
+    """Attention health during training, from each run's ``metrics.csv`` (:mod:`scanmt.experiments.run_health`)."""
+    L = ["## Attention during training", "",
+         "| system | runs | one-hot steps, epoch 1 (%) | one-hot steps, whole run (%) | support, last window | "
+         "score gradient after epoch 1 |", "|---|---:|---:|---:|---:|---|"]
+    for s in p.systems:
+        hs: list[RunHealth] = []
+        for r in s.runs:
+            t = r.get("train") or {}
+            h = run_health(_run_dir(p, s, r) / "metrics.csv", t.get("steps"), t.get("epochs"))
+            if h is not None:
+                hs.append(h)
+        first = [h.one_hot_epoch1 for h in hs if h.one_hot_epoch1 is not None]
+        whole = [h.one_hot_max for h in hs if h.one_hot_max is not None]
+        grads = [h.score_grad_after_epoch1 for h in hs if h.score_grad_after_epoch1 is not None]
+        grad = f"{min(g[0] for g in grads):.3g}–{max(g[1] for g in grads):.3g}" if grads else "–"
+        L.append(f"| {md_escape(s.label)} | {len(hs)} | {_pct(first)} | {_pct(whole)} | "
+                 f"{fmt([h.support_last for h in hs if h.support_last is not None])} | {grad} |")
+    return L + [
+        "",
+        "From the training logs (`metrics.csv`, one window per `train.log_every` updates, teacher-forced training "
+        "batches). One-hot steps: the largest share, over the windows and the seeds, of target steps whose largest "
+        "attention weight is above 0.999; epoch 1 is the windows that end by update ⌈steps / epochs⌉. A sparse or "
+        "constrained row that is one-hot has a zero Jacobian, so its scores stop learning. Support: attended source "
+        "positions per step in the last window (mean over seeds). Score gradient: the smallest and largest norm "
+        "of the loss's gradient at the attention scores in any window after epoch 1, over the seeds.",
+        "",
+    ]
 
 
 def _figures(p: _Page) -> tuple[list[str], list[Path], list[int]]:
