@@ -534,10 +534,10 @@ def _training_health(p: _Page) -> list[str]:
         "",
         "From the training logs (`metrics.csv`, one window per `train.log_every` updates, teacher-forced training "
         "batches). One-hot steps: the largest share, over the windows and the seeds, of target steps whose largest "
-        "attention weight is above 0.999; epoch 1 is the windows that end by update ⌈steps / epochs⌉. A sparse or "
-        "constrained row that is one-hot has a zero Jacobian, so its scores stop learning. Support: attended source "
-        "positions per step in the last window (mean over seeds). Score gradient: the smallest and largest norm "
-        "of the loss's gradient at the attention scores in any window after epoch 1, over the seeds.",
+        "attention weight is above 0.999; epoch 1 is the windows that end by update ⌈steps / epochs⌉. A "
+        "sparsemax or csparsemax row that is one-hot has a zero Jacobian, so its scores stop learning. Support: "
+        "attended source positions per step in the last window (mean over seeds). Score gradient: the smallest and "
+        "largest norm of the loss's gradient at the attention scores in any window after epoch 1, over the seeds.",
         "",
     ]
 
