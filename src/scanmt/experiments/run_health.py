@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scanmt.errors import DataError
+from scanmt.training.run_dir import METRICS_HEADER
 
 
 @dataclass(frozen=True)
@@ -42,8 +43,8 @@ def read_series(metrics_csv: Path) -> dict[str, list[tuple[int, float]]]:
         with metrics_csv.open(encoding="utf-8", newline="") as fh:
             rows = csv.reader(fh)
             head = next(rows, None)
-            if head != ["step", "name", "value"]:
-                raise DataError(f"{metrics_csv}:1: expected the header 'step,name,value', got {','.join(head or [])!r}")
+            if ",".join(head or []) != METRICS_HEADER:
+                raise DataError(f"{metrics_csv}:1: expected the header {METRICS_HEADER!r}, got {','.join(head or [])!r}")
             for line, row in enumerate(rows, start=2):
                 try:
                     step, name, value = int(row[0]), row[1], float(row[2])

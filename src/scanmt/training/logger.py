@@ -7,6 +7,7 @@ import logging
 from pathlib import Path
 
 from scanmt.io import atomic_open
+from scanmt.training.run_dir import METRICS_HEADER
 
 log = logging.getLogger("scanmt.train")
 
@@ -30,7 +31,7 @@ class MetricLogger:
                     csv.writer(fh).writerows(kept)
             elif not self.csv_path.exists() or resume_step is None:
                 with self.csv_path.open("w", encoding="utf-8", newline="") as fh:
-                    csv.writer(fh).writerow(["step", "name", "value"])
+                    csv.writer(fh).writerow(METRICS_HEADER.split(","))
         elif self.backend == "tensorboard":
             from torch.utils.tensorboard import SummaryWriter
 
