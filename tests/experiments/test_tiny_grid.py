@@ -180,7 +180,7 @@ def test_tiny_grid_end_to_end(small_data_dir_2017, tmp_path, capsys):
     assert "## Results on `test_2016_flickr`" in md and "## Results on `test_2017_flickr`" in md
     t17 = md.split("## Results on `test_2017_flickr`")[1].split("\n## ")[0]
     assert "`test2017` (`test_2017_flickr`, 100 sentences)" in t17
-    assert "| system | BLEU | METEOR | REP | DROP | sacreBLEU | p (BLEU vs softmax) | seeds |" in t17
+    assert "| system | BLEU | METEOR | REP | DROP | sacreBLEU | Δ BLEU (p) vs softmax, by seed | seeds |" in t17
     t17_rows = [ln for ln in t17.splitlines() if ln.startswith("| softmax |") or ln.startswith("| csparsemax (c")]
     assert len(t17_rows) == 2 and "baseline" in t17_rows[0] and t17_rows[1].endswith(" | 1 |")
     soft_bleu = json.loads((softmax / "metrics.json").read_text())["test_sets"]["test2017"]["bleu"]

@@ -69,7 +69,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     q.add_argument("--out", type=Path, default=Path("docs"), help="directory for the Markdown and JSON files and figures")
     q.add_argument("--grid", help="report only this grid of DIR [every grid recorded there]")
     q.add_argument("--name", help="file name stem [experiments-GRID]")
-    q.add_argument("--baseline", help="system for the significance column [the grid's baseline]")
+    q.add_argument("--baseline", help="system that every other system is compared with, seed by seed, in the "
+                   "Δ BLEU (p) column [the grid's baseline]")
     q.add_argument("--bootstrap-samples", type=int, default=1000, help="paired bootstrap resamples")
     q.add_argument("--figures", type=int, default=2, help="attention-map figures (Figure 2 analogue)")
     q.add_argument("--examples", type=int, default=5, help="translation examples (Appendix B analogue)")

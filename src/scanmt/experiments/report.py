@@ -6,8 +6,9 @@ For each grid recorded in ``OUT/grids/`` (by ``scanmt experiment run``) it write
 - the main table (Table 1 / Table 2 analogue): tokenized BLEU, METEOR, REP and
   DROP per system as mean ± sample standard deviation over the finished seeds,
   the best mean of each column in bold (higher BLEU/METEOR, lower REP/DROP),
-  sacreBLEU for reference, the paired-bootstrap p-value of each system's
-  tokenized BLEU against the baseline (seed-1 outputs), and per row the git
+  sacreBLEU for reference, per seed the difference of each system's tokenized
+  BLEU to the baseline's run with the same seed and its paired-bootstrap
+  p-value, and per row the git
   commit and a link to the exact commands;
 - one such table for each extra test split the runs scored (``metrics.json``
   ``test_sets``, e.g. ``test2017``), titled with its upstream name (test_2017_flickr);
@@ -211,32 +212,47 @@ def hyp_lines(out: Path, rec: dict[str, Any], system: str, seed: int) -> list[st
     return read_lines(p, allow_empty=True, what="hypothesis file") if p.exists() else None
 
 
+@dataclass(frozen=True)
+class SeedTest:
+    """Paired bootstrap of one seed's tokenized BLEU against the baseline's run with the same seed."""
+
+    seed: int
+    delta: float  #: system's BLEU minus the baseline's, in BLEU points
+    p: float  #: sacrebleu's p-value; 1.0 when the two scores are equal
+
+
 def significance(out: Path, rec: dict[str, Any], texts: Texts, systems: Sequence[SystemResults], baseline: str,
-                 samples: int) -> dict[str, float | None]:
-    """p-value of each system's tokenized BLEU against ``baseline`` (sacrebleu paired bootstrap, seed-1 outputs)."""
+                 samples: int) -> dict[str, list[SeedTest]]:
+    """Per system, a :class:`SeedTest` for each finished seed whose baseline run of the same seed has outputs.
+
+    Seeds pair runs that share everything but the system (data order, initialisation seed), so each
+    seed is tested against its own baseline run; a seed the baseline lacks is left out.
+    """
     from scanmt.metrics.bleu import paired_bootstrap
 
     base = next((s for s in systems if s.name == baseline), None)
-    if base is None or base.seed(1) is None:
+    if base is None:
         return {}
-    base_hyp = hyp_lines(out, rec, baseline, 1)
-    if base_hyp is None:
-        return {}
-    base_tok = _tokenize_all(base_hyp, texts.tgt_lang)
-    p: dict[str, float | None] = {}
+    base_tok: dict[int, list[str]] = {}
+    for r in base.runs:
+        hyp = hyp_lines(out, rec, baseline, r["seed"])
+        if hyp is not None:
+            base_tok[r["seed"]] = _tokenize_all(hyp, texts.tgt_lang)
+    tests: dict[str, list[SeedTest]] = {}
     for s in systems:
-        if s.name == baseline or s.seed(1) is None:
+        if s.name == baseline:
             continue
-        hyp = hyp_lines(out, rec, s.name, 1)
-        if hyp is None:
-            p[s.name] = None
-            continue
-        b = paired_bootstrap(base_tok, _tokenize_all(hyp, texts.tgt_lang), texts.ref_tok, tokenized=True,
-                             samples=samples)
-        # sacrebleu counts resampled differences strictly above the observed one, so a zero difference
-        # (e.g. identical outputs) would get p = 1/(samples+1); no difference is never significant
-        p[s.name] = 1.0 if b.score1 == b.score2 else b.p_value
-    return p
+        tests[s.name] = []
+        for k in sorted(r["seed"] for r in s.runs):
+            hyp = hyp_lines(out, rec, s.name, k)
+            if k not in base_tok or hyp is None:
+                continue
+            b = paired_bootstrap(base_tok[k], _tokenize_all(hyp, texts.tgt_lang), texts.ref_tok, tokenized=True,
+                                 samples=samples)
+            # sacrebleu counts resampled differences strictly above the observed one, so a zero difference
+            # (e.g. identical outputs) would get p = 1/(samples+1); no difference is never significant
+            tests[s.name].append(SeedTest(k, b.score2 - b.score1, 1.0 if b.score1 == b.score2 else b.p_value))
+    return tests
 
 
 # --------------------------------------------------------------------------- figure 2 and examples
@@ -313,15 +329,13 @@ def _anchor(name: str) -> str:
     return "cmd-" + "".join(c if c.isalnum() else "-" for c in name.lower())
 
 
-def _p_cell(name: str, baseline: str, p: dict[str, float | None], has_base: bool) -> str:
+def _p_cell(name: str, baseline: str, tests: dict[str, list[SeedTest]], has_base: bool) -> str:
+    """``+0.99 (0.018 †) / +0.73 (0.065)``: per seed, the BLEU difference to the baseline and its p-value."""
     if name == baseline:
         return "baseline"
-    if not has_base:
+    if not has_base or not tests.get(name):
         return "n/a"
-    v = p.get(name)
-    if v is None:
-        return "n/a"
-    return f"{v:.3f}" + (" †" if v < 0.05 else "")
+    return " / ".join(f"{t.delta:+.2f} ({t.p:.3f}{' †' if t.p < 0.05 else ''})" for t in tests[name])
 
 
 def _code(text: str) -> str:
@@ -342,7 +356,7 @@ def _metric_cells(s: SystemResults, systems: Sequence[SystemResults], best: dict
 
 
 def _table_head(first: str, baseline_label: str, extra: Sequence[str]) -> list[str]:
-    head = [first, *[c[1] for c in COLUMNS], f"p (BLEU vs {md_escape(baseline_label)})", "seeds", *extra]
+    head = [first, *[c[1] for c in COLUMNS], f"Δ BLEU (p) vs {md_escape(baseline_label)}, by seed", "seeds", *extra]
     return ["| " + " | ".join(head) + " |",
             "|" + "|".join(["---"] + ["---:"] * (len(COLUMNS) + 2) + ["---"] * len(extra)) + "|"]
 
@@ -357,13 +371,13 @@ def split_section(out: Path, rec: dict[str, Any], systems: Sequence[SystemResult
         texts: Texts | None = load_texts(out, sub)
     except DataError:
         texts = None  # the prepared text is gone: no p-values
-    has_base = texts is not None and base.seed(1) is not None
+    has_base = texts is not None and bool(base.runs)
     pvals = significance(out, sub, texts, views, baseline, opts.samples) if texts is not None and has_base else {}
     best = best_means(views)
     size = f", {len(texts.ref)} sentences" if texts else ""
     L = [f"## Results on {_code(title)}", "",
          f"The same runs on the extra test split {_code(split)} ({_code(title)}{size}), translated and scored like "
-         "the main test set (same columns; p on the seed-1 outputs of this split).", ""]
+         "the main test set (same columns; the paired bootstrap on this split's outputs).", ""]
     L += _table_head("system", base.label, [])
     for v, s in zip(views, systems):
         missing = len(s.runs) - len(v.runs) + len(s.unfinished)
@@ -438,7 +452,7 @@ def _header(p: _Page) -> list[str]:
 def _main_table(p: _Page) -> list[str]:
     """The Table 1/2 analogue on the main test split, with its notes."""
     systems, baseline, base, opts = p.systems, p.baseline, p.base, p.opts
-    has_base = base.seed(1) is not None
+    has_base = bool(base.runs)
     pvals = significance(p.out, p.rec, p.texts, systems, baseline, opts.samples) if has_base else {}
     best = best_means(systems)
     main_name = split_display_name(read_meta_lenient(p.out / "shared" / "data"), p.rec["split"])
@@ -459,16 +473,16 @@ def _main_table(p: _Page) -> list[str]:
         "detokenized, cased, for reference. METEOR: nltk with WordNet synonyms. REP and DROP: the paper's "
         "Section 5 scores, lower is better (DROP uses the word-level eflomal aligner of `OUT/shared`). "
         "Values are mean ± sample standard deviation over the finished seeds (no ± with one seed); the best mean "
-        "of each column is in bold. p: sacrebleu paired bootstrap resampling "
-        f"({opts.samples} resamples) of each system's tokenized BLEU against {md_escape(base.label)}, on the seed-1 "
-        "outputs; † marks p < 0.05.",
+        "of each column is in bold. Δ BLEU (p), by seed: for each seed in turn, the system's tokenized BLEU minus "
+        f"that of {md_escape(base.label)} trained with the same seed, and the p-value of sacrebleu's paired "
+        f"bootstrap resampling ({opts.samples} resamples) of the two outputs; † marks p < 0.05.",
         "",
         f"The same numbers, machine-readable: [`{p.stem}.json`]({p.stem}.json) (per system: mean and std of BLEU, "
         "REP, DROP and METEOR, and the number of seeds; see `scanmt.experiments.results_json`).",
         "",
     ]
     if not has_base:
-        L += [f"No p-values: the baseline {md_escape(base.label)} has no finished seed-1 run.", ""]
+        L += [f"No p-values: the baseline {md_escape(base.label)} has no finished run.", ""]
     return L
 
 
