@@ -98,7 +98,7 @@ def test_report_writes_the_json_with_hand_computed_means_and_stds(tmp_path):
 def test_a_second_test_set_gets_its_own_entry(tmp_path):
     out, docs = tmp_path / "exp", tmp_path / "docs"
     t17 = {"softmax": {1: (25.0, 5.0, 11.0, 45.0), 2: (27.0, 7.0, 11.0, 47.0)}, "csparsemax": {}}
-    fake_experiment(out, SEEDS, test2017=t17)
+    fake_experiment(out, SEEDS, test2017=t17, unfinished="softmax")
     got = report(out, docs)
     assert close(got["softmax"]["bleu"], 32.0, 2.0)  # top level: still the main test set
     sets = got["test_sets"]
@@ -108,6 +108,10 @@ def test_a_second_test_set_gets_its_own_entry(tmp_path):
     assert close(s17["bleu"], 26.0, math.sqrt(2.0)) and close(s17["drop"], 11.0, 0.0)
     assert sets["test_2017_flickr"]["csparsemax"]["seeds"] == 0
     assert sets["test_2017_flickr"]["csparsemax"]["bleu"] == {"mean": None, "std": None}
+    # the Markdown table of test2017 says why a seed is not counted
+    t17 = (docs / "experiments-table1.md").read_text(encoding="utf-8").split("## Results on `test_2017_flickr`")[1]
+    assert "| 2 (+1 finished without this test set, +1 unfinished) |" in t17
+    assert "| 0 (+1 finished without this test set, +2 unfinished) |" in t17  # csparsemax: seeds 2, 3 not started
 
 
 def test_reserved_system_names_and_split_names():

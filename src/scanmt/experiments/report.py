@@ -380,9 +380,10 @@ def split_section(out: Path, rec: dict[str, Any], systems: Sequence[SystemResult
          "the main test set (same columns; the paired bootstrap on this split's outputs).", ""]
     L += _table_head("system", base.label, [])
     for v, s in zip(views, systems):
-        missing = len(s.runs) - len(v.runs) + len(s.unfinished)
+        notes = [f"+{n} {what}" for n, what in ((len(s.runs) - len(v.runs), "finished without this test set"),
+                                                (len(s.unfinished), "unfinished")) if n]
         cells = [md_escape(v.label), *_metric_cells(v, views, best), _p_cell(v.name, baseline, pvals, has_base),
-                 str(len(v.runs)) + (f" (+{missing} without this test set)" if missing else "")]
+                 str(len(v.runs)) + (f" ({', '.join(notes)})" if notes else "")]
         L.append("| " + " | ".join(cells) + " |")
     return L + [""]
 

@@ -14,6 +14,7 @@ Scores are on the 0–100 scale.  One reference per sentence.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -106,14 +107,20 @@ def paired_bootstrap(
     if samples < 1:
         raise DataError(f"paired bootstrap: samples must be >= 1, got {samples}")
     metric = _bleu("none", True) if tokenized else _bleu(None, False)
-    test = PairedTest(
-        [("baseline", list(hyps1)), ("system2", list(hyps2))],
-        {"BLEU": metric},
-        [list(refs)],
-        test_type="bs",
-        n_samples=samples,
-    )
-    sigs, scores = test()
+    quiet = logging.getLogger("sacrebleu")  # its INFO lines ("Pre-computing BLEU statistics ...") on every call
+    level = quiet.level
+    quiet.setLevel(max(level, logging.WARNING))
+    try:
+        test = PairedTest(
+            [("baseline", list(hyps1)), ("system2", list(hyps2))],
+            {"BLEU": metric},
+            [list(refs)],
+            test_type="bs",
+            n_samples=samples,
+        )
+        sigs, scores = test()
+    finally:
+        quiet.setLevel(level)
     base, other = scores["BLEU"][0], scores["BLEU"][1]
     return BootstrapResult(
         score1=float(base.score),
