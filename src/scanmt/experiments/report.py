@@ -26,11 +26,15 @@ For each grid recorded in ``OUT/grids/`` (by ``scanmt experiment run``) it write
 
 and ``DOCS/experiments-{grid}.json`` (or ``--name``), the main table's numbers in a
 machine-readable form (:mod:`scanmt.experiments.results_json`).  Every file is written atomically.
+Regenerating a report removes the figures its previous version linked and the new one does not show
+(:func:`stale_figures`); nothing else in the folder is touched.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import re
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -57,6 +61,10 @@ COLUMNS: tuple[tuple[str, str, bool], ...] = (
     ("sacrebleu", "sacreBLEU", True),
 )
 MAX_FIGURE_BYTES = 150_000
+#: a figure link as the report writes it: ``](STEM/attention-N.png)``
+FIGURE_LINK = re.compile(r"\]\(([^()/]+)/(attention-\d+\.png)\)")
+
+log = logging.getLogger("scanmt.experiment")
 
 
 # --------------------------------------------------------------------------- loading
@@ -695,10 +703,27 @@ def write_reports(out: Path, docs: Path, *, grid: str | None = None, name: str |
                               read_meta_lenient(out / "shared" / "data"))
         text, files = render(out, rec, docs, stem, opts, systems)
         md = docs / f"{stem}.md"
+        stale = stale_figures(md, files)
         with atomic_open(md) as fh:
             fh.write(text)
+        for f in stale:
+            f.unlink()
+            log.info("removed %s: a figure of the previous report that this one no longer shows", f)
         written += [md, write_results_json(docs / f"{stem}.json", table), *files]
     return written
+
+
+def stale_figures(md: Path, keep: Sequence[Path]) -> list[Path]:
+    """Figures the previous report ``md`` linked in its own folder (``STEM/attention-N.png``) that are not in
+    ``keep``.  Only files a report wrote and linked qualify, so nothing a user put there is ever touched."""
+    try:
+        old = md.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return []
+    kept = {f.resolve() for f in keep}
+    stem = md.name[: -len(".md")]
+    found = {md.parent / stem / name for folder, name in FIGURE_LINK.findall(old) if folder == stem}
+    return sorted(f for f in found if f.is_file() and f.resolve() not in kept)
 
 
 def summary_rows(out: Path, rec: dict[str, Any], split: str | None = None) -> list[list[str]]:

@@ -1,0 +1,41 @@
+"""Regenerating a report removes the figures its previous version linked and no longer shows, and nothing else."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from scanmt.experiments.report import stale_figures
+from tests.experiments.test_results_json import SEEDS, fake_experiment, report
+
+
+def previous_report(docs: Path, links: list[str], files: list[str]) -> Path:
+    folder = docs / "experiments-table1"
+    folder.mkdir(parents=True)
+    for name in files:
+        (folder / name).write_bytes(b"\x89PNG old")
+    md = docs / "experiments-table1.md"
+    md.write_text("\n".join(f"![attention maps]({link})" for link in links) + "\n", encoding="utf-8")
+    return md
+
+
+def test_only_linked_figures_of_the_report_own_folder_are_stale(tmp_path):
+    docs = tmp_path / "docs"
+    md = previous_report(docs, ["experiments-table1/attention-7.png", "experiments-table1/attention-8.png",
+                                "other/attention-3.png", "experiments-table1/attention-5.png"],
+                         ["attention-7.png", "attention-8.png", "attention-9.png"])
+    keep = [docs / "experiments-table1" / "attention-8.png"]
+    # 7: linked before, not kept -> stale; 8: kept; 9: never linked (a user's file); 5: linked but absent;
+    # other/attention-3.png: another folder
+    assert stale_figures(md, keep) == [docs / "experiments-table1" / "attention-7.png"]
+    assert stale_figures(docs / "missing.md", keep) == []
+
+
+def test_the_report_removes_its_old_figures_and_keeps_a_users_file(tmp_path):
+    out, docs = tmp_path / "exp", tmp_path / "docs"
+    fake_experiment(out, SEEDS)
+    previous_report(docs, ["experiments-table1/attention-7.png"], ["attention-7.png", "mine.png"])
+    report(out, docs)  # --figures 0: the new report shows no figure
+    folder = docs / "experiments-table1"
+    assert not (folder / "attention-7.png").exists()
+    assert (folder / "mine.png").read_bytes() == b"\x89PNG old"
+    assert "attention-7.png" not in (docs / "experiments-table1.md").read_text(encoding="utf-8")
