@@ -29,6 +29,7 @@ import pytest
 import yaml
 
 from scanmt.cli.main import main
+from scanmt.experiments.runner import DROP_SAMPLES
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = REPO / "experiments" / "tiny.yaml"
@@ -131,12 +132,16 @@ def test_tiny_grid_end_to_end(small_data_dir_2017, tmp_path, capsys):
         for key in ("bleu", "sacrebleu", "meteor", "rep", "drop"):
             assert isinstance(m[key], float) and m[key] >= 0, key
         assert m["train"]["steps"] == 200 and m["sentences"] == 100
+        # DROP averaged over the grid's default number of alignments of each side, and their spread kept
+        assert m["drop_samples"] == DROP_SAMPLES == 3 and m["drop_sd"] >= 0
+        assert len(json.loads((run / "eval.json").read_text(encoding="utf-8"))["drop"]["scores"]) == 9
         assert 0 <= m["attention"]["zero_fraction"] <= 1
         for name in ("config.yaml", "best.pt", "last.pt", "metrics.csv", "test.hyp.en", "test.hyp.tok.en",
                      "test.attn.npz", "eval.json", "command.txt"):
             assert (run / name).exists(), f"{run / name} missing"
         cmd = (run / "command.txt").read_text(encoding="utf-8")
         assert "# git commit: " in cmd and "scanmt experiment run " in cmd and "scanmt train --config " in cmd
+        assert "--drop-samples 3" in cmd  # the evaluate step's command line says how DROP was measured
         log = (run / "log.txt").read_text(encoding="utf-8")  # what scanmt prints at the end of each step
         assert "\ntraining summary (" in log and "\n  best valid BLEU:  " in log and "\n  last valid ppl:   " in log
         assert f"\ntranslated 100 sentences from {out / 'shared' / 'data' / 'test.raw.de'} -> {run / 'test.hyp.en'}\n" in log

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from scanmt.errors import DataError
-from scanmt.metrics.drop import DropResult, drop_score
+from scanmt.metrics.drop import DropResult, DropSamples, drop_score
 
 
 def test_hand_computed():
@@ -59,3 +59,26 @@ def test_bounds_and_identity(pairs):
     assert 0 <= r.dropped <= r.ref_aligned <= r.source_words
     assert drop_score(ref, ref, lens).dropped == 0
     assert drop_score(ref, [set()] * len(ref), lens).dropped == r.ref_aligned
+
+
+def test_samples_average_hand_computed_pairings():
+    """DropSamples: the mean and sample standard deviation over the pairings, by hand."""
+    a = DropResult(dropped=2, source_words=10, ref_aligned=8)  # 20 %, 25 % of aligned
+    b = DropResult(dropped=4, source_words=10, ref_aligned=8)  # 40 %, 50 %
+    c = DropResult(dropped=3, source_words=10, ref_aligned=6)  # 30 %, 50 %
+    d = DropSamples((a, b, c, a), samples=2)
+    assert d.scores == pytest.approx([20.0, 40.0, 30.0, 20.0])
+    assert d.score == pytest.approx(27.5)
+    # sample sd of 20, 40, 30, 20: sqrt(((-7.5)^2 + 12.5^2 + 2.5^2 + (-7.5)^2) / 3)
+    assert d.score_sd == pytest.approx((275 / 3) ** 0.5)
+    assert d.score_of_aligned == pytest.approx((25 + 50 + 50 + 25) / 4)
+    assert d.dropped == pytest.approx(11 / 4) and d.ref_aligned == pytest.approx(30 / 4)
+    assert d.source_words == 10
+    one = DropSamples((b,), samples=1)
+    assert (one.score, one.score_sd, one.dropped, one.ref_aligned) == (40.0, 0.0, 4, 8)
+    assert isinstance(one.dropped, int)
+
+
+def test_samples_needs_a_result():
+    with pytest.raises(DataError, match="no alignment samples"):
+        DropSamples((), samples=1)

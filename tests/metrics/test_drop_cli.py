@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import statistics
 from pathlib import Path
 
 import pytest
@@ -73,3 +74,28 @@ def test_drop_rejects_subword_aligner_and_wrong_languages(setup, capsys, tmp_pat
     assert rc == 2 and "aligns de->en" in err
     rc, _, err = _drop(capsys, tmp, ["x"] * N_TEST, tmp_path / "nothing")
     assert rc == 2 and "not a saved aligner" in err
+
+
+def test_drop_samples_average_over_every_pairing(setup, capsys):
+    """--drop-samples 3: 3 alignments of each side, DROP averaged over the 9 pairings, their spread reported."""
+    tmp, _ = setup
+    ref = (tmp / "ref.en").read_text(encoding="utf-8").splitlines()
+    hyp = [" ".join(x.split()[: max(1, len(x.split()) // 2)]) for x in ref]  # half of each reference: drops
+    rc, res, err = _drop(capsys, tmp, hyp, tmp / "align", "--drop-samples", "3")
+    assert rc == 0, err
+    d = res["drop"]
+    assert d["samples"] == 3 and len(d["scores"]) == 9
+    assert d["score"] == pytest.approx(sum(d["scores"]) / 9)
+    assert d["score_sd"] == pytest.approx(statistics.stdev(d["scores"]))
+    assert 0 < d["score"] < 100
+    assert d["dropped"] == pytest.approx(d["score"] * d["source_words"] / 100)
+    # the output equal to the reference reuses each sample's reference links: zero in every pairing
+    rc, res, err = _drop(capsys, tmp, ref, tmp / "align", "--drop-samples", "2")
+    assert rc == 0, err
+    assert res["drop"]["scores"] == [0.0] * 4 and res["drop"]["score_sd"] == 0.0
+
+
+def test_drop_samples_must_be_positive(setup, capsys):
+    tmp, _ = setup
+    rc, _, err = _drop(capsys, tmp, ["x"] * N_TEST, tmp / "align", "--drop-samples", "0")
+    assert rc == 2 and "--drop-samples must be a positive integer, got 0" in err

@@ -7,7 +7,8 @@ unless ``tokenized``):
 - ``tok-bleu``: the paper's BLEU on Moses-tokenized, lowercased text (≈ ``multi-bleu.perl -lc``);
 - ``meteor``: nltk METEOR with WordNet synonyms (mean of sentence scores);
 - ``rep``: REP-score (repeated bigrams and words) on tokenized text;
-- ``drop``: DROP-score (needs ``src`` and ``align_model``: a word-level ``align`` model);
+- ``drop``: DROP-score (needs ``src`` and ``align_model``: a word-level ``align`` model); the
+  aligner samples at random, so ``drop_samples`` > 1 averages DROP over that many alignments of each side;
 - with ``hyp2``: paired bootstrap resampling of BLEU, system 2 vs. ``hyp``.
 
 Attention metrics (need ``attention``, from ``translate``'s ``attention_out``):
@@ -55,6 +56,8 @@ class EvaluateRequest(CommandRequest):
     tgt_lang: str = "en"
     #: word-level aligner of ``align`` (ALIGN_DIR or ALIGN_DIR/word), for drop
     align_model: Path | None = None
+    #: drop: align source-reference and source-output this many times each and average DROP over the pairings
+    drop_samples: int = 1
     bootstrap_samples: int = 1000
     no_synonyms: bool = False
     attention: Path | None = None
@@ -142,6 +145,8 @@ def select_metrics(request: EvaluateRequest) -> list[str]:
 def score(request: EvaluateRequest) -> EvaluateResult:
     """Compute the metrics of ``request`` (no file written; :func:`evaluate` also writes ``request.json``)."""
     metrics = select_metrics(request)
+    if not (isinstance(request.drop_samples, int) and request.drop_samples >= 1):
+        raise ConfigError(f"--drop-samples must be a positive integer, got {request.drop_samples!r}")
     t0 = time.perf_counter()
     rows: list[Row] = []
     inputs = ("hyp", "ref", "src", "hyp2", "attention", "gold_align", "align_model")

@@ -129,20 +129,36 @@ def _align(aligner, src: list[list[str]], tgt: list[list[str]]) -> list[set[tupl
 
 
 def _drop(request: EvaluateRequest, texts: Texts, rows: list[Row], out: dict[str, Any]) -> None:
-    from scanmt.metrics.drop import drop_score
+    from scanmt.metrics.drop import DropSamples, drop_score
 
     aligner, path = _load_word_aligner(request.align_model, request.src_lang, request.tgt_lang)
+    k = request.drop_samples
     src = [x.split() for x in texts.src_tok]
-    ref_links = _align(aligner, src, [x.split() for x in texts.ref_tok])
+    ref = [x.split() for x in texts.ref_tok]
     # eflomal is not deterministic: a hypothesis identical to its reference reuses the reference's links
     same = [h == r for h, r in zip(texts.hyp_tok, texts.ref_tok)]
-    hyp_links = _align(aligner, src, [[] if eq else x.split() for x, eq in zip(texts.hyp_tok, same)])
-    hyp_links = [set(r) if eq else h for h, r, eq in zip(hyp_links, ref_links, same)]
-    d = drop_score(ref_links, hyp_links, [len(s) for s in src])
+    hyp = [[] if eq else x.split() for x, eq in zip(texts.hyp_tok, same)]
+    ref_samples = [_align(aligner, src, ref) for _ in range(k)]
+    hyp_samples = [_align(aligner, src, hyp) for _ in range(k)]
+    lens = [len(s) for s in src]
+    d = DropSamples(
+        tuple(
+            drop_score(ref_links, [set(r) if eq else h for h, r, eq in zip(hyp_links, ref_links, same)], lens)
+            for ref_links in ref_samples
+            for hyp_links in hyp_samples
+        ),
+        samples=k,
+    )
+    if k == 1:
+        spread = "one alignment sample (eflomal is random; --drop-samples averages several)"
+    else:
+        spread = f"mean ± {d.score_sd:.2f} over {k}×{k} pairings of {k} alignment samples"
     rows.append(
-        ("DROP", f"{d.score:.2f}", f"% of {d.source_words} source words; {d.score_of_aligned:.2f}% of ref-aligned; lower is better")
+        ("DROP", f"{d.score:.2f}",
+         f"% of {d.source_words} source words; {d.score_of_aligned:.2f}% of ref-aligned; {spread}; lower is better")
     )
     out["drop"] = {
         "score": d.score, "score_of_ref_aligned": d.score_of_aligned, "dropped": d.dropped,
         "source_words": d.source_words, "ref_aligned": d.ref_aligned, "align_model": str(path),
+        "samples": k, "score_sd": d.score_sd, "scores": d.scores,
     }

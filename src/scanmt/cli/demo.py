@@ -233,7 +233,8 @@ def _print_summary(results: list[SystemResult], out: Path, figure: Path | None, 
     print(f"  {'system':<12s}{'updates':>8s}{'minutes':>9s}{'BLEU':>8s}{'REP':>8s}{'DROP':>8s}{'support':>9s}")
     for r in results:
         print(f"  {r.name:<12s}{r.steps:>8d}{r.minutes:>9.1f}{r.bleu:>8.2f}{r.rep:>8.2f}{r.drop:>8.2f}{r.support:>9.2f}")
-    print("  (support: source tokens with non-zero attention per output step)")
+    print("  (support: source tokens with non-zero attention per output step; DROP: one random eflomal alignment,\n"
+          "   which moves it by about 0.1 - `scanmt evaluate --drop-samples 3` averages three)")
     for r in results:
         if r.steps < updates:
             print(f"  NOTE: {r.name} stopped after {r.steps} of {updates} updates ({r.stop_reason}); its numbers are "

@@ -57,6 +57,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="further prepared test splits every run also translates and scores (eval.SPLIT.json, "
                    "metrics.json test_sets, a table each in the report); finished runs get only these steps "
                    "[test2017 when the prepared data has it; the option alone: none]")
+    r.add_argument("--drop-samples", type=int, default=None, metavar="K",
+                   help="DROP of every run averaged over K alignments of each side (`scanmt evaluate --drop-samples`): "
+                   "the aligner samples at random, and one alignment varies by about 0.1 DROP points, as much as "
+                   "the seeds do; each sample adds one alignment of each side per test split [3]")
     r.add_argument("--workers", type=int, default=None,
                    help="runs in parallel, each in its own process with max(1, CPUs // workers) threads [1; with "
                         "several GPUs: one per GPU]")
@@ -106,6 +110,8 @@ def canonical_command(args: argparse.Namespace) -> str:
         argv += ["--predictor-set", s]
     if args.systems:
         argv += ["--systems", *args.systems]
+    if args.drop_samples is not None:
+        argv += ["--drop-samples", str(args.drop_samples)]
     if args.workers:
         argv += ["--workers", str(args.workers)]
     return "scanmt " + shlex.join(argv)
@@ -179,6 +185,7 @@ def _context(args: argparse.Namespace, paths, out: Path, preset: Path):
         out=out, preset=preset, data_dir=paths.data, src_lang=src, tgt_lang=tgt, cli_set=list(args.set),
         split=args.split, command=canonical_command(args), commit=runner.git_commit(), align_model=paths.word_aligner,
         predictor=paths.predictor, extra_splits=extra_splits,
+        drop_samples=runner.DROP_SAMPLES if args.drop_samples is None else args.drop_samples,
     )
 
 

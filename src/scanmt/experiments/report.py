@@ -480,7 +480,8 @@ def _main_table(p: _Page) -> list[str]:
         "",
         f"BLEU: tokenized (Moses), lowercased, as the paper's multi-bleu -lc (sacrebleu `{sig}`); sacreBLEU: "
         "detokenized, cased, for reference. METEOR: nltk with WordNet synonyms. REP and DROP: the paper's "
-        "Section 5 scores, lower is better (DROP uses the word-level eflomal aligner of `OUT/shared`). "
+        f"Section 5 scores, lower is better (DROP uses the word-level eflomal aligner of `OUT/shared`; "
+        f"{_drop_samples_note(systems)}). "
         "Values are mean ± sample standard deviation over the finished seeds (no ± with one seed); the best mean "
         "of each column is in bold. Δ BLEU (p), by seed: for each seed in turn, the system's tokenized BLEU minus "
         f"that of {md_escape(base.label)} trained with the same seed, and the p-value of sacrebleu's paired "
@@ -493,6 +494,15 @@ def _main_table(p: _Page) -> list[str]:
     if not has_base:
         L += [f"No p-values: the baseline {md_escape(base.label)} has no finished run.", ""]
     return L
+
+
+def _drop_samples_note(systems: list[SystemResults]) -> str:
+    """How many alignments each run's DROP averages (``drop_samples`` of its ``metrics.json``; 1 before it existed)."""
+    counts = sorted({int(r.get("drop_samples") or 1) for s in systems for r in s.runs})
+    if not counts or counts == [1]:
+        return "one alignment per run; the aligner samples at random, which moves DROP by about 0.1"
+    said = " to ".join(str(c) for c in (counts[0], counts[-1])) if len(counts) > 1 else str(counts[0])
+    return f"each run's DROP is the mean over {said} alignments of each side (`--drop-samples`)"
 
 
 def _details(p: _Page) -> list[str]:
