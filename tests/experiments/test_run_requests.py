@@ -7,7 +7,11 @@ import json
 import shlex
 from pathlib import Path
 
+import pytest
+
+from scanmt.api import EvaluateRequest
 from scanmt.cli.main import request_from_argv
+from scanmt.errors import ConfigError
 from scanmt.experiments import runner
 from scanmt.experiments.grid import load_grid
 from scanmt.presets import preset_path
@@ -80,3 +84,18 @@ def test_spec_json_keeps_the_requests(tmp_path):
         path = runner.write_spec(dataclasses.replace(spec, run_dir=str(tmp_path / spec.key)))
         back = runner.RunSpec.from_dict(json.loads(path.read_text(encoding="utf-8")))
         assert back.steps() == spec.steps() and back.history
+
+
+def test_evaluate_steps_average_drop_over_the_grid_samples(tmp_path):
+    """Every evaluate step of a grid run asks for DROP over ``RunContext.drop_samples`` alignments (default 3)."""
+    for spec in plan(tmp_path):
+        evals = [r for _, r in runner.device_steps(spec, "cpu") if isinstance(r, EvaluateRequest)]
+        assert len(evals) == 2 and all(r.drop_samples == runner.DROP_SAMPLES == 3 for r in evals)
+        assert all("--drop-samples 3" in r.command_line() for r in evals)
+
+
+@pytest.mark.parametrize("bad", [0, -2, 1.5])
+def test_bad_drop_samples_is_refused_before_any_run(tmp_path, bad):
+    with pytest.raises(ConfigError, match=f"--drop-samples must be a positive integer, got {bad}"):
+        runner.RunContext(out=tmp_path, preset=tmp_path / "p.yaml", data_dir=tmp_path, src_lang="de", tgt_lang="en",
+                          cli_set=[], split="test", command="", commit="", align_model=tmp_path, drop_samples=bad)
