@@ -66,7 +66,7 @@ def test_samples_average_hand_computed_pairings():
     a = DropResult(dropped=2, source_words=10, ref_aligned=8)  # 20 %, 25 % of aligned
     b = DropResult(dropped=4, source_words=10, ref_aligned=8)  # 40 %, 50 %
     c = DropResult(dropped=3, source_words=10, ref_aligned=6)  # 30 %, 50 %
-    d = DropSamples((a, b, c, a), samples=2)
+    d = DropSamples((a, b, c, a))
     assert d.scores == pytest.approx([20.0, 40.0, 30.0, 20.0])
     assert d.score == pytest.approx(27.5)
     # sample sd of 20, 40, 30, 20: sqrt(((-7.5)^2 + 12.5^2 + 2.5^2 + (-7.5)^2) / 3)
@@ -74,11 +74,11 @@ def test_samples_average_hand_computed_pairings():
     assert d.score_of_aligned == pytest.approx((25 + 50 + 50 + 25) / 4)
     assert d.dropped == pytest.approx(11 / 4) and d.ref_aligned == pytest.approx(30 / 4)
     assert d.source_words == 10
-    one = DropSamples((b,), samples=1)
+    one = DropSamples((b,))
     assert (one.score, one.score_sd, one.dropped, one.ref_aligned) == (40.0, 0.0, 4, 8)
     assert isinstance(one.dropped, int)
 
 
 def test_samples_needs_a_result():
     with pytest.raises(DataError, match="no alignment samples"):
-        DropSamples((), samples=1)
+        DropSamples(())

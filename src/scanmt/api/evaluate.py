@@ -107,6 +107,12 @@ def json_written(path: str | Path) -> str:
     return f"results written to {path}"
 
 
+def check_drop_samples(k: object) -> None:
+    """Raise :class:`ConfigError` unless ``k`` (``--drop-samples``) is a positive integer."""
+    if not (isinstance(k, int) and k >= 1):
+        raise ConfigError(f"--drop-samples must be a positive integer, got {k!r}")
+
+
 def select_metrics(request: EvaluateRequest) -> list[str]:
     """The metrics to compute: those asked for, or every one whose inputs are given."""
     has_text = request.hyp is not None and request.ref is not None
@@ -145,8 +151,7 @@ def select_metrics(request: EvaluateRequest) -> list[str]:
 def score(request: EvaluateRequest) -> EvaluateResult:
     """Compute the metrics of ``request`` (no file written; :func:`evaluate` also writes ``request.json``)."""
     metrics = select_metrics(request)
-    if not (isinstance(request.drop_samples, int) and request.drop_samples >= 1):
-        raise ConfigError(f"--drop-samples must be a positive integer, got {request.drop_samples!r}")
+    check_drop_samples(request.drop_samples)
     t0 = time.perf_counter()
     rows: list[Row] = []
     inputs = ("hyp", "ref", "src", "hyp2", "attention", "gold_align", "align_model")

@@ -146,8 +146,7 @@ def _drop(request: EvaluateRequest, texts: Texts, rows: list[Row], out: dict[str
             drop_score(ref_links, [set(r) if eq else h for h, r, eq in zip(hyp_links, ref_links, same)], lens)
             for ref_links in ref_samples
             for hyp_links in hyp_samples
-        ),
-        samples=k,
+        )
     )
     if k == 1:
         spread = "one alignment sample (eflomal is random; --drop-samples averages several)"

@@ -501,7 +501,7 @@ def _drop_samples_note(systems: list[SystemResults]) -> str:
     counts = sorted({int(r.get("drop_samples") or 1) for s in systems for r in s.runs})
     if not counts or counts == [1]:
         return "one alignment per run; the aligner samples at random, which moves DROP by about 0.1"
-    said = " to ".join(str(c) for c in (counts[0], counts[-1])) if len(counts) > 1 else str(counts[0])
+    said = f"{counts[0]} to {counts[-1]}" if len(counts) > 1 else f"{counts[0]}"
     return f"each run's DROP is the mean over {said} alignments of each side (`--drop-samples`)"
 
 

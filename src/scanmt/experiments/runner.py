@@ -46,6 +46,7 @@ from typing import Any, Callable, Iterator, Sequence
 from scanmt import api
 from scanmt.api import CommandRequest, EvaluateRequest, TrainRequest, TranslateRequest, TunePenaltiesRequest
 from scanmt.api.decode import PENALTY_KEYS
+from scanmt.api.evaluate import check_drop_samples
 from scanmt.config import config_differences, with_defaults
 from scanmt.errors import ConfigError, DataError, ScanmtError
 from scanmt.experiments.grid import Grid, GridError, System
@@ -187,8 +188,7 @@ class RunContext:
     drop_samples: int = DROP_SAMPLES
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.drop_samples, int) and self.drop_samples >= 1):
-            raise ConfigError(f"--drop-samples must be a positive integer, got {self.drop_samples!r}")
+        check_drop_samples(self.drop_samples)
 
 
 @dataclass

@@ -66,11 +66,9 @@ class DropSamples:
     Attributes:
         results: one :class:`DropResult` per pairing of a source-reference
             alignment with a source-output alignment (all pairings of K samples of each: K×K).
-        samples: K, the number of alignments made of each side.
     """
 
     results: tuple[DropResult, ...]
-    samples: int
 
     def __post_init__(self) -> None:
         if not self.results:
