@@ -19,6 +19,7 @@ import sys
 from typing import Iterator
 
 import pytest
+import torch
 
 try:
     import scanmt.ops  # noqa: F401
@@ -29,6 +30,14 @@ from scanmt.ops import _checks, _native  # noqa: E402
 
 #: the two implementations of the forward passes
 PATHS = ("native", "pytorch")
+
+#: devices for the tests that take ``device``: the CPU always, CUDA where there is
+#: one (off the CPU the ops run their PyTorch algorithms; CI has no GPU, so there
+#: the CUDA cases are skipped with this reason)
+DEVICES = (
+    "cpu",
+    pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here")),
+)
 
 
 @contextlib.contextmanager

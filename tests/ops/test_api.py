@@ -14,7 +14,7 @@ import torch
 import scanmt.ops as ops
 from scanmt.ops import CSoftmax, CSparsemax, Sparsemax, _checks, csoftmax, csparsemax, softmax, sparsemax
 
-from .conftest import PATHS, on_path
+from .conftest import DEVICES, PATHS, on_path
 
 ALL = ["softmax", "sparsemax", "csoftmax", "csparsemax"]
 FNS = {"softmax": softmax, "sparsemax": sparsemax, "csoftmax": csoftmax, "csparsemax": csparsemax}
@@ -204,20 +204,26 @@ def test_mixed_dtypes_promote():
 @pytest.mark.parametrize("op", ALL)
 def test_autocast(op, path):
     with on_path(path):
-        _autocast(op)
+        _autocast(op, "cpu")
 
 
-def _autocast(op):
+@pytest.mark.parametrize("device", [d for d in DEVICES if d != "cpu"])
+@pytest.mark.parametrize("op", ALL)
+def test_autocast_off_the_cpu(op, device):
+    _autocast(op, device)
+
+
+def _autocast(op, device):
     torch.manual_seed(6)
-    lin = torch.nn.Linear(8, 10)
-    x = torch.randn(4, 8)
-    u = bounds_like(torch.zeros(4, 10), -1)
-    with torch.autocast("cpu", dtype=torch.bfloat16):
+    lin = torch.nn.Linear(8, 10).to(device)
+    x = torch.randn(4, 8, device=device)
+    u = bounds_like(torch.zeros(4, 10), -1).to(device)
+    with torch.autocast(device, dtype=torch.bfloat16):
         z = lin(x)
         assert z.dtype == torch.bfloat16
         out = call(op, z, u)
     assert out.dtype in (torch.bfloat16, torch.float32)
-    torch.testing.assert_close(out.float().sum(-1), torch.ones(4), atol=1e-2, rtol=0)
+    torch.testing.assert_close(out.float().sum(-1), torch.ones(4, device=device), atol=1e-2, rtol=0)
     out.float().sum().backward()
     assert lin.weight.grad is not None and torch.isfinite(lin.weight.grad).all()
 

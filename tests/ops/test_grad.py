@@ -8,7 +8,7 @@ import torch
 
 from . import oracle
 from .cases import KINDS, make_case, margin_csoftmax, margin_csparsemax
-from .conftest import PATHS, on_path
+from .conftest import DEVICES, PATHS, on_path
 from scanmt.ops import _checks, csoftmax, csparsemax, softmax, sparsemax
 
 METHODS = ("native", "dense", "iter", "sort")
@@ -47,21 +47,23 @@ def _rows_away_from_breakpoints(op: str, n: int, J: int, seed: int, margin: floa
 # ----------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("op", ["csparsemax", "csoftmax"])
-def test_gradcheck_constrained(op, method):
+def test_gradcheck_constrained(op, method, device):
     fn = {"csparsemax": csparsemax, "csoftmax": csoftmax}[op]
     z, u = _rows_away_from_breakpoints(op, 6, 7, seed=1)
-    z.requires_grad_()
-    u = u.clamp(max=5.0).requires_grad_()  # gradcheck perturbs u: keep it finite
+    z = z.to(device).requires_grad_()
+    u = u.clamp(max=5.0).to(device).requires_grad_()  # gradcheck perturbs u: keep it finite
     with _checks.use_method(method):
         assert torch.autograd.gradcheck(lambda a, b: fn(a, b), (z, u), eps=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("method", ["native", "iter", "sort"])
-def test_gradcheck_sparsemax_and_softmax(method):
+def test_gradcheck_sparsemax_and_softmax(method, device):
     z, _ = _rows_away_from_breakpoints("sparsemax", 6, 7, seed=2)
-    z.requires_grad_()
+    z = z.to(device).requires_grad_()
     with _checks.use_method(method):
         assert torch.autograd.gradcheck(lambda a: sparsemax(a), (z,), eps=1e-6, atol=1e-6)
     assert torch.autograd.gradcheck(lambda a: softmax(a), (z,), eps=1e-6, atol=1e-6)
@@ -122,21 +124,24 @@ def test_u_gradient_matches_oracle_finite_differences(op, path):
 # ----------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("op", ["csparsemax", "csoftmax", "sparsemax"])
-def test_vjp_matches_oracle(op, method):
+def test_vjp_matches_oracle(op, method, device):
     for kind in KINDS:
         z, u, mask = make_case(kind, 200, 12, seed=50 + KINDS.index(kind))
         g = np.random.default_rng(7).standard_normal(z.shape)
-        zt, ut = torch.tensor(z, requires_grad=True), torch.tensor(u, requires_grad=True)
-        mt = torch.tensor(mask)
+        zt = torch.tensor(z, device=device, requires_grad=True)
+        ut = torch.tensor(u, device=device, requires_grad=True)
+        mt = torch.tensor(mask, device=device)
         with _checks.use_method(method):
             if op == "sparsemax":
                 p = sparsemax(zt, mask=mt)
             else:
                 p = {"csparsemax": csparsemax, "csoftmax": csoftmax}[op](zt, ut, mask=mt)
-        p.backward(torch.tensor(g))
-        pn = p.detach().numpy()
+        p.backward(torch.tensor(g, device=device))
+        pn = p.detach().cpu().numpy()
+        zgrad, ugrad = zt.grad.cpu(), ut.grad.cpu() if ut.grad is not None else None
         for i in range(z.shape[0]):
             ok = mask[i] & (z[i] > -np.inf)
             if op == "sparsemax":
@@ -152,10 +157,10 @@ def test_vjp_matches_oracle(op, method):
                     continue
                 dz, du = getattr(oracle, op + "_vjp")(z[i], u[i], pn[i], g[i], mask[i])
             msg = f"{op}/{method}/{kind} row {i}"
-            np.testing.assert_allclose(zt.grad[i].numpy(), dz, atol=1e-9, err_msg=msg)
+            np.testing.assert_allclose(zgrad[i].numpy(), dz, atol=1e-9, err_msg=msg)
             if op != "sparsemax":
-                np.testing.assert_allclose(np.where(ok, ut.grad[i].numpy(), 0), du, atol=1e-9, err_msg=msg)
-                assert not ut.grad[i][~torch.tensor(ok)].any(), msg
+                np.testing.assert_allclose(np.where(ok, ugrad[i].numpy(), 0), du, atol=1e-9, err_msg=msg)
+                assert not ugrad[i][~torch.tensor(ok)].any(), msg
 
 
 # ----------------------------------------------------------------------------

@@ -11,6 +11,7 @@ import torch
 
 from . import oracle
 from .cases import KINDS, make_case
+from .conftest import DEVICES
 from scanmt.ops import FEASIBILITY_TOL, NEGATIVE_TOL, _checks, _native, csoftmax, csparsemax, sparsemax
 
 SHAPES = ((250, 8), (250, 40), (24, 600))  # 524 rows per kind, 3144 per op
@@ -37,8 +38,9 @@ def _expected(op: str, kind: str, shape_i: int, dtype: torch.dtype) -> np.ndarra
     return oracle.rows(getattr(oracle, op), z, u, mask)
 
 
-def _run(op: str, z, u, mask, dtype):
-    zt, ut, mt = torch.as_tensor(z, dtype=dtype), torch.as_tensor(u, dtype=dtype), torch.as_tensor(mask)
+def _run(op: str, z, u, mask, dtype, device: str = "cpu"):
+    zt, ut = torch.as_tensor(z, dtype=dtype, device=device), torch.as_tensor(u, dtype=dtype, device=device)
+    mt = torch.as_tensor(mask, device=device)
     if op == "sparsemax":
         return sparsemax(zt, mask=mt)
     return {"csparsemax": csparsemax, "csoftmax": csoftmax}[op](zt, ut, mask=mt)
@@ -85,18 +87,19 @@ def test_oracle_special_cases():
 # ----------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("op", ("sparsemax", "csparsemax", "csoftmax"))
-def test_matches_oracle(op, method, dtype):
+def test_matches_oracle(op, method, dtype, device):
     for kind in KINDS:
         for shape_i in range(len(SHAPES)):
             z, u, mask = _case(kind, shape_i, dtype)
             expected = _expected(op, kind, shape_i, dtype)
             with _checks.use_method(method):
-                p = _run(op, z, u, mask, dtype)
-            assert p.dtype == dtype
-            got = p.double().numpy()
+                p = _run(op, z, u, mask, dtype, device)
+            assert p.dtype == dtype and p.device.type == device
+            got = p.double().cpu().numpy()
             err = np.abs(got - expected).max()
             assert err <= ATOL[dtype], f"{op}/{method}/{kind}/{SHAPES[shape_i]}: max error {err:.3g}"
             assert not (got[~mask] != 0).any(), "masked positions must be exactly 0"
