@@ -65,6 +65,24 @@ def test_collapse_warning_is_given_once(caplog):
     assert not caplog.records, "softmax saturating is no collapse (its Jacobian is never zero)"
 
 
+@pytest.mark.parametrize(
+    "scaling, optimizer, expected, not_expected",
+    [
+        ("none", "adam", ["scaling=cosine", "train.optimizer=sgd"], []),
+        ("none", "sgd", ["scaling=cosine"], ["train.optimizer=sgd"]),  # the paper preset: SGD is no news
+        ("cosine", "adam", ["train.optimizer=sgd"], ["scaling=cosine (cpu-small"]),
+        ("cosine", "sgd", ["train.lr"], ["train.optimizer=sgd"]),
+    ],
+)
+def test_collapse_advice_names_only_what_the_run_does_not_use(scaling, optimizer, expected, not_expected, caplog):
+    h = AttentionHealth("sparsemax", sparse=True, sink=False, scaling=scaling, optimizer=optimizer)
+    with caplog.at_level(logging.WARNING, logger="scanmt.train"):
+        h.check({"attn/one_hot": 0.62, "attn/support": 2.17}, step=200, epoch=1)
+    (msg,) = [r.getMessage() for r in caplog.records if "attention collapse" in r.getMessage()]
+    assert all(e in msg for e in expected), msg
+    assert not any(n in msg for n in not_expected), msg
+
+
 # ---------------------------------------------------------------- regression test on real data
 
 #: the collapse criterion: this share of one-hot steps in a logging window (today's fixed recipe stays

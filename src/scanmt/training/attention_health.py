@@ -35,17 +35,28 @@ log = logging.getLogger("scanmt.train")
 #: a window with more one-hot steps than this, in the first epoch, is a collapse
 COLLAPSE_SHARE = 0.5
 
-ADVICE = (
-    "bound the score gaps with model.attention.scaling=cosine (cpu-small's default; sqrt also works), or train "
-    "the paper's way (train.optimizer=sgd train.lr=1.0 train.normalization=sents); see docs/attention-recipe.md"
-)
+
+
+def advice(scaling: str, optimizer: str) -> str:
+    """What to change after a collapse, given the run's score scaling and optimizer (only what it does not use)."""
+    fixes = []
+    if scaling == "none":
+        fixes.append("bound the score gaps with model.attention.scaling=cosine (cpu-small's default; sqrt also works)")
+    if optimizer != "sgd":
+        fixes.append("train the paper's way (train.optimizer=sgd train.lr=1.0 train.normalization=sents)")
+    if not fixes:
+        fixes.append("lower the attention's learning pace (train.lr, or model.attention.scaling=cosine if not in use)")
+    return ", or ".join(fixes) + "; see docs/attention-recipe.md"
+
 
 
 class AttentionHealth:
     """Accumulates attention statistics over a logging window (see the module docstring)."""
 
-    def __init__(self, transform: str, sparse: bool, sink: bool):
+    def __init__(self, transform: str, sparse: bool, sink: bool, scaling: str = "none", optimizer: str = "sgd"):
         self.transform = transform
+        #: the run's recipe, for the advice of the collapse warning
+        self.scaling, self.optimizer = scaling, optimizer
         #: True for transforms whose gradient vanishes at one-hot rows (everything but softmax)
         self.sparse = sparse
         self.sink = sink
@@ -104,5 +115,6 @@ class AttentionHealth:
             "attention collapse: at step %d, %.0f%% of target steps put all their %s attention on one source "
             "token (mean support %.2f). A one-hot %s row has a zero Jacobian, so the attention scores stop "
             "learning and the alignment freezes. To fix it, %s.",
-            step, 100 * share, self.transform, metrics.get("attn/support", float("nan")), self.transform, ADVICE,
+            step, 100 * share, self.transform, metrics.get("attn/support", float("nan")), self.transform,
+            advice(self.scaling, self.optimizer),
         )

@@ -251,7 +251,9 @@ class TrainLoop:
         else:
             p.bad_validations += 1
         self.logger.log(p.step, metrics)
-        log.info("step %d epoch %d: %s%s", p.step, p.epoch, self.task.describe_validation(metrics),
+        # at an epoch's end p.epoch already names the next one
+        where = f"end of epoch {p.epoch - 1}" if p.batch_in_epoch == 0 else f"epoch {p.epoch}"
+        log.info("step %d, %s: %s%s", p.step, where, self.task.describe_validation(metrics),
                  " (best)" if improved else "")
         if improved:
             self._save("best.pt")

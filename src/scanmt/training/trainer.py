@@ -83,7 +83,10 @@ class NMTTask:
         self.model: NMTModel = build_model(cfg, len(data.pipeline.vocab))
         self.model.reset_parameters(cfg.train.param_init)
         transform = cfg.model.attention.transform
-        self.health = AttentionHealth(transform, sparse=transform != "softmax", sink=self.model.sink)
+        self.health = AttentionHealth(
+            transform, sparse=transform != "softmax", sink=self.model.sink,
+            scaling=cfg.model.attention.scaling, optimizer=cfg.train.optimizer,
+        )
 
     def epoch_batches(self, epoch: int) -> list[list[int]]:
         c = self.cfg
