@@ -36,7 +36,6 @@ log = logging.getLogger("scanmt.train")
 COLLAPSE_SHARE = 0.5
 
 
-
 def advice(scaling: str, optimizer: str) -> str:
     """What to change after a collapse, given the run's score scaling and optimizer (only what it does not use)."""
     fixes = []
@@ -45,9 +44,8 @@ def advice(scaling: str, optimizer: str) -> str:
     if optimizer != "sgd":
         fixes.append("train the paper's way (train.optimizer=sgd train.lr=1.0 train.normalization=sents)")
     if not fixes:
-        fixes.append("lower the attention's learning pace (train.lr, or model.attention.scaling=cosine if not in use)")
+        fixes.append("lower train.lr (or use model.attention.scaling=cosine if the run uses another scaling)")
     return ", or ".join(fixes) + "; see docs/attention-recipe.md"
-
 
 
 class AttentionHealth:
