@@ -138,8 +138,15 @@ def _drop(request: EvaluateRequest, texts: Texts, rows: list[Row], out: dict[str
     # eflomal is not deterministic: a hypothesis identical to its reference reuses the reference's links
     same = [h == r for h, r in zip(texts.hyp_tok, texts.ref_tok)]
     hyp = [[] if eq else x.split() for x, eq in zip(texts.hyp_tok, same)]
-    ref_samples = [_align(aligner, src, ref) for _ in range(k)]
-    hyp_samples = [_align(aligner, src, hyp) for _ in range(k)]
+    from tqdm import tqdm
+
+    # each eflomal call takes seconds: a bar over the 2k of them
+    with tqdm(total=2 * k, desc="DROP: aligning", unit="alignment", leave=False) as bar:
+        ref_samples, hyp_samples = [], []
+        for side, samples in ((ref, ref_samples), (hyp, hyp_samples)):
+            for _ in range(k):
+                samples.append(_align(aligner, src, side))
+                bar.update()
     lens = [len(s) for s in src]
     d = DropSamples(
         tuple(

@@ -185,6 +185,8 @@ def _run_eflomal(
     if not src:
         return [], []
     quiet = not log.isEnabledFor(logging.DEBUG)
+    eflomal_log = logging.getLogger("eflomal")  # its per-call INFO lines ("Prepared N sentences", ...)
+    eflomal_level = eflomal_log.level
     aligner = eflomal.Aligner(
         model=settings.model,
         n_samplers=settings.n_samplers,
@@ -193,14 +195,19 @@ def _run_eflomal(
     )
     with tempfile.TemporaryDirectory(prefix="scanmt-eflomal-") as tmp:
         fwd_path, rev_path = Path(tmp) / "fwd", Path(tmp) / "rev"
-        aligner.align(
-            _lines(src),
-            _lines(tgt),
-            links_filename_fwd=str(fwd_path),
-            links_filename_rev=str(rev_path),
-            priors_input=None if priors_text is None else io.StringIO(priors_text),
-            quiet=quiet,
-        )
+        try:
+            if quiet:
+                eflomal_log.setLevel(logging.WARNING)
+            aligner.align(
+                _lines(src),
+                _lines(tgt),
+                links_filename_fwd=str(fwd_path),
+                links_filename_rev=str(rev_path),
+                priors_input=None if priors_text is None else io.StringIO(priors_text),
+                quiet=quiet,
+            )
+        finally:
+            eflomal_log.setLevel(eflomal_level)
         src_lens = [len(s) for s in src]
         tgt_lens = [len(t) for t in tgt]
         # read_links checks the line count and that every link lies inside its sentence
@@ -295,10 +302,11 @@ class Aligner:
         s = as_token_lists(src, what="source")
         t = as_token_lists(tgt, what="target")
         _check_pair(s, t)
-        log.info("eflomal: aligning %d new sentence pairs with the learned priors...", len(s))
+        # seconds per call, and DROP may make several calls: a debug line, not an info line
+        log.debug("eflomal: aligning %d new sentence pairs with the learned priors...", len(s))
         t0 = time.perf_counter()
         out = _run_eflomal(s, t, self.settings, self._priors)
-        log.info("eflomal: done in %.1f s", time.perf_counter() - t0)
+        log.debug("eflomal: done in %.1f s", time.perf_counter() - t0)
         return out
 
     def align(self, src: Corpus, tgt: Corpus) -> list[LinkSet]:
