@@ -71,6 +71,7 @@ def test_beam_search_matches_the_cpu(transform):
     kw = dict(beam=4, max_len_a=3.0, max_len_b=4)
     hyps0 = beam_search(m.to("cpu"), src, n, fert, **kw)
     hyps1 = beam_search(m.to("cuda"), src.cuda(), n.cuda(), None if fert is None else fert.cuda(), **kw)
+    assert len(hyps0) == len(hyps1) == len(n)
     for h0, h1 in zip(hyps0, hyps1):
         assert h1.tokens == h0.tokens
         assert h1.log_prob == pytest.approx(h0.log_prob, abs=1e-9)

@@ -130,6 +130,7 @@ def _align(aligner, src: list[list[str]], tgt: list[list[str]]) -> list[set[tupl
 
 def _drop(request: EvaluateRequest, texts: Texts, rows: list[Row], out: dict[str, Any]) -> None:
     from scanmt.metrics.drop import DropSamples, drop_score
+    from tqdm import tqdm
 
     aligner, path = _load_word_aligner(request.align_model, request.src_lang, request.tgt_lang)
     k = request.drop_samples
@@ -138,8 +139,6 @@ def _drop(request: EvaluateRequest, texts: Texts, rows: list[Row], out: dict[str
     # eflomal is not deterministic: a hypothesis identical to its reference reuses the reference's links
     same = [h == r for h, r in zip(texts.hyp_tok, texts.ref_tok)]
     hyp = [[] if eq else x.split() for x, eq in zip(texts.hyp_tok, same)]
-    from tqdm import tqdm
-
     # each eflomal call takes seconds: a bar over the 2k of them
     with tqdm(total=2 * k, desc="DROP: aligning", unit="alignment", leave=False) as bar:
         ref_samples, hyp_samples = [], []
