@@ -12,8 +12,9 @@ Shape (one entry per system of the grid, in grid order, for the report's main te
 - The numbers are the per-seed values the Markdown table aggregates (each finished
   seed's ``metrics.json``): tokenized BLEU, REP, DROP and METEOR.
 - ``mean`` is the arithmetic mean over the finished seeds.  ``std`` is the sample
-  standard deviation (``ddof=1``) for two or more seeds and ``0.0`` for one seed
-  (a single run has no spread to estimate; the Markdown table shows no ``±`` then).
+  standard deviation (``ddof=1``) for two or more seeds and ``null`` for one seed
+  (a single run has no spread to estimate, and ``0.0`` would claim one; the Markdown
+  table shows no ``±`` then).
   A system without finished seeds has ``"seeds": 0`` and ``null`` means and stds.
 - ``seeds`` counts the finished seeds of the system.
 - Two extra top-level keys describe the test sets; no system may be named like them
@@ -49,10 +50,11 @@ Runs = Sequence[Mapping[str, Any]]
 
 
 def mean_std_entry(values: Sequence[float]) -> dict[str, float | None]:
-    """``{"mean", "std"}`` of per-seed values: std with ddof=1 for n ≥ 2, 0.0 for n = 1, None for n = 0."""
+    """``{"mean", "std"}`` of per-seed values: std with ddof=1 for n ≥ 2; None for n = 1 (no spread
+    to estimate); both None for n = 0."""
     if not values:
         return {"mean": None, "std": None}
-    std = statistics.stdev(values) if len(values) > 1 else 0.0
+    std = statistics.stdev(values) if len(values) > 1 else None
     return {"mean": statistics.fmean(values), "std": std}
 
 
