@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 
 from scanmt.config import Config
@@ -93,6 +95,29 @@ def test_errors_of_the_file_itself_name_the_file(tmp_path):
     path.write_text("train:\n  lr: fast\n")
     with pytest.raises(ConfigError, match=r"c\.yaml: train\.lr: expected a number, got 'fast'"):
         Config.load(path, ["train.epochs=3"])
+
+
+def test_a_key_written_twice_is_an_error_naming_both_lines(tmp_path):
+    # PyYAML alone keeps the last of two equal keys silently, so a stale line below an edited one would win
+    path = tmp_path / "c.yaml"
+    path.write_text("model:\n  attention:\n    scaling: cosine\n    transform: sparsemax\n    scaling: none\n")
+    with pytest.raises(ConfigError) as exc:
+        Config.load(path)
+    msg = str(exc.value)
+    assert msg.startswith(f"{path}: invalid YAML")
+    assert "found the key 'scaling' a second time (first at line 3)" in msg
+    assert f'in "{path}", line 5' in msg
+
+
+def test_every_shipped_yaml_has_each_key_once():
+    from scanmt.io import load_yaml
+
+    repo = Path(__file__).resolve().parents[1]
+    files = sorted([*repo.glob("configs/*.yaml"), *repo.glob("experiments/*.yaml"),
+                    *(repo / "src" / "scanmt" / "presets").glob("*.yaml")])
+    assert len(files) >= 6
+    for path in files:
+        assert isinstance(load_yaml(path.read_text(encoding="utf-8"), str(path)), dict), path
 
 
 @pytest.mark.parametrize(

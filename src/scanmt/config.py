@@ -25,6 +25,7 @@ import yaml
 
 from scanmt.errors import ConfigError
 from scanmt.fertility.rules import check_attention
+from scanmt.io import load_yaml
 
 
 @dataclass
@@ -259,7 +260,7 @@ class Config:
         if not path.exists():
             raise ConfigError(f"{path}: config file not found")
         try:
-            raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+            raw = load_yaml(path.read_text(encoding="utf-8"), str(path)) or {}
         except yaml.YAMLError as exc:
             raise ConfigError(f"{path}: invalid YAML: {exc}") from None
         if not isinstance(raw, dict):

@@ -2,7 +2,8 @@
 
 ``read_lines`` turns every way a text file can be wrong (missing, not UTF-8,
 empty line, trailing blank line) into a :class:`~scanmt.errors.DataError`
-naming the file and the 1-based line number.
+naming the file and the 1-based line number.  ``load_yaml`` reads the YAML of
+configs and grid files, refusing a key written twice in one mapping.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import IO, Callable, Iterator
+
+import yaml
+import yaml.constructor
 
 from scanmt.errors import DataError
 
@@ -210,6 +214,40 @@ def read_lines(path: str | Path, *, allow_empty: bool = False, what: str = "file
                     raise DataError(f"{path}:{i + 1}: {what} ends with a blank line (an extra trailing newline?)")
                 raise DataError(f"{path}:{i + 1}: {what} has an empty line")
     return lines
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses a key written twice in one mapping.
+
+    PyYAML keeps the last of two equal keys without a word, so an edit that leaves an older
+    ``scaling: none`` below a new ``scaling: cosine`` would silently train the old setting.
+    """
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: dict = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                first = seen.setdefault(key, key_node)
+            except TypeError:  # an unhashable key: PyYAML's own error names it below
+                continue
+            if first is not key_node:
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping", node.start_mark,
+                    f"found the key {key!r} a second time (first at line {first.start_mark.line + 1})",
+                    key_node.start_mark)
+        return super().construct_mapping(node, deep=deep)
+
+
+def load_yaml(text: str, name: str = "<string>") -> object:
+    """``yaml.safe_load(text)``, except that a key written twice in one mapping raises a
+    ``yaml.YAMLError`` naming the key and both lines; ``name`` (the file) is what its marks name."""
+    loader = _UniqueKeyLoader(text)
+    loader.name = name  # PyYAML's marks read it when an error is raised
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
 
 
 def read_json(path: str | Path, *, missing: str) -> dict:

@@ -61,6 +61,7 @@ systems:
         ("name: g\nfigure: [s, t]\nsystems: [{name: s}]\n", "figure: 't' is not a system"),
         ("name: g\nalign: {sampler: 1}\nsystems: [{name: s}]\n", "align: unknown option 'sampler'"),
         ("name: g\nalign: {samplers: 1.5}\nsystems: [{name: s}]\n", "align.samplers: expected an integer"),
+        ("name: g\nsystems: [{name: s}]\nname: h\n", "found the key 'name' a second time (first at line 1)"),
     ],
 )
 def test_grid_errors_name_file_system_and_key(tmp_path, text, message):

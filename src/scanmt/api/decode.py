@@ -14,6 +14,7 @@ from typing import Any
 
 from scanmt.config import Config, DecodeConfig
 from scanmt.errors import ConfigError
+from scanmt.io import load_yaml
 
 #: decode keys a penalties file may set (everything else in it is informational)
 PENALTY_KEYS = ("length_alpha", "coverage_beta", "coverage_eps", "penalty_mode")
@@ -25,7 +26,7 @@ def load_penalties(path: str | Path) -> dict[str, Any]:
 
     path = Path(path)
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        raw = load_yaml(path.read_text(encoding="utf-8"), str(path)) or {}
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the penalties file: {exc.strerror or exc}") from None
     except yaml.YAMLError as exc:

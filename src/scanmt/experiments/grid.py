@@ -40,6 +40,7 @@ from typing import Any
 import yaml
 
 from scanmt.errors import ConfigError
+from scanmt.io import load_yaml
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")
@@ -233,7 +234,7 @@ def _read_mapping(path: Path) -> tuple[dict, str]:
         raise GridError(f"{path}: is a directory, expected a grid YAML file")
     text = path.read_text(encoding="utf-8")
     try:
-        raw = yaml.safe_load(text)
+        raw = load_yaml(text, str(path))
     except yaml.YAMLError as exc:
         raise GridError(f"{path}: invalid YAML: {exc}") from None
     if not isinstance(raw, dict):
