@@ -27,3 +27,8 @@ $S experiments/table2.yaml --data "$DATA" "${COMMON[@]}" --out "$ROOT/table1"
 $S experiments/table1.yaml --data "$DATA" "${COMMON[@]}" --out "$ROOT/table1"
 $S experiments/table1.yaml --systems softmax sparsemax csparsemax --data multi30k --pair fr-en \
     --mirror ../shared/data/multi30k "${COMMON[@]}" --out "$ROOT/table1-fr-en"
+# Then the recipe ablation (experiments/recipe-ablation.yaml): which part of the paper's recipe lets csparsemax
+# cut repetitions at the paper's size but not at cpu-small's. One seed first; its softmax and csparsemax are
+# Table 1's runs, reused.
+$S experiments/recipe-ablation.yaml --data "$DATA" --preset cpu-small --seeds 1 --workers 2 \
+    --set train.precision=bf16 --out "$ROOT/table1"

@@ -101,6 +101,17 @@ def test_shipped_grids():
     assert t2.system("csparsemax").set == t1.system("csparsemax").set and t2.set == t1.set
     tiny = load_grid(GRIDS / "tiny.yaml")
     assert tiny.names == ["softmax", "csparsemax"] and tiny.align_args()
+    # the ablation reuses Table 1's softmax and csparsemax runs, and each csparsemax variant differs from
+    # the softmax of the same variant only in the attention transform's own keys
+    ab = load_grid(GRIDS / "recipe-ablation.yaml")
+    assert ab.set == t1.set
+    assert ab.system("softmax").set == t1.system("softmax").set
+    assert ab.system("csparsemax").set == t1.system("csparsemax").set
+    sparse_keys = set(t1.system("csparsemax").set)
+    for variant in ("paper-recipe", "ls0", "untied"):
+        soft, sparse = set(ab.system(f"softmax-{variant}").set), set(ab.system(f"csparsemax-{variant}").set)
+        assert soft - {"model.attention.transform=softmax"} == sparse - sparse_keys, variant
+        assert sparse_keys <= sparse and "model.attention.transform=softmax" in soft, variant
 
 
 def dry_run(grid: Path, out: Path, *extra: str) -> list[str]:
