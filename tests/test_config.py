@@ -109,6 +109,13 @@ def test_a_key_written_twice_is_an_error_naming_both_lines(tmp_path):
     assert f'in "{path}", line 5' in msg
 
 
+def test_yaml_merge_keys_may_still_be_overridden():
+    from scanmt.io import load_yaml
+
+    assert load_yaml("base: &b {x: 1, y: 2}\nd:\n  <<: *b\n  y: 3\n")["d"] == {"x": 1, "y": 3}
+    assert load_yaml("[{a: 1}, {a: 2}]") == [{"a": 1}, {"a": 2}]  # equal keys in different mappings
+
+
 def test_every_shipped_yaml_has_each_key_once():
     from scanmt.io import load_yaml
 
