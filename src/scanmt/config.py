@@ -158,6 +158,11 @@ class DecodeConfig:
     #: maximum output length = max_len_a * source_length + max_len_b
     max_len_a: float = 2.0
     max_len_b: int = 10
+    #: no ``</s>`` before this many output tokens (1: a non-empty source never gets an empty translation,
+    #: like fairseq's and JoeyNMT's defaults; 0: OpenNMT-py's default, where a model that gives ``</s>``
+    #: some mass at the first step can win the beam with the empty output when length_alpha is 0).
+    #: The maximum length (max_len_a, max_len_b) wins where it is shorter.
+    min_len: int = 1
     batch_size: int = 64
     #: CovPenalty (Wu et al. 2016): beta in cp = beta * sum_j log max(eps, min(1, sum_t alpha_tj)); 0 disables
     coverage_beta: float = 0.0
@@ -231,6 +236,13 @@ def check_penalty_config(d: "DecodeConfig", prefix: str = "decode") -> None:
         raise ConfigError(f"{prefix}.length_alpha must be >= 0, got {d.length_alpha}")
 
 
+def check_decode_config(d: "DecodeConfig", prefix: str = "decode") -> None:
+    """Raise :class:`ConfigError` naming the key for bad decode settings (penalties, lengths)."""
+    check_penalty_config(d, prefix)
+    if d.min_len < 0:
+        raise ConfigError(f"{prefix}.min_len must be >= 0 (0 allows an empty translation), got {d.min_len}")
+
+
 #: the first line of a config file written by :meth:`Config.save_yaml` (a run's ``config.yaml``)
 CONFIG_HEADER = "# scanmt config: every key (see configs/cpu-small.yaml for what each one means)"
 
@@ -251,7 +263,7 @@ class Config:
         check_coverage_config(cfg.model.coverage)
         check_attention(cfg.model.attention)  # fertility and attention cross-field rules (scanmt.fertility.rules)
         check_train_config(cfg.train)
-        check_penalty_config(cfg.decode)
+        check_decode_config(cfg.decode)
         return cfg
 
     @classmethod

@@ -28,21 +28,20 @@ def test_translate_lines(run):
 
 
 def test_decode_settings_are_a_new_value_checked_once(run, tmp_path, monkeypatch):
-    import scanmt.decoding.penalties as penalties_mod
-    from scanmt.decoding.penalties import Penalties
+    import scanmt.decoding.translator as translator_mod
 
     penalties = tmp_path / "p.yaml"
     penalties.write_text("length_alpha: 0.4\ncoverage_beta: 0.2\nbleu: 1.0\n")
     calls = []
-    check = penalties_mod.check_penalty_config
-    monkeypatch.setattr(penalties_mod, "check_penalty_config", lambda d: (calls.append(d), check(d)))
+    check = translator_mod.check_decode_config
+    monkeypatch.setattr(translator_mod, "check_decode_config", lambda d: (calls.append(d), check(d)))
     tr = api.load_translator(run.best_checkpoint)
     base = tr.decode
     assert calls == []  # the checkpoint's settings were checked when its Config was built
     tr = api.load_translator(run.best_checkpoint, decode=api.DecodeOverrides(penalties, coverage_beta=0.6,
                                                                               batch_size=5))
     d = tr.decode
-    assert (d.length_alpha, d.coverage_beta, d.batch_size) == (0.4, 0.6, 5) and calls == [Penalties.of(d)]
+    assert (d.length_alpha, d.coverage_beta, d.batch_size) == (0.4, 0.6, 5) and calls == [d]
     assert dataclasses.replace(d, length_alpha=base.length_alpha, coverage_beta=base.coverage_beta,
                                batch_size=base.batch_size) == base
     assert tr.config.decode == base  # the checkpoint's config is not patched
@@ -53,3 +52,15 @@ def test_decode_settings_are_a_new_value_checked_once(run, tmp_path, monkeypatch
 def test_bad_decode_settings_name_the_key(run):
     with pytest.raises(ConfigError, match="decode.coverage_eps"):
         api.load_translator(run.best_checkpoint, decode=api.DecodeOverrides(coverage_eps=2.0))
+    with pytest.raises(ConfigError, match=r"decode.min_len must be >= 0 \(0 allows an empty translation\), got -1"):
+        api.load_translator(run.best_checkpoint, decode=api.DecodeOverrides(min_len=-1))
+
+
+@pytest.mark.parametrize("beam", [1, 3])
+def test_min_len_reaches_the_search(run, beam):
+    """The checkpoint's decode.min_len is 1 (no empty translation of a non-empty line); an override
+    reaches greedy and beam search alike."""
+    assert api.load_translator(run.best_checkpoint).decode.min_len == 1
+    tr = api.load_translator(run.best_checkpoint, decode=api.DecodeOverrides(min_len=7))
+    out = tr.translate_lines(["Ein Hund läuft.", "", "Eine Frau liest."], beam=beam)
+    assert [len(t.pieces) >= 7 for t in out] == [True, False, True]  # an empty line stays empty

@@ -157,7 +157,7 @@ def test_rescoring_one_decode_equals_decoding_per_setting():
             assert x.tokens == y.tokens and math.isclose(x.score, y.score, rel_tol=1e-6)
 
 
-def _reference_beam(m, src, n, fert, K, alpha, beta, mode, max_len):
+def _reference_beam(m, src, n, fert, K, alpha, beta, mode, max_len, min_len):
     """One sentence, unbatched, written from the documented rules (search.py docstring)."""
     enc, state = m.encode(src, n, fert)
     words = torch.arange(enc.mask.size(1)).unsqueeze(0) < n.unsqueeze(1)
@@ -173,6 +173,8 @@ def _reference_beam(m, src, n, fert, K, alpha, beta, mode, max_len):
             for w in range(V):
                 if t + 1 >= max_len and w != EOS_ID:
                     continue
+                if t + 1 < max_len and t < min_len and w == EOS_ID:
+                    continue
                 s = acc + float(logp[w])
                 r = s / float(length_penalty(t + 1, alpha)) + cp if mode == "step" else s
                 cands.append((r, s, toks + [w], st2, cp))
@@ -187,18 +189,19 @@ def _reference_beam(m, src, n, fert, K, alpha, beta, mode, max_len):
     return max(finished, key=lambda f: f[0])
 
 
+@pytest.mark.parametrize("min_len", [0, 1, 2])
 @pytest.mark.parametrize("mode", ["rescore", "step"])
 @pytest.mark.parametrize("cov", ["linguistic", "nn_gru"])
-def test_batched_beam_matches_an_unbatched_reference(mode, cov):
+def test_batched_beam_matches_an_unbatched_reference(mode, cov, min_len):
     m = _model(cov, 1, seed=2, eos_bias=1.0, peaky=True)
     src, n, _ = _src()
     with torch.no_grad():
         hyps = beam_search(m, src, n, beam=3, length_alpha=0.8, coverage_beta=1.0, penalty_mode=mode,
-                           max_len_a=1.0, max_len_b=3)
+                           max_len_a=1.0, max_len_b=3, min_len=min_len)
         for b, h in enumerate(hyps):
             L = int(n[b])
             ref_score, ref_tokens = _reference_beam(
-                m, src[b : b + 1, :L], n[b : b + 1], None, 3, 0.8, 1.0, mode, max_len=L + 3
+                m, src[b : b + 1, :L], n[b : b + 1], None, 3, 0.8, 1.0, mode, max_len=L + 3, min_len=min_len
             )
             assert h.tokens == ref_tokens
             assert math.isclose(h.score, ref_score, rel_tol=1e-4, abs_tol=1e-4)

@@ -1,3 +1,5 @@
+import contextlib
+import functools
 import math
 
 import pytest
@@ -53,17 +55,47 @@ def test_finished_hypotheses_are_kept(model):
     src, n = _src()
     # bias the generator towards </s> at the first step only through a huge bias; the beam
     # must return a finished (empty) hypothesis whose score equals log P(</s>)
-    with torch.no_grad():
-        model.generator.bias[EOS_ID] += 8.0
-    try:
-        hyps = beam_search(model, src, n, beam=3)
-        g = greedy_search(model, src, n)
-    finally:
-        with torch.no_grad():
-            model.generator.bias[EOS_ID] -= 8.0
+    with eos_bias(model, 8.0):
+        hyps = beam_search(model, src, n, beam=3, min_len=0)
+        g = greedy_search(model, src, n, min_len=0)
     for h, gh in zip(hyps, g):
         assert h.tokens == [] and gh.tokens == []
         assert math.isclose(h.log_prob, gh.log_prob, rel_tol=1e-5)
+
+
+@contextlib.contextmanager
+def eos_bias(model, bias: float):
+    """``</s>`` made the most likely word at every step (by ``bias`` on the generator), for the block."""
+    with torch.no_grad():
+        model.generator.bias[EOS_ID] += bias
+    try:
+        yield
+    finally:
+        with torch.no_grad():
+            model.generator.bias[EOS_ID] -= bias
+
+
+@pytest.mark.parametrize("beam", [1, 3])
+@pytest.mark.parametrize("min_len", [1, 2, 4])
+def test_no_end_of_sentence_before_min_len(model, beam, min_len):
+    """A model that wants to stop at once (an empty translation) gets exactly ``min_len`` words, the
+    highest-scoring ones under that rule: log P adds up along the output and beats every other length."""
+    src, n = _src()
+    search = greedy_search if beam == 1 else functools.partial(beam_search, beam=beam)
+    with eos_bias(model, 8.0):
+        hyps = search(model, src, n, min_len=min_len)
+        longer = search(model, src, n, min_len=min_len + 1)
+    for h, h2 in zip(hyps, longer):
+        assert len(h.tokens) == min_len and EOS_ID not in h.tokens
+        assert h.attention.shape[0] == min_len + 1
+        assert h.log_prob > h2.log_prob  # one more word costs probability: the rule, not the model, sets the length
+
+
+def test_max_len_wins_over_min_len(model):
+    src, n = _src()
+    with eos_bias(model, 8.0):
+        for h in beam_search(model, src, n, beam=3, min_len=5, max_len_a=0.0, max_len_b=3):
+            assert len(h.tokens) == 2  # the maximum of 3 positions includes </s>
 
 
 @pytest.mark.parametrize("length, alpha, expected", [(1, 0.0, 1.0), (1, 1.0, 1.0), (7, 1.0, 2.0), (13, 0.5, math.sqrt(3.0)), (3, 0.6, (8 / 6) ** 0.6)])

@@ -115,6 +115,18 @@ def test_zero_beam_or_batch_size_is_rejected(model, tmp_path, capsys, monkeypatc
     assert f"argument {option}: must be at least 1, got {value}" in capsys.readouterr().err
 
 
+def test_min_output_len_option(model, tmp_path, capsys, monkeypatch):
+    inp = _input(tmp_path, SENTENCES)
+    assert _translate(model, inp, tmp_path / "o.en", "--min-output-len", "6", "--tokenized-out",
+                      str(tmp_path / "o.tok")) == 0
+    assert "output length 6 to 2 x source + 10" in capsys.readouterr().out
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exc:
+        _translate(model, inp, tmp_path / "o.en", "--min-output-len", "-1")
+    assert exc.value.code == 2
+    assert "argument --min-output-len: must be at least 0, got -1" in capsys.readouterr().err
+
+
 def test_output_dev_stdout_appended_by_the_shell(model, tmp_path):
     """Item 4's repro: ``--output /dev/stdout`` while the shell appends stdout to a file.
 

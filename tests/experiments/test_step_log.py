@@ -85,5 +85,6 @@ def test_translate_summary(force):
     assert lines[0] == "translated 2 sentences from <stdin> -> o.en"
     assert lines[1] == ("  decoding: forced (log-probabilities written)" if force else
                         f"  decoding: beam 5, length alpha {decode.length_alpha:g}, coverage beta "
-                        f"{decode.coverage_beta:g} (eps {decode.coverage_eps:g}), penalties: {decode.penalty_mode}")
+                        f"{decode.coverage_beta:g} (eps {decode.coverage_eps:g}), penalties: {decode.penalty_mode}, "
+                        f"output length 1 to 2 x source + 10")
     assert lines[2:] == ["  time: 2.0 s, 1.0 sentences/s, 3 tokens/s", "  attention: o.npz"]

@@ -56,11 +56,13 @@ class DecodeOverrides:
     coverage_eps: float | None = None
     penalty_mode: str | None = None
     batch_size: int | None = None
+    #: decode.min_len: no ``</s>`` before this many output tokens
+    min_len: int | None = None
 
     def apply(self, decode: DecodeConfig) -> DecodeConfig:
         """A new ``decode`` with these changes (checked where it is used: ``Translator.decode``)."""
         values = load_penalties(self.penalties) if self.penalties else {}
-        for key in (*PENALTY_KEYS, "batch_size"):
+        for key in (*PENALTY_KEYS, "batch_size", "min_len"):
             if getattr(self, key) is not None:
                 values[key] = getattr(self, key)
         if not self.batch_size:

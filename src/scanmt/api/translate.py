@@ -42,6 +42,8 @@ class TranslateRequest(CommandRequest):
     penalty_mode: str | None = None
     penalties: str | None = None
     batch_size: int | None = None
+    #: no ``</s>`` before this many output tokens (``decode.min_len``); None: the checkpoint's
+    min_output_len: int | None = None
     #: attention matrices (.npz), Moses-tokenized output, fertility bounds file, forced targets
     attention_out: str | None = None
     tokenized_out: str | None = None
@@ -51,7 +53,7 @@ class TranslateRequest(CommandRequest):
 
     def decode_overrides(self) -> DecodeOverrides:
         return DecodeOverrides(self.penalties, self.length_alpha, self.coverage_beta, self.coverage_eps,
-                               self.penalty_mode, self.batch_size)
+                               self.penalty_mode, self.batch_size, self.min_output_len)
 
     @property
     def source_name(self) -> str:
@@ -78,6 +80,8 @@ class TranslateResult:
             f", length alpha {d.length_alpha:g}, coverage beta {d.coverage_beta:g} (eps {d.coverage_eps:g}), "
             f"penalties: {d.penalty_mode}"
         )
+        if not request.force_target:
+            pen += f", output length {d.min_len} to {d.max_len_a:g} x source + {d.max_len_b}"
         lines = [
             f"translated {len(out)} sentences from {request.source_name} -> {request.output}",
             f"  decoding: {mode}{pen}",

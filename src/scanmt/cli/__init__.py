@@ -24,12 +24,22 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescript
         return super()._get_help_string(action)
 
 
-def positive_int(text: str) -> int:
-    """An ``argparse`` type: a whole number >= 1."""
+def whole_number_at_least(text: str, minimum: int) -> int:
+    """``int(text)``, or an ``argparse.ArgumentTypeError`` when it is not a whole number >= ``minimum``."""
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
     return value
+
+
+def non_negative_int(text: str) -> int:
+    """An ``argparse`` type: a whole number >= 0."""
+    return whole_number_at_least(text, 0)
+
+
+def positive_int(text: str) -> int:
+    """An ``argparse`` type: a whole number >= 1."""
+    return whole_number_at_least(text, 1)

@@ -7,7 +7,7 @@ import sys
 
 from scanmt.api.requests import request_from_namespace
 from scanmt.api.translate import TranslateRequest, translate_file
-from scanmt.cli import positive_int
+from scanmt.cli import non_negative_int, positive_int
 from scanmt.io import is_stdio
 
 NAME = "translate"
@@ -44,6 +44,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--penalties", metavar="FILE",
                    help="length/coverage penalty settings written by `scanmt tune-penalties` (the options above "
                         "override it)")
+    p.add_argument("--min-output-len", type=non_negative_int, default=None, metavar="N",
+                   help="no </s> before N output tokens (default: the checkpoint's decode.min_len, 1 unless trained "
+                        "with another; 0 lets a non-empty source get an empty translation, OpenNMT-py's default)")
     p.add_argument("--batch-size", type=positive_int, default=None,
                    help="sentences per decoding batch (default: the checkpoint's decode.batch_size)")
     p.add_argument("--attention-out", help="write attention matrices (.npz, one entry per sentence)")

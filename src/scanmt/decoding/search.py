@@ -70,10 +70,16 @@ def _max_lengths(src_len: torch.Tensor, a: float, b: int) -> torch.Tensor:
     return (src_len.float() * a + b).long().clamp_min(1)
 
 
-def _force_eos(logp: torch.Tensor, force: torch.Tensor) -> torch.Tensor:
-    """Rows where ``force [N]`` is True may only produce ``</s>``."""
-    not_eos = torch.arange(logp.size(1), device=logp.device) != EOS_ID
-    return logp.masked_fill(force.unsqueeze(1) & not_eos.unsqueeze(0), -torch.inf)
+def _length_rules(logp: torch.Tensor, t: int, min_len: int, max_len: torch.Tensor) -> torch.Tensor:
+    """``logp [N, V]`` of step ``t`` (``t`` tokens so far) under the length limits: rows at their
+    maximum length ``max_len [N]`` may only produce ``</s>``; before ``min_len`` tokens the others
+    may not produce it (the maximum wins where it is the shorter)."""
+    force = (t + 1) >= max_len
+    is_eos = torch.arange(logp.size(1), device=logp.device) == EOS_ID
+    logp = logp.masked_fill(force.unsqueeze(1) & ~is_eos.unsqueeze(0), -torch.inf)
+    if t < min_len:
+        logp = logp.masked_fill(~force.unsqueeze(1) & is_eos.unsqueeze(0), -torch.inf)
+    return logp
 
 
 def final_score(hyp: Hypothesis, *, length_alpha: float, coverage_beta: float, coverage_eps: float) -> float:
@@ -117,8 +123,10 @@ def greedy_search(
     *,
     max_len_a: float = 2.0,
     max_len_b: int = 10,
+    min_len: int = 1,
 ) -> list[Hypothesis]:
-    """Argmax decoding of a batch ``src [B, S]`` (no penalties: score = log P)."""
+    """Argmax decoding of a batch ``src [B, S]`` (no penalties: score = log P); no ``</s>`` before
+    ``min_len`` tokens."""
     enc, state = model.encode(src, src_len, fertility)
     B = src.size(0)
     max_len = _max_lengths(src_len, max_len_a, max_len_b).to(src.device)
@@ -129,7 +137,7 @@ def greedy_search(
     toks, attns = [], []
     for t in range(int(max_len.max())):
         h, alpha, state = model.decoder.step(model.decoder.emb(y), state, enc)
-        lp = _force_eos(model.log_probs(h), (t + 1) >= max_len)
+        lp = _length_rules(model.log_probs(h), t, min_len, max_len)
         best, y = lp.max(dim=1)
         log_prob = log_prob + torch.where(done, torch.zeros_like(best), best)
         lengths = lengths + (~done).long()
@@ -165,6 +173,7 @@ def beam_search(
     penalty_mode: str = "rescore",
     max_len_a: float = 2.0,
     max_len_b: int = 10,
+    min_len: int = 1,
     penalties: Penalties | None = None,
 ) -> list[Hypothesis]:
     """Batched beam search of ``src [B, S]`` with ``beam`` hypotheses per sentence; the best per sentence.
@@ -175,7 +184,7 @@ def beam_search(
     nbest = beam_search_encoded(
         model, enc, state, src_len,
         beam=beam, length_alpha=length_alpha, coverage_beta=coverage_beta, coverage_eps=coverage_eps,
-        penalty_mode=penalty_mode, max_len_a=max_len_a, max_len_b=max_len_b, penalties=penalties,
+        penalty_mode=penalty_mode, max_len_a=max_len_a, max_len_b=max_len_b, min_len=min_len, penalties=penalties,
     )
     return [h[0] for h in nbest]
 
@@ -304,6 +313,7 @@ def beam_search_encoded(
     penalty_mode: str = "rescore",
     max_len_a: float = 2.0,
     max_len_b: int = 10,
+    min_len: int = 1,
     penalties: Penalties | None = None,
 ) -> list[list[Hypothesis]]:
     """Beam search from a precomputed encoding (``model.encode(src, src_len, fertility)``).
@@ -311,7 +321,8 @@ def beam_search_encoded(
     ``enc`` and ``state`` are not modified, so one encoding serves many searches
     (``scanmt tune-penalties``).  ``src_len [B]`` are the source lengths without
     the sink.  ``penalties``, when given, replaces the four penalty keywords (its maker checked
-    them once; the keywords are checked here).
+    them once; the keywords are checked here).  No hypothesis ends before ``min_len`` tokens
+    (unless its maximum length is shorter).
 
     Returns:
         every finished hypothesis per sentence, best first (usually ``beam``; the
@@ -335,7 +346,7 @@ def beam_search_encoded(
     live = _Live.start(state.index_select(expand), B, K, S, device)
     for t in range(int(max_len.max())):
         h, alpha, live.state = model.decoder.step(model.decoder.emb(live.y), live.state, enc)
-        logp = _force_eos(model.log_probs(h).float(), (t + 1) >= spec.max_len)
+        logp = _length_rules(model.log_probs(h).float(), t, min_len, spec.max_len)
         cand = live.scores.view(-1, 1) + logp  # [N, V] accumulated log P of every extension
         ext = _Extensions.top(spec.rank(cand, live.state.beta, t), cand, spec)
         attention = torch.cat([live.attention, alpha.unsqueeze(1).float()], dim=1)  # [N, t+1, S']

@@ -11,7 +11,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from scanmt.config import DecodeConfig
+from scanmt.config import DecodeConfig, check_decode_config
 from scanmt.data.attention_file import SentenceAttention
 from scanmt.data.dataset import Batch, ParallelData
 from scanmt.data.pipeline import TextPipeline
@@ -97,7 +97,8 @@ class Translator:
 
     @decode.setter
     def decode(self, value: DecodeConfig) -> None:
-        self._penalties = Penalties.of(value).checked()
+        check_decode_config(value)  # the penalties, and min_len
+        self._penalties = Penalties.of(value)
         self._decode = value
 
     @classmethod
@@ -134,7 +135,8 @@ class Translator:
     def search_kwargs(self, beam: int) -> dict:
         """Keyword arguments of the beam search functions from ``self.decode``."""
         d = self.decode
-        return dict(beam=beam, penalties=self._penalties, max_len_a=d.max_len_a, max_len_b=d.max_len_b)
+        return dict(beam=beam, penalties=self._penalties, max_len_a=d.max_len_a, max_len_b=d.max_len_b,
+                    min_len=d.min_len)
 
     def search(self, data: ParallelData, *, beam: int | None = None, progress: bool = False) -> list[Hypothesis]:
         """Decode every sentence of ``data``; results in ``data`` order.
@@ -148,9 +150,8 @@ class Translator:
         kw = self.search_kwargs(beam)
         for positions, batch, fert in self._batches(data):
             if beam <= 1:
-                hyps = greedy_search(
-                    self.model, batch.src, batch.src_len, fert, max_len_a=kw["max_len_a"], max_len_b=kw["max_len_b"]
-                )
+                hyps = greedy_search(self.model, batch.src, batch.src_len, fert, max_len_a=kw["max_len_a"],
+                                     max_len_b=kw["max_len_b"], min_len=kw["min_len"])
             else:
                 hyps = beam_search(self.model, batch.src, batch.src_len, fert, **kw)
             for p, h in zip(positions, hyps):
