@@ -11,7 +11,9 @@ One test, in steps that build on each other (about two minutes on one core):
 4. ``scanmt experiment report``: the Markdown table has both systems, the attention map is a small PNG,
    test_2017_flickr has its own table and its entry in the JSON;
 5. a second grid into the same directory reuses the finished softmax run and tunes CovPenalty's
-   alpha and beta on validation, with two workers (the tuned run waits for its model), on both test sets.
+   alpha and beta on validation, with two workers (the tuned run waits for its model), on both test sets;
+6. ``--redecode --systems softmax``: softmax translates and scores both test sets again from its
+   trained model, and its earlier outputs, markers and DONE are kept in ``previous-decode-1/``.
 """
 
 from __future__ import annotations
@@ -217,6 +219,32 @@ def test_tiny_grid_end_to_end(small_data_dir_2017, tmp_path, capsys):
     assert main(["experiment", "report", str(out), "--out", str(docs), "--grid", "tuned", "--figures", "0"]) == 0
     md2 = (docs / "experiments-tuned.md").read_text(encoding="utf-8")
     assert "| softmax + CovPenalty |" in md2 and (docs / "experiments-tiny.md").exists()
+
+    # 6. decode softmax's model again (as after a fix to decoding); nothing of the earlier decode is lost
+    trained = stamps(softmax, ("best.pt", "last.pt", ".stages/train.done"))
+    old_hyp, old_metrics = (softmax / "test.hyp.en").read_text(), (softmax / "metrics.json").read_text()
+    attempts = len(json.loads((softmax / "spec.json").read_text())["history"])
+    assert main(run_argv(TINY, small_data_dir, out, "--redecode", "--systems", "softmax", "--dry-run")) == 0
+    assert "softmax/seed1                    redecode trains" in capsys.readouterr().out
+    assert (softmax / "DONE").exists() and not (softmax / "previous-decode-1").exists()  # the dry run moved nothing
+    assert main(run_argv(TINY, small_data_dir, out, "--redecode", "--systems", "softmax")) == 0
+    text = capsys.readouterr().out
+    prev = softmax / "previous-decode-1"
+    assert f"redecode: 1 run(s) will translate and score again\n  softmax/seed1: earlier outputs moved to {prev}" in text
+    assert "start softmax/seed1 (cpu, 1 thread, resuming after its finished steps)" in text
+    assert "start csparsemax" not in text and "csparsemax/seed1: earlier outputs" not in text
+    assert (prev / "test.hyp.en").read_text() == old_hyp and (prev / "metrics.json").read_text() == old_metrics
+    for name in ("DONE", "eval.json", "eval.test2017.json", "test2017.attn.npz", "stage-translate.done",
+                 "stage-evaluate.test2017.done"):
+        assert (prev / name).exists(), name
+    assert stamps(softmax, ("best.pt", "last.pt", ".stages/train.done")) == trained
+    assert (softmax / "DONE").exists() and (softmax / "test.hyp.en").read_text() == old_hyp  # same code and model
+    assert set(json.loads((softmax / "metrics.json").read_text())["test_sets"]) == {"test2017"}
+    log = (softmax / "log.txt").read_text(encoding="utf-8").split("#####")[-1]
+    assert "=== train: done before" in log and "=== translate: scanmt translate" in log
+    assert "=== evaluate.test2017: scanmt evaluate" in log
+    assert len(json.loads((softmax / "spec.json").read_text())["history"]) == attempts + 1
+    assert "--redecode" in (softmax / "command.txt").read_text(encoding="utf-8")
 
 
 def test_report_aggregation_and_sentence_choice():

@@ -64,6 +64,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     r.add_argument("--workers", type=int, default=None,
                    help="runs in parallel, each in its own process with max(1, CPUs // workers) threads [1; with "
                         "several GPUs: one per GPU]")
+    r.add_argument("--redecode", action="store_true",
+                   help="translate and score the selected runs again with this code, keeping their trained "
+                        "models (after a change to decoding or scoring); each run's earlier outputs move to "
+                        "RUN/previous-decode-N/, and runs that tune penalties tune them again")
     r.add_argument("--dry-run", action="store_true", help="check the grid and every config, print the plan, do nothing")
 
     q = sub.add_parser("report", help="write a grid's results as Markdown (Table 1/2, Figure 2, Appendix B analogues)",
@@ -114,6 +118,8 @@ def canonical_command(args: argparse.Namespace) -> str:
         argv += ["--drop-samples", str(args.drop_samples)]
     if args.workers:
         argv += ["--workers", str(args.workers)]
+    if args.redecode:
+        argv += ["--redecode"]
     return "scanmt " + shlex.join(argv)
 
 
@@ -234,7 +240,7 @@ def _run(args: argparse.Namespace) -> int:
     say(f"  {workers} worker(s)" + (f" on GPUs {', '.join(gpus)}" if gpus else " on CPU")
         + f", {cpus} CPUs; predictor: {'yes' if need_predictor else 'not needed'}")
     if args.dry_run:
-        _print_plan(specs, say)
+        _print_plan(specs, say, args.redecode)
         return 0
 
     out.mkdir(parents=True, exist_ok=True)
@@ -248,6 +254,8 @@ def _run(args: argparse.Namespace) -> int:
             torch.set_num_threads(int(threads_value))  # the shared steps run in this process
         _shared_steps(args, g, paths, specs, need_predictor, threads_value, say)
         _record(out, g, args, ctx, seeds, specs)
+        if args.redecode:
+            _forget_decodings(specs, say)
 
         say(f"\nruns ({len(specs)}):")
         results = runner.run_pool(specs, workers=workers, gpus=gpus if gpus else [], threads=threads, say=say)
@@ -255,13 +263,24 @@ def _run(args: argparse.Namespace) -> int:
     return _summary(out, g.name, specs, results, t_start, say)
 
 
-def _print_plan(specs, say) -> None:
+def _forget_decodings(specs, say) -> None:
+    """``--redecode``: move the finished decodes of ``specs`` aside so that the pool runs them again."""
+    from scanmt.experiments import runner
+
+    moved = [(spec, runner.forget_decoding(spec)) for spec in specs]
+    moved = [(spec, dest) for spec, dest in moved if dest is not None]
+    say(f"\nredecode: {len(moved)} run(s) will translate and score again"
+        + "".join(f"\n  {spec.key}: earlier outputs moved to {dest}" for spec, dest in moved))
+
+
+def _print_plan(specs, say, redecode: bool = False) -> None:
     """The dry run's plan: each run's status, then the steps of the first run (and of a tuned one)."""
     from scanmt.experiments import runner
 
     say("\nplan (dry run: nothing is done)")
     for spec in specs:
-        say(f"  {spec.key:<32} {runner.run_status(spec):<7} "
+        status = "redecode" if redecode and runner.decoded(spec) else runner.run_status(spec)
+        say(f"  {spec.key:<32} {status:<8} "
             + (f"model of {Path(spec.model_from).parent.name}" if spec.model_from else "trains")
             + (", tunes penalties" if spec.tune_penalties else ""))
     shown = [specs[0]] + [s for s in specs if s.tune][:1]

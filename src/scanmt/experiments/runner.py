@@ -15,6 +15,8 @@ Every run (system x seed) lives in ``OUT/runs/{system}/seed{k}/``::
     .stages/*.done      one marker per finished step (train, tune, translate, evaluate, then
                         translate.{split} and evaluate.{split} per extra split)
     DONE                written last; a rerun skips the run unless an extra split asked for is missing
+    previous-decode-N/  what ``experiment run --redecode`` moved aside: the outputs, markers and DONE of
+                        an earlier decode of the same model (N = 1, 2, ...)
 
 Each step is a typed request of :mod:`scanmt.api` (``TrainRequest``, ``TunePenaltiesRequest``,
 ``TranslateRequest``, ``EvaluateRequest``), run in the worker by its API function.  ``spec.json``
@@ -307,6 +309,44 @@ def resolve_extra_splits(asked: Sequence[str] | None, main_split: str, available
         if split not in chosen:
             chosen.append(split)
     return tuple(chosen)
+
+
+#: the files of a run that its decode steps (tune, translate, evaluate) write, and metrics.json
+DECODE_OUTPUTS = ("*.hyp.*", "*.attn.npz", "eval*.json", "penalties.yaml", "metrics.json")
+
+
+def decoded(spec: RunSpec) -> bool:
+    """Whether any decode step of the run has finished (what ``--redecode`` would move aside)."""
+    return (spec.dir / "DONE").exists() or any(
+        stage_marker(spec.dir, stage).exists() for stage, request in spec.steps()[1:] if request is not None)
+
+
+def forget_decoding(spec: RunSpec) -> Path | None:
+    """Make the run decode its trained model again (``experiment run --redecode``, after a change to
+    decoding or scoring): its decode outputs (:data:`DECODE_OUTPUTS`), the markers of its decode steps
+    and ``DONE`` move to a new ``previous-decode-N/`` folder of the run, nothing is deleted.
+
+    The outputs move first and ``DONE`` last, each by a rename, so an interrupted call leaves a run
+    that is either still done or resumes its decode steps.  Returns the folder, or None when no
+    decode step had finished (training, and its markers, are never touched).
+    """
+    if not decoded(spec):
+        return None
+    run = spec.dir
+    k = 1
+    while (run / f"previous-decode-{k}").exists():
+        k += 1
+    dest = run / f"previous-decode-{k}"
+    dest.mkdir()
+    for path in sorted({p for pattern in DECODE_OUTPUTS for p in run.glob(pattern) if p.is_file()}):
+        os.replace(path, dest / path.name)
+    for stage, request in spec.steps()[1:]:
+        marker = stage_marker(run, stage)
+        if request is not None and marker.exists():
+            os.replace(marker, dest / f"stage-{marker.name}")
+    if (run / "DONE").exists():
+        os.replace(run / "DONE", dest / "DONE")
+    return dest
 
 
 def run_status(spec: RunSpec) -> str:
