@@ -123,3 +123,16 @@ def test_reserved_system_names_and_split_names():
     assert split_display_name({"src_lang": "de", "sources": {"test": {"src": "news.txt"}}}, "test") == "test"
     assert mean_std_entry([]) == {"mean": None, "std": None}
     assert mean_std_entry([1.0, 2.0]) == {"mean": 1.5, "std": pytest.approx(math.sqrt(0.5))}
+
+
+def test_the_report_names_runs_with_empty_translations(tmp_path):
+    """A run that translated a non-empty source line as nothing is named in the report, with the fix."""
+    out, docs = tmp_path / "exp", tmp_path / "docs"
+    fake_experiment(out, SEEDS)
+    (out / "runs" / "softmax" / "seed1" / "test.hyp.en").write_text("a dog .\ntwo cats .\n", encoding="utf-8")
+    (out / "runs" / "csparsemax" / "seed1" / "test.hyp.en").write_text("a dog .\n\n", encoding="utf-8")
+    report(out, docs)
+    md = (docs / "experiments-table1.md").read_text(encoding="utf-8")
+    assert "> **Empty translations of non-empty sources** (csparsemax seed 1: 1)." in md
+    assert "--redecode" in md and "softmax seed 1" not in md
+

@@ -493,7 +493,30 @@ def _main_table(p: _Page) -> list[str]:
     ]
     if not has_base:
         L += [f"No p-values: the baseline {md_escape(base.label)} has no finished run.", ""]
-    return L
+    return L + _empty_outputs_note(p)
+
+
+def empty_outputs(src: Sequence[str], hyp: Sequence[str]) -> int:
+    """The number of non-empty source lines whose translation is empty."""
+    return sum(1 for s, h in zip(src, hyp) if s.strip() and not h.strip())
+
+
+def _empty_outputs_note(p: _Page) -> list[str]:
+    """A warning naming the runs that translated a non-empty source line as nothing (each such line
+    drops every source word, so DROP and BLEU measure the decoder's stopping, not the attention)."""
+    found = []
+    for s in p.systems:
+        for r in sorted(s.runs, key=lambda r: r["seed"]):
+            hyp = hyp_lines(p.out, p.rec, s.name, r["seed"])
+            n = empty_outputs(p.texts.src, hyp) if hyp is not None else 0
+            if n:
+                found.append(f"{md_escape(s.label)} seed {r['seed']}: {n}")
+    if not found:
+        return []
+    return [f"> **Empty translations of non-empty sources** ({'; '.join(found)}). These runs were decoded without "
+            "a minimum output length (before `decode.min_len`), where beam search without length normalisation can "
+            "prefer `</s>` as the first word; each such line drops every source word. Decode them again with "
+            "`scanmt experiment run ... --redecode` (their models are kept).", ""]
 
 
 def _drop_samples_note(systems: list[SystemResults]) -> str:
