@@ -75,10 +75,10 @@ def _length_rules(logp: torch.Tensor, t: int, min_len: int, max_len: torch.Tenso
     maximum length ``max_len [N]`` may only produce ``</s>``; before ``min_len`` tokens the others
     may not produce it (the maximum wins where it is the shorter)."""
     force = (t + 1) >= max_len
-    is_eos = torch.arange(logp.size(1), device=logp.device) == EOS_ID
-    logp = logp.masked_fill(force.unsqueeze(1) & ~is_eos.unsqueeze(0), -torch.inf)
+    not_eos = torch.arange(logp.size(1), device=logp.device) != EOS_ID
+    logp = logp.masked_fill(force.unsqueeze(1) & not_eos.unsqueeze(0), -torch.inf)  # a new tensor
     if t < min_len:
-        logp = logp.masked_fill(~force.unsqueeze(1) & is_eos.unsqueeze(0), -torch.inf)
+        logp[:, EOS_ID] = logp[:, EOS_ID].masked_fill(~force, -torch.inf)
     return logp
 
 
