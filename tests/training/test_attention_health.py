@@ -69,9 +69,12 @@ def test_collapse_warning_is_given_once(caplog):
     "scaling, optimizer, expected, not_expected",
     [
         ("none", "adam", ["scaling=cosine", "train.optimizer=sgd"], []),
-        ("none", "sgd", ["scaling=cosine"], ["train.optimizer=sgd"]),  # the paper preset: SGD is no news
-        ("cosine", "adam", ["train.optimizer=sgd"], ["scaling=cosine (cpu-small"]),
-        ("cosine", "sgd", ["train.lr"], ["train.optimizer=sgd"]),
+        # the paper preset: SGD is no news; cosine only with Adam
+        ("none", "sgd", ["train.optimizer=adam", "scaling=cosine", "train.seed"], ["train.optimizer=sgd"]),
+        ("cosine", "adam", ["train.optimizer=sgd", "scaling=none"], ["scaling=cosine"]),
+        # cosine under SGD collapses (attention-recipe.md section 6): back to unscaled scores, or to Adam
+        ("cosine", "sgd", ["scaling=none", "train.optimizer=adam"], ["train.optimizer=sgd", "scaling=cosine"]),
+        ("sqrt", "sgd", ["scaling=none", "train.optimizer=adam"], ["learned score scale", "train.optimizer=sgd"]),
     ],
 )
 def test_collapse_advice_names_only_what_the_run_does_not_use(scaling, optimizer, expected, not_expected, caplog):
@@ -81,6 +84,26 @@ def test_collapse_advice_names_only_what_the_run_does_not_use(scaling, optimizer
     (msg,) = [r.getMessage() for r in caplog.records if "attention collapse" in r.getMessage()]
     assert all(e in msg for e in expected), msg
     assert not any(n in msg for n in not_expected), msg
+
+
+@pytest.mark.parametrize(
+    "transform, scaling, optimizer, warns",
+    [
+        ("sparsemax", "cosine", "sgd", True),
+        ("csparsemax", "cosine", "sgd", True),
+        ("softmax", "cosine", "sgd", False),  # softmax's Jacobian never vanishes
+        ("sparsemax", "cosine", "adam", False),  # cpu-small's recipe
+        ("sparsemax", "none", "sgd", False),  # the paper preset
+    ],
+)
+def test_cosine_scores_under_sgd_are_warned_about_at_the_start(transform, scaling, optimizer, warns, caplog):
+    """Attention-recipe.md section 6: SGD at lr 1 grows cosine's learned scale until sparse attention collapses."""
+    with caplog.at_level(logging.WARNING, logger="scanmt.train"):
+        AttentionHealth(transform, sparse=transform != "softmax", sink=False, scaling=scaling, optimizer=optimizer)
+    msgs = [r.getMessage() for r in caplog.records if "scaling=cosine with train.optimizer=sgd" in r.getMessage()]
+    assert len(msgs) == int(warns)
+    if warns:
+        assert "model.attention.scaling=none" in msgs[0] and transform in msgs[0]
 
 
 # ---------------------------------------------------------------- regression test on real data
