@@ -7,7 +7,7 @@ from pathlib import Path
 
 from scanmt.api.requests import CommandRequest
 from scanmt.data import multi30k
-from scanmt.data.prepare import SplitFiles, prepare as prepare_splits
+from scanmt.data.prepare import SplitFiles, check_languages, prepare as prepare_splits
 from scanmt.errors import DataError
 
 
@@ -46,10 +46,12 @@ class PrepareResult:
 
 
 def parse_pair(pair: str) -> tuple[str, str]:
-    """``"de-en"`` -> ``("de", "en")``; a :class:`DataError` for anything else."""
+    """``"de-en"`` -> ``("de", "en")``; a :class:`DataError` for anything else: two language codes
+    (:data:`~scanmt.data.prepare.LANGUAGE_CODE`, which enter file names) that differ."""
     parts = pair.split("-")
     if len(parts) != 2 or not all(parts):
-        raise DataError(f"--pair {pair!r}: expected SRC-TGT such as de-en")
+        raise DataError(f"--pair {pair!r}: expected SRC-TGT such as de-en (a region tag takes _: pt_BR-en)")
+    check_languages(parts[0], parts[1])
     return parts[0], parts[1]
 
 

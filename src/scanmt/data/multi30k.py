@@ -2,7 +2,8 @@
 
 Lookup order for ``{split}.{lang}.gz``:
 
-1. the mirror directory given by the caller (``--mirror``),
+1. the mirror directory given by the caller (``--mirror``): when one is given, every file must be
+   there (a missing one is an error, never taken from the places below),
 2. ``$SCANMT_MULTI30K``,
 3. ``../shared/data/multi30k`` next to the current directory or the repository,
 4. the upstream URL (github.com/multi30k/dataset, ``data/task1/raw``), downloaded
@@ -61,6 +62,11 @@ def locate(split: str, lang: str, mirror: str | Path | None = None, *, download:
     if lang not in LANGS:
         raise DataError(f"unknown Multi30k language {lang!r} (known: {', '.join(LANGS)})")
     name = f"{split}.{lang}.gz"
+    if mirror:  # the user's own copy: all of it, never a file of it from elsewhere
+        if not (Path(mirror) / name).is_file():
+            raise DataError(f"--mirror {mirror}: {name} is not there (a mirror must hold every file of the pair; "
+                            "without --mirror the shared copy or a download is used)")
+        return (Path(mirror) / name).resolve()
     for d in candidate_dirs(mirror) + [cache_dir()]:
         if (d / name).is_file():
             return (d / name).resolve()

@@ -21,6 +21,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -43,6 +44,23 @@ class SplitFiles:
 
     src: Path
     tgt: Path
+
+
+#: a language code, as it enters file names (``train.bpe.de``): letters, optionally ``_`` and a region or script
+#: tag of letters and digits (``pt_BR``, ``zh_Hans``); no ``-`` (it separates the pair ``de-en``), ``.`` or ``/``
+LANGUAGE_CODE = re.compile(r"[A-Za-z]{1,8}(?:_[A-Za-z0-9]{1,8})?")
+
+
+def check_languages(src_lang: str, tgt_lang: str, option: str = "--pair") -> None:
+    """Raise :class:`DataError` naming ``option`` unless both are language codes (:data:`LANGUAGE_CODE`) and
+    differ (ignoring case: one folder holds ``train.bpe.de`` and ``train.bpe.DE``, the same file on some disks)."""
+    for code in (src_lang, tgt_lang):
+        if not isinstance(code, str) or not LANGUAGE_CODE.fullmatch(code):
+            raise DataError(f"{option} {src_lang}-{tgt_lang}: {code!r} is not a language code (letters, optionally "
+                            "_ and a region tag of letters and digits, such as de, en, pt_BR)")
+    if src_lang.lower() == tgt_lang.lower():
+        raise DataError(f"{option} {src_lang}-{tgt_lang}: the source and target language are the same; their files "
+                        f"would be one (train.raw.{src_lang})")
 
 
 def read_meta(data_dir: str | Path) -> dict:
@@ -95,6 +113,7 @@ def prepare(
     """
     if "train" not in splits:
         raise DataError("prepare needs a train split")
+    check_languages(src_lang, tgt_lang)
     out_dir = check_output_dir(out_dir, ours=_is_preparation, holds="a scanmt preparation (meta.json)")
     sources = {k: {"src": str(v.src), "tgt": str(v.tgt)} for k, v in splits.items()}
     wanted = {"src_lang": src_lang, "tgt_lang": tgt_lang, "vocab_size": vocab_size, "sources": sources}
