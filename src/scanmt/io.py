@@ -14,11 +14,12 @@ import gzip
 import logging
 import os
 import re
+import shutil
 import stat
 import sys
 import tempfile
 from pathlib import Path
-from typing import IO, Callable, Iterator
+from typing import IO, Callable, Iterator, Sequence
 
 import yaml
 import yaml.constructor
@@ -100,15 +101,21 @@ def _stat(path: Path) -> os.stat_result | None:
         return None
 
 
-@contextlib.contextmanager
-def _replacing(path: Path, mode: str, encoding: str | None, old: os.stat_result | None) -> Iterator[IO]:
-    """Write a temporary file ``.NAME.PID.RANDOM.tmp`` beside the regular file ``path`` and rename it over
-    ``path``; first remove such files of ``path`` that writers killed before their rename left behind."""
+def _temp_beside(path: Path, old: os.stat_result | None) -> tuple[int, str]:
+    """A new temporary file ``.NAME.PID.RANDOM.tmp`` beside the regular file ``path`` (``(fd, name)``), with
+    ``path``'s permissions; first remove such files of ``path`` that writers killed before their rename left."""
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temps(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp")
     # mkstemp creates 0600: keep the replaced file's permissions, else give the usual ones
     os.chmod(tmp, stat.S_IMODE(old.st_mode) if old is not None else 0o666 & ~_umask())
+    return fd, tmp
+
+
+@contextlib.contextmanager
+def _replacing(path: Path, mode: str, encoding: str | None, old: os.stat_result | None) -> Iterator[IO]:
+    """Write a temporary file (:func:`_temp_beside`) and rename it over the regular file ``path``."""
+    fd, tmp = _temp_beside(path, old)
     binary = "b" in mode
     try:
         with os.fdopen(fd, mode, encoding=None if binary else encoding) as fh:
@@ -120,6 +127,84 @@ def _replacing(path: Path, mode: str, encoding: str | None, old: os.stat_result 
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+#: the suffix of the marker :func:`atomic_outputs` keeps beside its last output while it renames the set into place
+INCOMPLETE = ".incomplete"
+
+
+def _regular_target(path: str | Path) -> Path | None:
+    """The regular file (or new name) ``path`` names, a symbolic link followed; None for what cannot be renamed
+    over (``-``, ``/dev/stdout`` and other descriptors, devices, pipes).  A directory is a :class:`DataError`."""
+    if is_stdio(path) or _open_descriptor(path) is not None:
+        return None
+    p = Path(path)
+    st = _stat(p)
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise DataError(f"{path}: is a directory, expected a file name")
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        return None
+    return Path(os.path.realpath(p)) if p.is_symlink() else p
+
+
+@contextlib.contextmanager
+def atomic_outputs(paths: Sequence[str | Path]) -> Iterator[dict[str, Path]]:
+    """Write the several output files of one command as a unit: after it, all come from this run, or none does.
+
+    Yields ``{str(path): temporary file}``; write each output to its temporary file, with any writer (``write_lines``,
+    ``atomic_open``, ...).  When the block ends without an exception, every temporary file is fsynced and renamed over
+    its target (a link's target, as :func:`atomic_open`), in the order of ``paths``; then the outputs that cannot be
+    renamed over (``-``, a device, a pipe) are written from their temporary copies.  On an exception every temporary
+    file is removed and no target is touched.
+
+    Only a ``kill -9`` or a power cut between the first and the last rename (microseconds) can leave a mixed set;
+    with two or more files to rename, a marker ``LAST.incomplete`` (:data:`INCOMPLETE`) beside the last of them,
+    listing every target, is written before the first rename and removed after the last, so that such a set is
+    recognisable (running the command again replaces the files and the marker).
+    """
+    keys = [str(p) for p in paths]
+    if len(set(keys)) != len(keys):
+        raise DataError(f"the same output file is named twice: {', '.join(keys)}")
+    temps: dict[str, Path] = {}
+    regular: list[tuple[Path, Path]] = []  # (temporary, target)
+    special: list[tuple[Path, str]] = []
+    try:
+        for key in keys:
+            target = _regular_target(key)
+            if target is None:
+                fd, tmp = tempfile.mkstemp(prefix="scanmt-output.", suffix=".tmp")
+                special.append((Path(tmp), key))
+            else:
+                fd, tmp = _temp_beside(target, _stat(target))
+                regular.append((Path(tmp), target))
+            os.close(fd)
+            temps[key] = Path(tmp)
+        yield dict(temps)
+        _rename_all(regular)
+        for tmp, key in special:
+            with open(tmp, "rb") as src, atomic_open(key, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+    finally:
+        for tmp in temps.values():
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+
+
+def _rename_all(pairs: list[tuple[Path, Path]]) -> None:
+    """fsync every temporary file, then rename each over its target in order, within an :data:`INCOMPLETE`
+    marker beside the last target when there are several."""
+    for tmp, _ in pairs:
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+    marker = pairs[-1][1].with_name(pairs[-1][1].name + INCOMPLETE) if len(pairs) > 1 else None
+    if marker is not None:
+        listed = "\n".join(str(target) for _, target in pairs)
+        write_lines(marker, [f"scanmt was interrupted while it replaced these files: they may come from two runs "
+                             f"(run the command again)", listed])
+    for tmp, target in pairs:
+        os.replace(tmp, target)
+    if marker is not None:
+        marker.unlink()
 
 
 def remove_stale_temps(path: Path) -> list[Path]:
@@ -207,13 +292,37 @@ def read_lines(path: str | Path, *, allow_empty: bool = False, what: str = "file
     if lines and lines[-1] == "":
         lines.pop()  # the final newline
     lines = [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
+    _check_carriage_returns(lines, path, what, newlines="\n" in text)
     if not allow_empty:
         for i, ln in enumerate(lines):
-            if not ln.strip():
-                if i == len(lines) - 1:
+            if not _VISIBLE.search(ln):
+                if i == len(lines) - 1 and not ln.strip():
                     raise DataError(f"{path}:{i + 1}: {what} ends with a blank line (an extra trailing newline?)")
-                raise DataError(f"{path}:{i + 1}: {what} has an empty line")
+                if not ln.strip():
+                    raise DataError(f"{path}:{i + 1}: {what} has an empty line")
+                raise DataError(f"{path}:{i + 1}: {what} has a line with no visible character (only control "
+                                f"characters or invisible spaces such as U+200B: {ln[:20]!r})")
     return lines
+
+
+#: a character that shows: not white space, not a control character (C0, C1), not a zero-width or
+#: direction mark (U+200B-U+200F, U+2028-U+202F, U+2060-U+206F), not a byte order mark
+_VISIBLE = re.compile(r"[^\s\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202f\u2060-\u206f\ufeff]")
+
+
+def _check_carriage_returns(lines: list[str], path: object, what: str, *, newlines: bool) -> None:
+    """A :class:`DataError` for a carriage return (``\\r``) not followed by a newline: a file with old-Mac
+    line endings (CR only) would be read as one long line, a lone CR inside a line hides text on a terminal.
+    (``\\r\\n`` Windows line endings are fine.)"""
+    for i, ln in enumerate(lines):
+        if "\r" not in ln:
+            continue
+        if not newlines:
+            raise DataError(f"{path}: {what} has carriage-return-only line endings (old Mac style: {ln.count(chr(13))} "
+                            "\\r and no newline), which would make it one line; convert it, e.g. "
+                            f"tr '\\r' '\\n' < {path}")
+        raise DataError(f"{path}:{i + 1}: {what} has a carriage return (\\r) inside the line; lines end with \\n "
+                        "(or \\r\\n): remove it or convert the line endings")
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -299,6 +408,59 @@ def check_output_dir(path: str | Path, *, ours: Callable[[Path], bool], holds: s
     except OSError as exc:
         raise DataError(f"{option} {path}: {exc.strerror or exc}") from None
     return p
+
+
+def same_file(a: str | Path, b: str | Path) -> bool:
+    """Whether ``a`` and ``b`` name one file: :func:`os.path.samefile` where both exist (hard links, links), else
+    the same path once links and ``..`` are resolved."""
+    if is_stdio(a) or is_stdio(b):
+        return is_stdio(a) and is_stdio(b)
+    with contextlib.suppress(OSError):
+        if os.path.exists(a) and os.path.exists(b):
+            return os.path.samefile(a, b)
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def check_output_file(path: str | Path, option: str) -> None:
+    """Raise :class:`DataError` naming ``option``, before any work, when ``path`` cannot be written as an output
+    file: a folder, a name below a file, or in a folder this user cannot write (a missing folder is made later,
+    so its nearest existing one is checked).  ``-``, a device and a pipe are fine."""
+    if is_stdio(path) or _open_descriptor(path) is not None:
+        return
+    p = Path(path)
+    st = _stat(p)
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise DataError(f"{option} {path}: is a folder; give the name of a file to write")
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        return
+    folder = Path(os.path.realpath(p)).parent
+    while not os.path.lexists(folder):
+        folder = folder.parent
+    if not folder.is_dir():
+        raise DataError(f"{option} {path}: {folder} is a file, not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise DataError(f"{option} {path}: cannot write in the folder {folder} (permission denied)")
+
+
+def check_outputs(outputs: dict[str, str | Path | None], inputs: dict[str, str | Path | None]) -> None:
+    """Check a command's output files before any work (options as keys, None for one not given): each can be
+    written (:func:`check_output_file`), and none is the same file as another output or as an input (writing it
+    would replace the input, or mix two outputs).  ``-`` is not compared (standard input and output), nor are
+    devices and pipes."""
+    given = [(option, path) for option, path in outputs.items() if path is not None]
+    for option, path in given:
+        check_output_file(path, option)
+    for i, (option, path) in enumerate(given):
+        if _regular_target(path) is None:
+            continue
+        for other, other_path in given[:i]:
+            if same_file(path, other_path):
+                raise DataError(f"{other} {other_path} and {option} {path} name the same file: give each output "
+                                "its own file")
+        for other, other_path in inputs.items():
+            if other_path is not None and same_file(path, other_path):
+                raise DataError(f"{option} {path} is the {other} file: writing it would replace the input; give "
+                                "another output file")
 
 
 class ProgressBarSafeHandler(logging.StreamHandler):
