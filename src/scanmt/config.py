@@ -170,6 +170,10 @@ class DecodeConfig:
     coverage_eps: float = 0.1
     #: where the penalties apply: "rescore" (finished hypotheses only) or "step" (every step, when ranking the beam)
     penalty_mode: str = "rescore"
+    #: the longest source sentence decoded, in subwords: a longer one is refused before any decoding (naming its
+    #: line), as the attention kept for it grows with the square of its length (4 bytes x S x (2 S + 10) per
+    #: hypothesis: 8 MB at 1,000 subwords, 3.2 GB at 20,000)
+    max_source_len: int = 1000
 
 
 PRECISIONS: tuple[str, ...] = ("fp32", "bf16")
@@ -241,6 +245,8 @@ def check_decode_config(d: "DecodeConfig", prefix: str = "decode") -> None:
     check_penalty_config(d, prefix)
     if d.min_len < 0:
         raise ConfigError(f"{prefix}.min_len must be >= 0 (0 allows an empty translation), got {d.min_len}")
+    if d.max_source_len < 1:
+        raise ConfigError(f"{prefix}.max_source_len must be >= 1, got {d.max_source_len}")
 
 
 #: the first line of a config file written by :meth:`Config.save_yaml` (a run's ``config.yaml``)

@@ -58,11 +58,13 @@ class DecodeOverrides:
     batch_size: int | None = None
     #: decode.min_len: no ``</s>`` before this many output tokens
     min_len: int | None = None
+    #: decode.max_source_len: longer source sentences (subwords) are refused
+    max_source_len: int | None = None
 
     def apply(self, decode: DecodeConfig) -> DecodeConfig:
         """A new ``decode`` with these changes (checked where it is used: ``Translator.decode``)."""
         values = load_penalties(self.penalties) if self.penalties else {}
-        for key in (*PENALTY_KEYS, "batch_size", "min_len"):
+        for key in (*PENALTY_KEYS, "batch_size", "min_len", "max_source_len"):
             if getattr(self, key) is not None:
                 values[key] = getattr(self, key)
         if not self.batch_size:

@@ -11,7 +11,7 @@ from scanmt.api.decode import DecodeOverrides
 from scanmt.api.requests import CommandRequest
 from scanmt.config import DecodeConfig
 from scanmt.errors import ConfigError
-from scanmt.io import is_stdio, read_lines, write_lines
+from scanmt.io import atomic_outputs, check_outputs, is_stdio, read_lines, write_lines
 
 if TYPE_CHECKING:
     from scanmt.decoding.translator import Translation, Translator
@@ -50,10 +50,21 @@ class TranslateRequest(CommandRequest):
     fertility: str | None = None
     force_target: str | None = None
     device: str = "cpu"
+    #: refuse source sentences of more subwords (``decode.max_source_len``); None: the checkpoint's
+    max_source_len: int | None = None
 
     def decode_overrides(self) -> DecodeOverrides:
         return DecodeOverrides(self.penalties, self.length_alpha, self.coverage_beta, self.coverage_eps,
-                               self.penalty_mode, self.batch_size, self.min_output_len)
+                               self.penalty_mode, self.batch_size, self.min_output_len, self.max_source_len)
+
+    def outputs(self) -> dict[str, str | None]:
+        """The output files by option, in the order they are renamed into place (``--output`` last)."""
+        return {"--attention-out": self.attention_out, "--tokenized-out": self.tokenized_out, "--output": self.output}
+
+    def inputs(self) -> dict[str, str | None]:
+        """The files read, by option."""
+        return {"--input": self.input, "--model": self.model, "--force-target": self.force_target,
+                "--fertility": self.fertility, "--penalties": self.penalties}
 
     @property
     def source_name(self) -> str:
@@ -137,11 +148,13 @@ def translate(
 
 def check_request(request: TranslateRequest) -> None:
     """Options that do not go together, refused before any work: :func:`check_stdio`; ``max_len`` (it cuts
-    the sentences searched) with ``force_target`` (which scores each given pair whole)."""
+    the sentences searched) with ``force_target`` (which scores each given pair whole); an output that cannot be
+    written, that is an input, or that another output names too (:func:`scanmt.io.check_outputs`)."""
     if request.max_len is not None and request.force_target:
         raise ConfigError("--max-len cuts source sentences for search; --force-target scores every pair whole, "
                           "so the two do not go together: drop --max-len")
     check_stdio(request)
+    check_outputs(request.outputs(), request.inputs())
 
 
 def check_stdio(request: TranslateRequest) -> None:
@@ -157,6 +170,7 @@ def check_stdio(request: TranslateRequest) -> None:
 def _read_fertility(request: TranslateRequest, tr: Translator, lines: list[str]) -> list[list[float]] | None:
     if not request.fertility:
         return None
+    tr.check_uses_bounds()  # before the file is read
     from scanmt.data.fertility import read_fertility
 
     lens = [len(p) for p in tr.pipeline.source_pieces_all(lines)]
@@ -168,9 +182,7 @@ def _force(request: TranslateRequest, tr: Translator, lines: list[str]) -> list[
 
     targets = read_lines(request.force_target, what="target file")
     check_parallel(lines, targets, request.input, request.force_target)
-    out = tr.force(lines, targets, progress=True)
-    write_lines(request.output, [f"{t.hypothesis.log_prob:.4f}" for t in out])
-    return out
+    return tr.force(lines, targets, progress=True, source=request.source_name)
 
 
 def write_attention(path: str | Path, translations: Sequence[Translation], tr: Translator) -> None:
@@ -194,10 +206,19 @@ def translate_file(request: TranslateRequest) -> TranslateResult:
     else:
         out = tr.translate_lines(lines, beam=beam, progress=True, source=request.source_name, fertility=fertility,
                                  max_len=request.max_len)
-        write_lines(request.output, [t.text for t in out])
     dt = time.time() - t0
-    if request.tokenized_out:
-        write_lines(request.tokenized_out, [tr.pipeline.tokenized_target(t.pieces) for t in out])
-    if request.attention_out:
-        write_attention(request.attention_out, out, tr)
+    write_outputs(request, out, tr)
     return TranslateResult(out, beam, tr.decode, dt)
+
+
+def write_outputs(request: TranslateRequest, out: Sequence[Translation], tr: Translator) -> None:
+    """Every output file of ``request`` as one unit (:func:`scanmt.io.atomic_outputs`): all written to temporary
+    files, then renamed in the order of :meth:`TranslateRequest.outputs` (``--output`` last), or none changed."""
+    given = {option: path for option, path in request.outputs().items() if path}
+    with atomic_outputs(list(given.values())) as temp:
+        if request.attention_out:
+            write_attention(temp[request.attention_out], out, tr)
+        if request.tokenized_out:
+            write_lines(temp[request.tokenized_out], [tr.pipeline.tokenized_target(t.pieces) for t in out])
+        texts = [f"{t.hypothesis.log_prob:.4f}" for t in out] if request.force_target else [t.text for t in out]
+        write_lines(temp[request.output], texts)

@@ -18,8 +18,10 @@ from scanmt.data.pipeline import TextPipeline
 from scanmt.data.vocab import EOS
 from scanmt.decoding.penalties import Penalties
 from scanmt.decoding.search import Hypothesis, beam_search, beam_search_encoded, greedy_search
+from scanmt.errors import ConfigError, DataError
 from scanmt.fertility import sink as sink_convention
 from scanmt.fertility.providers import ActualFertility, FertilityProvider
+from scanmt.fertility.rules import CONSTRAINED_TRANSFORMS
 from scanmt.model.build import build_model
 from scanmt.model.checkpoint import Checkpoint
 from scanmt.model.decoder import DecoderState, EncoderOutput
@@ -68,6 +70,24 @@ class EncodedBatch:
     src_len: torch.Tensor
 
 
+def check_device(device: str | torch.device) -> torch.device:
+    """``device`` as a ``torch.device`` this machine has; a :class:`ConfigError` naming ``--device`` otherwise
+    (an unknown name, CUDA without CUDA, a GPU number beyond the GPUs there are)."""
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ConfigError(f"--device {device}: not a device; expected cpu, cuda or cuda:N") from None
+    if dev.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise ConfigError(f"--device {device}: this machine has no CUDA GPU that torch can use; use --device cpu")
+        if dev.index is not None and dev.index >= count:
+            raise ConfigError(f"--device {device}: this machine has {count} CUDA GPU(s), numbered from 0")
+    elif dev.type != "cpu":
+        raise ConfigError(f"--device {device}: scanmt decodes on cpu or cuda[:N], not {dev.type}")
+    return dev
+
+
 class Translator:
     """Decode with ``model``; a constrained model takes its fertility bounds from ``provider``
     (the checkpoint's) unless they are given explicitly."""
@@ -82,6 +102,7 @@ class Translator:
         provider: FertilityProvider | None = None,
         device: str | torch.device = "cpu",
     ):
+        device = check_device(device)
         self.model = model.to(device).eval()
         self.pipeline = pipeline
         self._decode = decode
@@ -103,6 +124,7 @@ class Translator:
 
     @classmethod
     def from_checkpoint(cls, path: str | Path, device: str = "cpu", **kwargs) -> "Translator":
+        check_device(device)  # before the checkpoint is read
         ckpt = Checkpoint.load(path)
         cfg = ckpt.nmt_config()
         pipeline = ckpt.text_pipeline()
@@ -220,15 +242,16 @@ class Translator:
 
     @torch.no_grad()
     def force(
-        self, src_lines: Sequence[str], tgt_lines: Sequence[str], *, progress: bool = False
+        self, src_lines: Sequence[str], tgt_lines: Sequence[str], *, progress: bool = False, source: str = "input"
     ) -> list[Translation]:
-        """Forced decoding: attention and ``log P(tgt|src)`` of given target sentences (raw text).
+        """Forced decoding: attention and ``log P(tgt|src)`` of given target sentences (raw text); ``source``
+        names the input in errors (:meth:`check_source_lengths`).
 
         Used to extract alignments from attention for AER/SAER against gold links.
         """
-        return self.force_pieces(
-            self.pipeline.source_pieces_all(src_lines), self.pipeline.target_pieces_all(tgt_lines), progress=progress
-        )
+        src_pieces = self.pipeline.source_pieces_all(src_lines)
+        self.check_source_lengths(src_pieces, source)
+        return self.force_pieces(src_pieces, self.pipeline.target_pieces_all(tgt_lines), progress=progress)
 
     @torch.no_grad()
     def force_pieces(
@@ -272,8 +295,11 @@ class Translator:
         (``data.max_len``) are translated in full, with a warning that counts them.
         ``source`` names the input in the warnings.
         """
+        if fertility is not None:
+            self.check_uses_bounds()
         src_pieces = self.pipeline.source_pieces_all(lines)
         src_pieces, fertility = self._limit_lengths(src_pieces, fertility, max_len, source)
+        self.check_source_lengths(src_pieces, source)
         todo = [i for i, pieces in enumerate(src_pieces) if pieces]
         out = [self._empty_translation() for _ in src_pieces]
         if todo:
@@ -284,6 +310,25 @@ class Translator:
         if len(todo) < len(out):
             log.info("%s: %d empty line(s) give empty translations", source, len(out) - len(todo))
         return out
+
+    def check_uses_bounds(self, option: str = "--fertility") -> None:
+        """Refuse fertility bounds given (``option``) to a model whose transform does not use them."""
+        if not self.model.constrained:
+            raise ConfigError(f"{option}: fertility bounds were given, but the model's attention transform "
+                              f"{self.model.cfg.attention.transform} does not use them (only "
+                              f"{', '.join(sorted(CONSTRAINED_TRANSFORMS))} do): drop {option}")
+
+    def check_source_lengths(self, src_pieces: Sequence[Sequence[str]], source: str) -> None:
+        """Refuse, before any decoding, a sentence of more subwords than ``decode.max_source_len`` (the attention
+        kept for it grows with the square of its length); the error names ``source``, the line and the length."""
+        limit = self.decode.max_source_len
+        for i, pieces in enumerate(src_pieces):
+            if len(pieces) > limit:
+                raise DataError(
+                    f"{source}:{i + 1}: the line has {len(pieces)} subwords, more than decode.max_source_len={limit} "
+                    "(decoding memory grows with the square of the length): split the line, cut such lines with "
+                    "--max-len N, or raise the limit with --max-source-len N"
+                )
 
     def _limit_lengths(
         self, src_pieces: list[list[str]], fertility: Sequence[Sequence[float]] | None, max_len: int | None,

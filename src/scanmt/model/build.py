@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import torch
+
 from scanmt.config import Config
 from scanmt.errors import ConfigError
 from scanmt.model.nmt import NMTModel
@@ -15,9 +17,26 @@ def build_model(cfg: Config, vocab_size: int, state_dict: dict | None = None, wh
     """
     model = NMTModel(cfg.model, vocab_size)
     if state_dict is not None:
-        try:
-            model.load_state_dict(state_dict)
-        except RuntimeError as exc:
-            first = str(exc).splitlines()[0] if str(exc) else "mismatch"
-            raise ConfigError(f"{what} does not match the model its config describes: {first}") from None
+        check_weights(model.state_dict(), state_dict, what)
+        model.load_state_dict(state_dict)
     return model
+
+
+def check_weights(expected: dict, weights: dict, what: str) -> None:
+    """Raise :class:`ConfigError` naming ``what`` and the parameter when ``weights`` do not fit the model whose
+    ``state_dict()`` is ``expected`` (a missing or unknown parameter, both shapes of a wrong one), or hold a
+    value that is not finite (NaN or infinite: a run that diverged)."""
+    missing = [k for k in expected if k not in weights]
+    unknown = [k for k in weights if k not in expected]
+    if missing or unknown:
+        which = f"lacks {missing[0]}" if missing else f"has {unknown[0]}, which the model does not"
+        raise ConfigError(f"{what}: the weights do not match the model its config describes: the file {which} "
+                          f"({len(missing)} missing, {len(unknown)} unknown parameter(s))")
+    for key, value in weights.items():
+        shape = tuple(getattr(value, "shape", ()))
+        if shape != tuple(expected[key].shape):
+            raise ConfigError(f"{what}: parameter {key} has shape {shape} in the file, but the model its config "
+                              f"describes needs {tuple(expected[key].shape)}")
+        if torch.is_tensor(value) and value.is_floating_point() and not bool(torch.isfinite(value).all()):
+            raise ConfigError(f"{what}: parameter {key} holds NaN or infinite values (the training run diverged?); "
+                              "use an earlier checkpoint")

@@ -38,6 +38,8 @@ from scanmt.io import atomic_open
 FORMAT_VERSION = 1
 #: the file's key of each field whose key is not its name
 _KEY = {"weights": "model"}
+#: fields that are not keys of the file: unknown keys, and the file a checkpoint was loaded from
+_NOT_KEYS = ("extra", "source")
 
 
 def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> None:
@@ -77,37 +79,50 @@ class Checkpoint:
     progress: dict[str, Any] | None = None
     rng: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    #: the file it was loaded from (for messages), None for one built in memory
+    source: str | None = field(default=None, compare=False)
 
     # ---------------------------------------------------------------- the file
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Checkpoint":
         """The schema of a checkpoint dict (as :func:`load_checkpoint` returns it)."""
-        names = [f.name for f in dataclasses.fields(cls) if f.name != "extra"]
+        names = [f.name for f in dataclasses.fields(cls) if f.name not in _NOT_KEYS]
         keys = {_KEY.get(n, n): n for n in names}
         extra = {k: v for k, v in d.items() if k not in keys and k != "version"}
         return cls(**{keys[k]: v for k, v in d.items() if k in keys}, extra=extra)
 
     def to_dict(self) -> dict[str, Any]:
         """The checkpoint dict: the same keys as ever (None fields left out)."""
-        out = {_KEY.get(f.name, f.name): getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}
+        out = {_KEY.get(f.name, f.name): getattr(self, f.name) for f in dataclasses.fields(self)
+               if f.name not in _NOT_KEYS}
         return {**self.extra, **{k: v for k, v in out.items() if v is not None}}
 
     @classmethod
     def load(cls, path: str | Path, map_location: str | torch.device = "cpu") -> "Checkpoint":
-        return cls.from_dict(load_checkpoint(path, map_location))
+        return dataclasses.replace(cls.from_dict(load_checkpoint(path, map_location)), source=str(path))
 
     def save(self, path: str | Path) -> None:
         save_checkpoint(path, self.to_dict())
 
     # ---------------------------------------------------------------- typed views
+    @property
+    def name(self) -> str:
+        """The checkpoint as named in messages: its file, or ``checkpoint``."""
+        return self.source or "checkpoint"
+
     def nmt_config(self) -> Config:
-        """The NMT model's :class:`Config`."""
-        return Config.from_dict(self.config)
+        """The NMT model's :class:`Config`; a :class:`ConfigError` naming the file for a bad one."""
+        try:
+            return Config.from_dict(self.config)
+        except ConfigError as exc:
+            raise ConfigError(f"{self.name}: the config stored in the checkpoint is not valid: {exc}") from None
+        except (TypeError, AttributeError) as exc:  # not a mapping, or a section that is not one
+            raise ConfigError(f"{self.name}: the config stored in the checkpoint is not valid ({exc})") from None
 
     def text_pipeline(self) -> TextPipeline:
         """The NMT model's text pipeline (tokenizer, subword model, vocabulary)."""
         if self.pipeline is None:
-            raise DataError("not an NMT checkpoint (it has no text pipeline)")
+            raise DataError(f"{self.name}: not an NMT checkpoint (it has no text pipeline)")
         return TextPipeline.from_state(self.pipeline)
 
     def fertility_provider(self) -> FertilityProvider | None:
