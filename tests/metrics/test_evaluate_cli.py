@@ -100,7 +100,7 @@ def test_different_line_counts(files, tmp_path, capsys):
     short = lines(tmp_path / "short.en", HYPS[:2])
     rc, _, err = run(capsys, "--hyp", str(short), "--ref", str(files["ref"]))
     assert rc == 2
-    assert f"{files['ref']}:3:" in err and "has only 2" in err
+    assert f"error: {short}: {short} has only 2 lines but {files['ref']} has 3" in err  # issue 27: blames --hyp
     long = lines(tmp_path / "long.en", HYPS + ["extra"])
     rc, _, err = run(capsys, "--hyp", str(long), "--ref", str(files["ref"]))
     assert rc == 2 and f"{long}:4:" in err

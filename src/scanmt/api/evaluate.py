@@ -34,7 +34,7 @@ from scanmt.api.evaluate_attention import attention_metrics
 from scanmt.api.evaluate_text import Row, text_metrics
 from scanmt.api.requests import CommandRequest
 from scanmt.errors import ConfigError
-from scanmt.io import atomic_open
+from scanmt.io import atomic_open, check_outputs
 
 TEXT_METRICS = ("bleu", "tok-bleu", "meteor", "rep", "drop")
 ATTN_METRICS = ("attn-stats", "aer", "saer")
@@ -152,6 +152,9 @@ def score(request: EvaluateRequest) -> EvaluateResult:
     """Compute the metrics of ``request`` (no file written; :func:`evaluate` also writes ``request.json``)."""
     metrics = select_metrics(request)
     check_drop_samples(request.drop_samples)
+    inputs = {f"--{k.replace('_', '-')}": getattr(request, k) for k in ("hyp", "ref", "src", "hyp2", "attention",
+                                                                        "gold_align")}
+    check_outputs({"--json": request.json}, inputs)  # before the work, not after it
     t0 = time.perf_counter()
     rows: list[Row] = []
     inputs = ("hyp", "ref", "src", "hyp2", "attention", "gold_align", "align_model")

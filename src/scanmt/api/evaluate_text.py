@@ -25,11 +25,13 @@ def read_hypotheses(path: Path, n_ref: int, ref_path: Path) -> list[str]:
 
 
 def check_line_counts(path: Path, n: int, ref_path: Path, n_ref: int) -> None:
-    """Raise :class:`DataError` naming the first line that has no partner."""
+    """Raise :class:`DataError` naming ``path`` (the file checked against the reference), both counts and the
+    first line that has no partner."""
     if n > n_ref:
         raise DataError(f"{path}:{n_ref + 1}: {path} has {n} lines but {ref_path} has only {n_ref}")
     if n < n_ref:
-        raise DataError(f"{ref_path}:{n + 1}: {ref_path} has {n_ref} lines but {path} has only {n}")
+        raise DataError(f"{path}: {path} has only {n} lines but {ref_path} has {n_ref} (line {n + 1} of "
+                        f"{ref_path} has no partner)")
 
 class Texts:
     """The evaluated corpus in both forms: detokenized (sacrebleu) and tokenized (the rest)."""

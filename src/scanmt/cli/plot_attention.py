@@ -14,6 +14,7 @@ import random
 from pathlib import Path
 
 from scanmt.errors import ConfigError, DataError
+from scanmt.viz.attention_map import DPI_RANGE, check_dpi
 
 NAME = "plot-attention"
 HELP = "draw attention maps (source on x, output on y, white = 0), several systems side by side"
@@ -57,7 +58,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="--sample only picks sentences with at most this many source tokens (readability)",
     )
     p.add_argument("--hide-specials", action="store_true", help="leave out the <sink> column and the final </s> row")
-    p.add_argument("--dpi", type=int, default=100, help="resolution of the PNG")
+    p.add_argument("--dpi", type=_dpi, default=100,
+                   help=f"resolution of the PNG, from {DPI_RANGE[0]} to {DPI_RANGE[1]} dots per inch")
+
+
+def _dpi(text: str) -> int:
+    """An ``argparse`` type: a whole number in :data:`~scanmt.viz.attention_map.DPI_RANGE`."""
+    try:
+        return check_dpi(int(text))
+    except (ValueError, ConfigError) as exc:
+        message = str(exc) if isinstance(exc, ConfigError) else f"expected a whole number, got {text!r}"
+        raise argparse.ArgumentTypeError(message.replace("--dpi ", "")) from None
 
 
 def _panel(name: str, sent, hide_specials: bool):

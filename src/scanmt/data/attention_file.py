@@ -17,6 +17,8 @@ Sentence indices are 0-based and follow the input file's line order.
 from __future__ import annotations
 
 import json
+import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
@@ -28,6 +30,8 @@ from scanmt.errors import DataError
 from scanmt.io import atomic_open
 
 FORMAT_VERSION = 1
+#: what numpy raises for a file that is empty, truncated, damaged or not an attention file
+_UNREADABLE = (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile, zlib.error)
 
 
 @dataclass
@@ -99,12 +103,15 @@ class AttentionFile:
         self.path = Path(path)
         if not self.path.exists():
             raise DataError(f"{self.path}: attention file not found")
+        if self.path.is_dir():
+            raise DataError(f"{self.path}: is a folder, expected an attention file (.npz)")
         try:
             self._npz = np.load(self.path, allow_pickle=False)
             self.meta = json.loads(str(self._npz["meta"]))
-        except (OSError, ValueError, KeyError) as exc:
-            raise DataError(f"{self.path}: not a scanmt attention file ({exc})") from None
-        self.n = int(self.meta["n"])
+            self.n = int(self.meta["n"])
+        except _UNREADABLE as exc:
+            raise DataError(f"{self.path}: not a scanmt attention file, or a truncated one "
+                            f"({type(exc).__name__}: {exc or 'empty'})") from None
         #: whether the sentences end with the sink column; None in files without the record
         self.sink: bool | None = self.meta["sink"] if isinstance(self.meta.get("sink"), bool) else None
 
@@ -115,11 +122,15 @@ class AttentionFile:
         if not 0 <= i < self.n:
             raise DataError(f"{self.path}: sentence index {i} out of range (file has {self.n})")
         z = self._npz
-        fert = z[f"fert_{i}"] if f"fert_{i}" in z.files else None
-        return SentenceAttention(
-            attention=z[f"attn_{i}"], src=z[f"src_{i}"].tolist(), hyp=z[f"hyp_{i}"].tolist(), fertility=fert,
-            sink=self.sink,
-        )
+        try:
+            fert = z[f"fert_{i}"] if f"fert_{i}" in z.files else None
+            return SentenceAttention(
+                attention=z[f"attn_{i}"], src=z[f"src_{i}"].tolist(), hyp=z[f"hyp_{i}"].tolist(), fertility=fert,
+                sink=self.sink,
+            )
+        except _UNREADABLE as exc:
+            raise DataError(f"{self.path}: sentence {i} cannot be read: the file is damaged or truncated "
+                            f"({type(exc).__name__}: {exc or 'empty'})") from None
 
     def __iter__(self) -> Iterator[SentenceAttention]:
         for i in range(self.n):

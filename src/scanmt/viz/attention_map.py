@@ -18,6 +18,7 @@ from typing import Sequence
 
 import numpy as np
 
+from scanmt.errors import ConfigError
 from scanmt.io import atomic_open
 
 WORD_START = "\u2581"
@@ -26,6 +27,17 @@ LABEL_INCHES = 1.3  # room for tick labels (left and top)
 TITLE_INCHES = 0.5
 NAME_INCHES = 0.5  # panel name under each map
 FONT_SIZE = 9
+#: the resolutions a figure may have (``plot-attention --dpi``), and the most pixels per side (PNG and Agg's limit)
+DPI_RANGE = (10, 1000)
+MAX_SIDE_PIXELS = 65535
+
+
+def check_dpi(dpi: object, option: str = "--dpi") -> int:
+    """``dpi`` when it is a whole number in :data:`DPI_RANGE`; else a :class:`ConfigError` naming ``option``."""
+    low, high = DPI_RANGE
+    if isinstance(dpi, bool) or not isinstance(dpi, int) or not low <= dpi <= high:
+        raise ConfigError(f"{option} must be a whole number from {low} to {high}, got {dpi!r}")
+    return dpi
 
 
 @dataclass(frozen=True)
@@ -86,12 +98,16 @@ def plot_attention_maps(panels: Sequence[Panel], out: str | Path, *, title: str 
     """
     if not panels:
         raise ValueError("plot_attention_maps: no panels")
+    check_dpi(dpi)
+    w_px, h_px = figure_pixels(panels, dpi)
+    if max(w_px, h_px) > MAX_SIDE_PIXELS:
+        raise ConfigError(f"the figure would be {w_px}x{h_px} pixels, more than {MAX_SIDE_PIXELS} on a side: "
+                          f"lower --dpi (now {dpi}) or draw a shorter sentence")
     import matplotlib
 
     matplotlib.use("Agg", force=True)
     from matplotlib.figure import Figure
 
-    w_px, h_px = figure_pixels(panels, dpi)
     # matplotlib truncates inches * dpi to whole pixels: a small margin keeps the exact size
     fig = Figure(figsize=((w_px + 0.01) / dpi, (h_px + 0.01) / dpi), dpi=dpi)
     widths = [len(p.src) * CELL_INCHES + LABEL_INCHES for p in panels]
