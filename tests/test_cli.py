@@ -100,10 +100,20 @@ def test_log_lines_are_not_glued_onto_a_progress_bar(monkeypatch, capsys):
     assert re.search(r"(^|[\r\n])\d\d:\d\d:\d\d INFO a log line\n", err), repr(err)  # not after the bar
 
 
-def test_os_errors_are_one_line(tmp_path, capsys):
-    """An OSError (here: an output under a file, as a full disk or a read-only folder would be) is one line."""
+def test_os_errors_are_one_line(tmp_path, capsys, monkeypatch):
+    """An OSError (here: a full disk while the JSON is written; an output under a file is refused before the
+    work since issue 27) is one line."""
+    import errno
+
+    from scanmt.api.evaluate import EvaluateResult
+
+    def full_disk(self, path):
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(EvaluateResult, "write_json", full_disk)
     hyp = tmp_path / "a.txt"
     hyp.write_text("a b\n")
-    assert main(["evaluate", "--hyp", str(hyp), "--ref", str(hyp), "--json", str(hyp / "out.json")]) == 1
+    assert main(["evaluate", "--hyp", str(hyp), "--ref", str(hyp), "--json", str(tmp_path / "out.json")]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1].startswith("scanmt evaluate: error: ") and str(hyp) in err[-1] and "Traceback" not in "".join(err)
+    assert err[-1] == f"scanmt evaluate: error: No space left on device: {tmp_path / 'out.json'}"
+    assert "Traceback" not in "".join(err)

@@ -26,17 +26,18 @@ def check_weights(expected: dict, weights: dict, what: str) -> None:
     """Raise :class:`ConfigError` naming ``what`` and the parameter when ``weights`` do not fit the model whose
     ``state_dict()`` is ``expected`` (a missing or unknown parameter, both shapes of a wrong one), or hold a
     value that is not finite (NaN or infinite: a run that diverged)."""
+    mismatch = f"{what}: the checkpoint does not match the model its config describes"
     missing = [k for k in expected if k not in weights]
     unknown = [k for k in weights if k not in expected]
     if missing or unknown:
         which = f"lacks {missing[0]}" if missing else f"has {unknown[0]}, which the model does not"
-        raise ConfigError(f"{what}: the weights do not match the model its config describes: the file {which} "
-                          f"({len(missing)} missing, {len(unknown)} unknown parameter(s))")
+        raise ConfigError(f"{mismatch}: the file {which} ({len(missing)} missing, {len(unknown)} unknown "
+                          "parameter(s))")
     for key, value in weights.items():
         shape = tuple(getattr(value, "shape", ()))
         if shape != tuple(expected[key].shape):
-            raise ConfigError(f"{what}: parameter {key} has shape {shape} in the file, but the model its config "
-                              f"describes needs {tuple(expected[key].shape)}")
+            raise ConfigError(f"{mismatch}: parameter {key} has shape {shape} in the file, but the model needs "
+                              f"{tuple(expected[key].shape)}")
         if torch.is_tensor(value) and value.is_floating_point() and not bool(torch.isfinite(value).all()):
             raise ConfigError(f"{what}: parameter {key} holds NaN or infinite values (the training run diverged?); "
                               "use an earlier checkpoint")
