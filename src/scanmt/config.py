@@ -298,7 +298,7 @@ RANGES: dict[str, dict[str, Range]] = {
         "length_alpha": Range(0, 100, note="0 disables the length penalty"),
         "max_len_a": Range(0, 1000),
         "max_len_b": Range(0, 100_000),
-        "min_len": Range(0, 100_000, note="0 allows an empty translation"),
+        "min_len": Range(0, note="0 allows an empty translation"),
         "batch_size": Range(1, 1_000_000),
         "coverage_beta": Range(0, 100, note="0 disables the coverage penalty"),
         "coverage_eps": Range(0, 1, low_open=True, note="so that the penalty is finite"),

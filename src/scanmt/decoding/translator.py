@@ -16,6 +16,7 @@ from scanmt.data.attention_file import SentenceAttention
 from scanmt.data.dataset import Batch, ParallelData
 from scanmt.data.pipeline import TextPipeline
 from scanmt.data.vocab import EOS
+from scanmt.errors import DataError
 from scanmt.decoding.penalties import Penalties
 from scanmt.decoding.search import Hypothesis, beam_search, beam_search_encoded, greedy_search
 from scanmt.fertility import sink as sink_convention
@@ -66,6 +67,16 @@ class EncodedBatch:
     enc: EncoderOutput
     state: DecoderState
     src_len: torch.Tensor
+
+
+def check_fertility_rows(fertility: Sequence[Sequence[float]], src_lens: Sequence[int]) -> None:
+    """Raise :class:`DataError` unless ``fertility`` has one row per sentence, one number per source subword."""
+    if len(fertility) != len(src_lens):
+        raise DataError(f"fertility: {len(fertility)} row(s) for {len(src_lens)} sentence(s); give one row per "
+                        "sentence, one number per source subword")
+    for i, (row, n) in enumerate(zip(fertility, src_lens)):
+        if len(row) != n:
+            raise DataError(f"fertility row {i + 1}: {len(row)} number(s) for {n} source subword(s)")
 
 
 class Translator:
@@ -273,6 +284,8 @@ class Translator:
         ``source`` names the input in the warnings.
         """
         src_pieces = self.pipeline.source_pieces_all(lines)
+        if fertility is not None:
+            check_fertility_rows(fertility, [len(p) for p in src_pieces])
         src_pieces, fertility = self._limit_lengths(src_pieces, fertility, max_len, source)
         todo = [i for i, pieces in enumerate(src_pieces) if pieces]
         out = [self._empty_translation() for _ in src_pieces]
