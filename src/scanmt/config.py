@@ -25,7 +25,7 @@ import yaml
 
 from scanmt.errors import ConfigError
 from scanmt.fertility.rules import check_attention, check_sink
-from scanmt.io import load_yaml
+from scanmt.io import load_yaml, read_text
 
 
 @dataclass
@@ -405,7 +405,7 @@ class Config:
         if not path.exists():
             raise ConfigError(f"{path}: config file not found")
         try:
-            raw = load_yaml(path.read_text(encoding="utf-8"), str(path)) or {}
+            raw = load_yaml(read_text(path, "config file"), str(path)) or {}
         except yaml.YAMLError as exc:
             raise ConfigError(f"{path}: invalid YAML: {exc}") from None
         if not isinstance(raw, dict):
