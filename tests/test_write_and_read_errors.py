@@ -106,3 +106,25 @@ def test_grid_and_penalties_files_that_are_not_utf8_name_file_and_line(tmp_path)
     penalties.write_bytes(b"length_alpha: 0.2 # \xff\n")
     with pytest.raises(DataError, match=rf"^{penalties}:1: penalties file is not valid UTF-8"):
         load_penalties(penalties)
+
+
+def test_experiment_worker_reports_a_full_disk_in_one_line(tmp_path, monkeypatch, capsys):
+    """Item 13: ``experiment run`` repeated torch's traceback in the run's log; now one line naming the file."""
+    from contextlib import nullcontext
+
+    from scanmt.experiments import runner
+
+    spec_file = tmp_path / "spec.json"
+    spec_file.write_text("{}", encoding="utf-8")
+    spec = type("Spec", (), {"key": "softmax/seed1", "dir": tmp_path})()
+    monkeypatch.setattr(runner, "_die_with_parent", lambda: None)
+    monkeypatch.setattr(runner.RunSpec, "from_dict", staticmethod(lambda d: spec))
+    monkeypatch.setattr(runner, "file_lock", lambda *a, **k: nullcontext(True))
+
+    def full(*args):
+        raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "last.pt"))
+
+    monkeypatch.setattr(runner, "run_one", full)
+    assert runner.worker_main([str(spec_file), "1"]) == 1
+    err = capsys.readouterr().err
+    assert err == f"softmax/seed1: error: No space left on device: {tmp_path / 'last.pt'}\n"

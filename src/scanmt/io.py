@@ -125,6 +125,11 @@ def _replacing(path: Path, mode: str, encoding: str | None, old: os.stat_result 
         raise
 
 
+def os_error_line(exc: OSError) -> str:
+    """An ``OSError`` as one line of a message: what went wrong and the file (``No space left on device: FILE``)."""
+    return f"{exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else "")
+
+
 def write_error(path: str | Path, exc: BaseException, writer: str) -> OSError:
     """The one-line :class:`OSError` naming ``path`` for a ``writer`` (torch.save, sentencepiece) that failed
     with a library error instead of an ``OSError`` (its first line kept), e.g. on a full disk."""
