@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from scanmt.config import Config, RANGES, Range
+from scanmt.config import Config
 from scanmt.errors import ConfigError
 
 
@@ -86,6 +86,8 @@ def test_decode_values_set_after_building_are_checked_too(key, value):
 
 
 def test_every_range_has_words_and_contains_the_default():
+    from scanmt.config import RANGES, Range
+
     config = Config().to_dict()
     for section, ranges in RANGES.items():
         node = config
