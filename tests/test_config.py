@@ -58,8 +58,8 @@ def test_set_takes_numbers_in_python_syntax(text, value):
 
 
 def test_set_takes_negative_numbers_in_python_syntax():
-    """``-1e-1`` is read as -0.1 (train.lr must be > 0, so the range check shows the value read)."""
-    with pytest.raises(ConfigError, match=r"train.lr must be > 0, got -0.1$"):
+    """``-1e-1`` is read as -0.1 (train.lr must be in (0, 1000], so the range check shows the value read)."""
+    with pytest.raises(ConfigError, match=r"train.lr must be in \(0, 1000\], got -0.1$"):
         Config.load(preset_path("cpu-small"), ["train.lr=-1e-1"])
 
 
@@ -130,8 +130,8 @@ def test_every_shipped_yaml_has_each_key_once():
 @pytest.mark.parametrize(
     "override, message",
     [
-        ("train.lr=-0.1", r"train.lr must be > 0, got -0.1"),
-        ("train.lr=0", r"train.lr must be > 0, got 0"),
+        ("train.lr=-0.1", r"train.lr must be in \(0, 1000\], got -0.1"),
+        ("train.lr=0", r"train.lr must be in \(0, 1000\], got 0"),
         ("train.lr_decay=1.5", r"train.lr_decay must be in \(0, 1\]"),
         ("train.label_smoothing=1.0", r"train.label_smoothing must be in \[0, 1\)"),
         ("train.checkpoint_every=0", r"train.checkpoint_every must be >= 1, got 0"),

@@ -24,8 +24,8 @@ from typing import Any, Callable, Optional, Sequence
 import yaml
 
 from scanmt.errors import ConfigError
-from scanmt.fertility.rules import check_attention
-from scanmt.io import load_yaml
+from scanmt.fertility.rules import check_attention, check_sink
+from scanmt.io import load_yaml, read_text
 
 
 @dataclass
@@ -40,9 +40,9 @@ class DataConfig:
     batch_tokens: int = 4000
     #: sentences are bucketed by length inside windows of this many batches before shuffling
     bucket_batches: int = 50
-    #: use only the first N training pairs (0 = all); for tests and smoke runs
+    #: use only the first N training pairs (0 = all; >= 0); for tests and smoke runs
     train_limit: int = 0
-    #: use only the first N validation pairs for BLEU (0 = all)
+    #: use only the first N validation pairs for BLEU (0 = all; >= 0)
     valid_limit: int = 0
 
 
@@ -52,13 +52,13 @@ class FertilityConfig:
 
     #: none | constant | guided | predicted | actual (oracle from the pair's own alignment)
     strategy: str = "none"
-    #: the constant f (strategy constant)
+    #: the constant f (strategy constant), in (0, 1000]
     value: float = 2.0
     #: directory written by `scanmt align` (default: DATA_DIR/align); guided and actual
     align_dir: str = ""
     #: checkpoint written by `scanmt fertility train-predictor` (strategy predicted)
     predictor: str = ""
-    #: added to the predicted expected fertility (the paper adds 1)
+    #: added to the predicted expected fertility (the paper adds 1), in [0, 1000]
     add: float = 1.0
 
 
@@ -73,9 +73,10 @@ class AttentionConfig:
     #: within a few Adam updates, after which it gets no gradient (docs/attention-recipe.md).
     #: The default must stay "none": checkpoints written before this key existed load with it.
     scaling: str = "none"
-    #: append a <sink> token (unbounded fertility) to every source; null = on for constrained transforms
+    #: append a <sink> token (unbounded fertility) to every source; null = on for constrained transforms.
+    #: false with a constrained transform needs constant fertility that can never run out (scanmt.fertility.rules)
     sink: Optional[bool] = None
-    #: exhaustion strategy: scores z + c * u on real tokens (the paper uses c = 0.2); constrained only
+    #: exhaustion strategy: scores z + c * u on real tokens (the paper uses c = 0.2), c in [0, 100]; constrained only
     exhaustion: float = 0.0
     fertility: FertilityConfig = field(default_factory=FertilityConfig)
 
@@ -95,10 +96,13 @@ class CoverageConfig:
 
 @dataclass
 class ModelConfig:
+    #: embedding size, in [1, 16384]
     emb_size: int = 256
+    #: LSTM and attention size, in [1, 16384] (wider does not fit in memory)
     hidden_size: int = 256
-    #: layers of the BiLSTM encoder and of the LSTM decoder
+    #: layers of the BiLSTM encoder and of the LSTM decoder, in [1, 32]
     layers: int = 1
+    #: dropout probability, in [0, 1)
     dropout: float = 0.3
     #: tie the generator's output matrix to the target embeddings (needs emb_size == hidden_size)
     tie_generator: bool = False
@@ -110,9 +114,11 @@ class ModelConfig:
 
 @dataclass
 class TrainConfig:
+    #: random seed, in [0, 2**32 - 1]
     seed: int = 1
     #: "sgd" (OpenNMT default: lr 1.0, halved from decay_start) or "adam"
     optimizer: str = "sgd"
+    #: learning rate, in (0, 1000]
     lr: float = 1.0
     #: multiply the lr by this factor ...
     lr_decay: float = 0.5
@@ -121,7 +127,7 @@ class TrainConfig:
     max_grad_norm: float = 5.0
     #: linear learning-rate warm-up over the first N updates (0 = none)
     warmup_steps: int = 0
-    #: uniform init range for parameters (OpenNMT: 0.1); 0 keeps torch defaults
+    #: uniform init range for parameters (OpenNMT: 0.1), at most 100; 0 keeps torch defaults
     param_init: float = 0.1
     label_smoothing: float = 0.0
     epochs: int = 13
@@ -138,7 +144,7 @@ class TrainConfig:
     log_every: int = 50
     #: "tensorboard", "csv" or "none" (stdout logging is always on)
     logger: str = "csv"
-    #: torch intra-op threads (0 = torch default)
+    #: torch intra-op threads (0 = torch default), at most 1024
     threads: int = 0
     #: "fp32", or "bf16": mixed precision (torch.autocast with bfloat16) for the training forward pass;
     #: weights, gradients, optimizer, loss, attention transforms and validation stay float32.
@@ -152,10 +158,14 @@ class TrainConfig:
 
 @dataclass
 class DecodeConfig:
+    """Decoding settings; every number's range is declared in :data:`RANGES` (``decode``), shared by the
+    ``translate``/``tune-penalties`` options, the penalties file and the API's requests."""
+
+    #: beam size, in [1, 1000]; 1 = greedy
     beam: int = 5
     #: Wu et al. length penalty lp(Y) = ((5+|Y|)/6)^alpha; 0 disables
     length_alpha: float = 0.0
-    #: maximum output length = max_len_a * source_length + max_len_b
+    #: maximum output length = max_len_a * source_length + max_len_b (</s> included; a + b >= 2)
     max_len_a: float = 2.0
     max_len_b: int = 10
     #: no ``</s>`` before this many output tokens (1: a non-empty source never gets an empty translation,
@@ -163,6 +173,7 @@ class DecodeConfig:
     #: some mass at the first step can win the beam with the empty output when length_alpha is 0).
     #: The maximum length (max_len_a, max_len_b) wins where it is shorter.
     min_len: int = 1
+    #: sentences per decoding batch, >= 1
     batch_size: int = 64
     #: CovPenalty (Wu et al. 2016): beta in cp = beta * sum_j log max(eps, min(1, sum_t alpha_tj)); 0 disables
     coverage_beta: float = 0.0
@@ -186,41 +197,146 @@ def check_coverage_config(c: "CoverageConfig", prefix: str = "model.coverage") -
     """Raise :class:`ConfigError` naming the key for a bad ``model.coverage`` section."""
     if c.type not in COVERAGE_TYPES:
         raise ConfigError(f"{prefix}.type: unknown coverage model {c.type!r} (known: {', '.join(COVERAGE_TYPES)})")
-    if c.dim < 1:
-        raise ConfigError(f"{prefix}.dim must be >= 1, got {c.dim}")
+    check_ranges(c, "model.coverage", prefix=prefix)
     if c.type in ("linguistic", "linguistic_fertility") and c.dim != 1:
         raise ConfigError(
             f"{prefix}.dim={c.dim} applies to the NN-based models (nn, nn_gru); {c.type} coverage is a scalar (dim 1)"
         )
-    if not c.fertility_scale > 0:
-        raise ConfigError(f"{prefix}.fertility_scale must be > 0, got {c.fertility_scale}")
 
 
-#: the numeric ``train`` keys that have a range: (key, test, the range in words)
-TRAIN_RANGES: tuple[tuple[str, Callable[[float], bool], str], ...] = (
-    ("lr", lambda v: v > 0, "> 0"),
-    ("lr_decay", lambda v: 0 < v <= 1, "in (0, 1] (1 = no decay)"),
-    ("lr_decay_start", lambda v: v >= 1, ">= 1 (an epoch, 1-based)"),
-    ("max_grad_norm", lambda v: v >= 0, ">= 0 (0 = no clipping)"),
-    ("param_init", lambda v: v >= 0, ">= 0 (0 = torch's initialisation)"),
-    ("label_smoothing", lambda v: 0 <= v < 1, "in [0, 1)"),
-    ("epochs", lambda v: v >= 1, ">= 1"),
-    ("max_steps", lambda v: v >= 0, ">= 0 (0 = no limit)"),
-    ("max_minutes", lambda v: v >= 0, ">= 0 (0 = no limit)"),
-    ("valid_every", lambda v: v >= 0, ">= 0 (0 = once per epoch)"),
-    ("patience", lambda v: v >= 0, ">= 0 (0 = never stop early)"),
-    ("checkpoint_every", lambda v: v >= 1, ">= 1"),
-    ("log_every", lambda v: v >= 1, ">= 1"),
-    ("threads", lambda v: v >= 0, ">= 0 (0 = torch's default)"),
-    ("warmup_steps", lambda v: v >= 0, ">= 0 (0 = no warm-up)"),
-)
+@dataclass(frozen=True)
+class Range:
+    """The valid values of a numeric config key (or of the option that sets it): finite numbers from
+    ``low`` to ``high`` (None: unbounded), each end inclusive unless ``*_open``; ``note`` says what a
+    special value means (``0 = no limit``).  One declaration per key (:data:`RANGES`) serves
+    :class:`Config`, the commands' options and the API's requests, so all give the same message."""
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+    note: str = ""
+
+    @property
+    def words(self) -> str:
+        """The range as the messages write it: ``> 0``, ``in [0, 1)``, ``>= 1 (1 = greedy)``."""
+        if self.low is not None and self.high is not None:
+            text = (f"in {'(' if self.low_open else '['}{_plain(self.low)}, {_plain(self.high)}"
+                    f"{')' if self.high_open else ']'}")
+        elif self.low is not None:
+            text = f"{'>' if self.low_open else '>='} {_plain(self.low)}"
+        else:
+            text = f"{'<' if self.high_open else '<='} {_plain(self.high)}"
+        return f"{text} ({self.note})" if self.note else text
+
+    def contains(self, value: float) -> bool:
+        """Whether the finite number ``value`` lies in the range."""
+        lo, hi = self.low, self.high
+        return ((lo is None or (value > lo if self.low_open else value >= lo))
+                and (hi is None or (value < hi if self.high_open else value <= hi)))
+
+    def problem(self, name: str, value: Any, integer: bool = False) -> str | None:
+        """None for a good value; else ``NAME must be RANGE, got VALUE`` (``a whole number``/``a number`` for
+        a value of the wrong type)."""
+        is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if integer and not isinstance(value, int) or isinstance(value, bool):
+            return f"{name} must be a whole number {self.words}, got {value!r}"
+        if not is_number:
+            return f"{name} must be a number {self.words}, got {value!r}"
+        if not math.isfinite(value) or not self.contains(value):
+            return f"{name} must be {self.words}, got {value}"
+        return None
+
+    def check(self, name: str, value: Any, integer: bool = False) -> None:
+        """Raise :class:`ConfigError` with :meth:`problem` for a bad ``value``."""
+        message = self.problem(name, value, integer)
+        if message:
+            raise ConfigError(message)
+
+
+def _plain(bound: float) -> str:
+    """A range's end as written in messages: whole numbers in full (``4294967295``), others as ``%g``."""
+    return str(int(bound)) if float(bound).is_integer() else f"{bound:g}"
+
+
+#: largest model width (emb_size, hidden_size): 16384 is already 1 GiB per LSTM weight matrix
+MAX_WIDTH = 16384
+#: the range of every numeric key, by section (checked when a Config is built: :func:`check_ranges`)
+RANGES: dict[str, dict[str, Range]] = {
+    "data": {
+        "max_len": Range(1, 10_000),
+        "batch_tokens": Range(1, 10_000_000),
+        "bucket_batches": Range(1, 1_000_000),
+        "train_limit": Range(0, note="0 = all"),
+        "valid_limit": Range(0, note="0 = all"),
+    },
+    "model": {
+        "emb_size": Range(1, MAX_WIDTH),
+        "hidden_size": Range(1, MAX_WIDTH),
+        "layers": Range(1, 32),
+        "dropout": Range(0, 1, high_open=True),
+    },
+    "model.attention": {"exhaustion": Range(0, 100)},
+    "model.attention.fertility": {"value": Range(0, 1000, low_open=True), "add": Range(0, 1000)},
+    "model.coverage": {"dim": Range(1, 1024), "fertility_scale": Range(0, 1000, low_open=True)},
+    "train": {
+        "seed": Range(0, 2**32 - 1),
+        "lr": Range(0, 1000, low_open=True),
+        "lr_decay": Range(0, 1, low_open=True, note="1 = no decay"),
+        "lr_decay_start": Range(1, note="an epoch, 1-based"),
+        "max_grad_norm": Range(0, note="0 = no clipping"),
+        "param_init": Range(0, 100, note="0 = torch's initialisation"),
+        "label_smoothing": Range(0, 1, high_open=True),
+        "epochs": Range(1),
+        "max_steps": Range(0, note="0 = no limit"),
+        "max_minutes": Range(0, note="0 = no limit"),
+        "valid_every": Range(0, note="0 = once per epoch"),
+        "patience": Range(0, note="0 = never stop early"),
+        "checkpoint_every": Range(1),
+        "log_every": Range(1),
+        "threads": Range(0, 1024, note="0 = torch's default"),
+        "warmup_steps": Range(0, note="0 = no warm-up"),
+    },
+    "decode": {
+        "beam": Range(1, 1000, note="1 = greedy"),
+        "length_alpha": Range(0, 100, note="0 disables the length penalty"),
+        "max_len_a": Range(0, 1000),
+        "max_len_b": Range(0, 100_000),
+        "min_len": Range(0, note="0 allows an empty translation"),
+        "batch_size": Range(1, 1_000_000),
+        "max_source_len": Range(1, 1_000_000, note="longer inputs are refused before decoding"),
+        "coverage_beta": Range(0, 100, note="0 disables the coverage penalty"),
+        "coverage_eps": Range(0, 1, low_open=True, note="so that the penalty is finite"),
+    },
+}
+#: the decode keys of the length and coverage penalties (:func:`check_penalty_config`)
+PENALTY_RANGE_KEYS: tuple[str, ...] = ("length_alpha", "coverage_beta", "coverage_eps")
+
+
+def key_range(dotted: str) -> Range:
+    """The :class:`Range` of a dotted numeric key (``decode.beam``)."""
+    section, _, key = dotted.rpartition(".")
+    return RANGES[section][key]
+
+
+def check_ranges(section: Any, name: str, keys: Sequence[str] | None = None, prefix: str | None = None) -> None:
+    """Raise :class:`ConfigError` for the first value of ``section`` (the config section ``name``) out of
+    its range (``keys``: only those); messages name ``PREFIX.KEY`` (``prefix`` defaults to ``name``)."""
+    ranges = RANGES[name]
+    for key in keys if keys is not None else ranges:
+        value = getattr(section, key)
+        ranges[key].check(f"{prefix or name}.{key}", value, integer=_is_int_field(section, key))
+
+
+def _is_int_field(section: Any, key: str) -> bool:
+    """Whether ``key`` of the dataclass ``section`` is declared ``int``."""
+    hints = typing.get_type_hints(type(section)) if dataclasses.is_dataclass(section) else {}
+    return hints.get(key) is int
 
 
 def check_train_config(t: "TrainConfig", prefix: str = "train") -> None:
     """Raise :class:`ConfigError` naming the key for a ``train`` value out of its range or unknown."""
-    for key, ok, words in TRAIN_RANGES:
-        if not ok(getattr(t, key)):
-            raise ConfigError(f"{prefix}.{key} must be {words}, got {getattr(t, key)}")
+    check_ranges(t, "train", prefix=prefix)
     if t.precision not in PRECISIONS:
         raise ConfigError(f"{prefix}.precision: unknown precision {t.precision!r} (known: {', '.join(PRECISIONS)})")
     if t.normalization not in NORMALIZATIONS:
@@ -228,25 +344,39 @@ def check_train_config(t: "TrainConfig", prefix: str = "train") -> None:
                           f"(known: {', '.join(NORMALIZATIONS)})")
 
 
-def check_penalty_config(d: "DecodeConfig", prefix: str = "decode") -> None:
-    """Raise :class:`ConfigError` naming the key for bad length/coverage penalty settings."""
+def check_penalty_config(d: Any, prefix: str = "decode") -> None:
+    """Raise :class:`ConfigError` naming the key for bad length/coverage penalty settings (of a
+    :class:`DecodeConfig`, or anything with its penalty fields)."""
     if d.penalty_mode not in PENALTY_MODES:
         raise ConfigError(f"{prefix}.penalty_mode: unknown mode {d.penalty_mode!r} (known: {', '.join(PENALTY_MODES)})")
-    if d.coverage_beta < 0:
-        raise ConfigError(f"{prefix}.coverage_beta must be >= 0 (0 disables the coverage penalty), got {d.coverage_beta}")
-    if not 0 < d.coverage_eps <= 1:
-        raise ConfigError(f"{prefix}.coverage_eps must be in (0, 1] so that the penalty is finite, got {d.coverage_eps}")
-    if d.length_alpha < 0:
-        raise ConfigError(f"{prefix}.length_alpha must be >= 0, got {d.length_alpha}")
+    check_ranges(d, "decode", PENALTY_RANGE_KEYS, prefix)
 
 
 def check_decode_config(d: "DecodeConfig", prefix: str = "decode") -> None:
-    """Raise :class:`ConfigError` naming the key for bad decode settings (penalties, lengths)."""
+    """Raise :class:`ConfigError` naming the key for bad decode settings (every range, the penalty mode, and
+    room for a word in the longest output of a one-word source)."""
     check_penalty_config(d, prefix)
-    if d.min_len < 0:
-        raise ConfigError(f"{prefix}.min_len must be >= 0 (0 allows an empty translation), got {d.min_len}")
-    if d.max_source_len < 1:
-        raise ConfigError(f"{prefix}.max_source_len must be >= 1, got {d.max_source_len}")
+    check_ranges(d, "decode", prefix=prefix)
+    if d.max_len_a + d.max_len_b < 2:
+        raise ConfigError(
+            f"{prefix}.max_len_a={d.max_len_a:g} and {prefix}.max_len_b={d.max_len_b}: the longest output is "
+            f"max_len_a * source length + max_len_b tokens, </s> included, so max_len_a + max_len_b must be >= 2 "
+            "to leave a one-word source room for a word"
+        )
+
+
+def longest_output(cfg: "Config") -> float:
+    """The most output steps (``</s>`` included) of a one-subword source: a training target of
+    ``data.max_len`` subwords + ``</s>``, or decoding's limit ``max_len_a * 1 + max_len_b``."""
+    return max(cfg.data.max_len + 1, cfg.decode.max_len_a + cfg.decode.max_len_b)
+
+
+def check_sections(cfg: "Config") -> None:
+    """The ranges of the ``data`` and ``model`` sections (:data:`RANGES`)."""
+    check_ranges(cfg.data, "data")
+    check_ranges(cfg.model, "model")
+    check_ranges(cfg.model.attention, "model.attention")
+    check_ranges(cfg.model.attention.fertility, "model.attention.fertility")
 
 
 #: the first line of a config file written by :meth:`Config.save_yaml` (a run's ``config.yaml``)
@@ -266,10 +396,12 @@ class Config:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Config":
         cfg = _build(cls, d, "")
+        check_sections(cfg)
         check_coverage_config(cfg.model.coverage)
-        check_attention(cfg.model.attention)  # fertility and attention cross-field rules (scanmt.fertility.rules)
         check_train_config(cfg.train)
         check_decode_config(cfg.decode)
+        check_attention(cfg.model.attention)  # fertility and attention cross-field rules (scanmt.fertility.rules)
+        check_sink(cfg.model.attention, longest_output(cfg))
         return cfg
 
     @classmethod
@@ -278,7 +410,7 @@ class Config:
         if not path.exists():
             raise ConfigError(f"{path}: config file not found")
         try:
-            raw = load_yaml(path.read_text(encoding="utf-8"), str(path)) or {}
+            raw = load_yaml(read_text(path, "config file"), str(path)) or {}
         except yaml.YAMLError as exc:
             raise ConfigError(f"{path}: invalid YAML: {exc}") from None
         if not isinstance(raw, dict):
@@ -364,6 +496,8 @@ def _coerce(tp: Any, value: Any, key: str) -> Any:
         number = _number(value)
         if number is None or number != int(number):
             raise ConfigError(f"{key}: expected an integer, got {value!r}")
+        if abs(number) >= 2**63:
+            raise ConfigError(f"{key}: {value} is too large for an integer key (at most 2**63 - 1)")
         return int(number)
     if tp is float:
         number = _number(value)
@@ -457,6 +591,8 @@ class PredictorConfig:
         if isinstance(train, dict):
             d = {**d, "train": {**dataclasses.asdict(_predictor_train_defaults()), **train}}
         cfg = _build(cls, d, "")
+        check_ranges(cfg.data, "data")
+        check_train_config(cfg.train)
         if cfg.level not in PREDICTOR_LEVELS:
             raise ConfigError(f"level: unknown fertility level {cfg.level!r} (known: {', '.join(PREDICTOR_LEVELS)})")
         return cfg

@@ -9,6 +9,7 @@ configs and grid files, refusing a key written twice in one mapping.
 from __future__ import annotations
 
 import contextlib
+import errno
 import glob
 import gzip
 import logging
@@ -123,9 +124,11 @@ def _replacing(path: Path, mode: str, encoding: str | None, old: os.stat_result 
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.filename is None:  # a failed write() names no file: name it
+            raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
         raise
 
 
@@ -207,6 +210,18 @@ def _rename_all(pairs: list[tuple[Path, Path]]) -> None:
         marker.unlink()
 
 
+def os_error_line(exc: OSError) -> str:
+    """An ``OSError`` as one line of a message: what went wrong and the file (``No space left on device: FILE``)."""
+    return f"{exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else "")
+
+
+def write_error(path: str | Path, exc: BaseException, writer: str) -> OSError:
+    """The one-line :class:`OSError` naming ``path`` for a ``writer`` (torch.save, sentencepiece) that failed
+    with a library error instead of an ``OSError`` (its first line kept), e.g. on a full disk."""
+    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return OSError(errno.EIO, f"{writer} could not write the file ({first[:200]}); is the disk full?", str(path))
+
+
 def remove_stale_temps(path: Path) -> list[Path]:
     """Remove the temporary files of :func:`atomic_open` for ``path`` whose writing process is gone
     (killed before its rename, e.g. a ``last.pt`` write); returns them.  A file whose process still
@@ -265,6 +280,25 @@ def _open_text_bytes(path: Path) -> bytes:
     return raw
 
 
+def _decode(raw: bytes, path: str | Path, what: str) -> str:
+    """``raw`` as UTF-8 text (a byte-order mark dropped); invalid UTF-8 is a :class:`DataError` naming
+    the file and line."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line_no = raw[: exc.start].count(b"\n") + 1
+        raise DataError(
+            f"{path}:{line_no}: {what} is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})"
+        ) from None
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def read_text(path: str | Path, what: str = "file") -> str:
+    """The whole UTF-8 text of ``path`` (a config, grid, penalties or JSON file); invalid UTF-8 is a
+    :class:`DataError` naming the file and line (never a ``UnicodeDecodeError``)."""
+    return _decode(Path(path).read_bytes(), path, what)
+
+
 def read_lines(path: str | Path, *, allow_empty: bool = False, what: str = "file") -> list[str]:
     """Read a UTF-8 (optionally ``.gz``) text file as a list of lines without newlines (``-``: standard input).
 
@@ -279,16 +313,7 @@ def read_lines(path: str | Path, *, allow_empty: bool = False, what: str = "file
     """
     raw = _open_text_bytes(Path(path))
     path = "<stdin>" if is_stdio(path) else Path(path)
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line_no = raw[: exc.start].count(b"\n") + 1
-        raise DataError(
-            f"{path}:{line_no}: {what} is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})"
-        ) from None
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    lines = text.split("\n")
+    lines = _decode(raw, path, what).split("\n")
     if lines and lines[-1] == "":
         lines.pop()  # the final newline
     lines = [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
@@ -369,8 +394,8 @@ def read_json(path: str | Path, *, missing: str) -> dict:
     if not path.exists():
         raise DataError(missing)
     try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        obj = json.loads(read_text(path, "JSON file"))
+    except json.JSONDecodeError as exc:
         raise DataError(f"{path}: not valid JSON ({exc})") from None
     if not isinstance(obj, dict):
         raise DataError(f"{path}: expected a JSON object")

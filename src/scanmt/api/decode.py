@@ -14,7 +14,7 @@ from typing import Any
 
 from scanmt.config import Config, DecodeConfig
 from scanmt.errors import ConfigError
-from scanmt.io import load_yaml
+from scanmt.io import load_yaml, read_text
 
 #: decode keys a penalties file may set (everything else in it is informational)
 PENALTY_KEYS = ("length_alpha", "coverage_beta", "coverage_eps", "penalty_mode")
@@ -26,7 +26,7 @@ def load_penalties(path: str | Path) -> dict[str, Any]:
 
     path = Path(path)
     try:
-        raw = load_yaml(path.read_text(encoding="utf-8"), str(path)) or {}
+        raw = load_yaml(read_text(path, "penalties file"), str(path)) or {}
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the penalties file: {exc.strerror or exc}") from None
     except yaml.YAMLError as exc:

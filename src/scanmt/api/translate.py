@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import collections.abc
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 from scanmt.api.decode import DecodeOverrides
-from scanmt.api.requests import CommandRequest
-from scanmt.config import DecodeConfig
+from scanmt.api.requests import CommandRequest, option
+from scanmt.config import DecodeConfig, key_range
 from scanmt.errors import ConfigError
 from scanmt.io import atomic_outputs, check_outputs, is_stdio, read_lines, write_lines
 
@@ -33,17 +34,17 @@ class TranslateRequest(CommandRequest):
     input: str
     output: str
     #: beam size; 1 = greedy; None: the checkpoint's ``decode.beam``
-    beam: int | None = None
+    beam: int | None = option(None, key="decode.beam")
     #: cut source sentences longer than this many subwords
-    max_len: int | None = None
-    length_alpha: float | None = None
-    coverage_beta: float | None = None
-    coverage_eps: float | None = None
+    max_len: int | None = option(None, range=key_range("data.max_len"))
+    length_alpha: float | None = option(None, key="decode.length_alpha")
+    coverage_beta: float | None = option(None, key="decode.coverage_beta")
+    coverage_eps: float | None = option(None, key="decode.coverage_eps")
     penalty_mode: str | None = None
     penalties: str | None = None
-    batch_size: int | None = None
+    batch_size: int | None = option(None, key="decode.batch_size")
     #: no ``</s>`` before this many output tokens (``decode.min_len``); None: the checkpoint's
-    min_output_len: int | None = None
+    min_output_len: int | None = option(None, key="decode.min_len")
     #: attention matrices (.npz), Moses-tokenized output, fertility bounds file, forced targets
     attention_out: str | None = None
     tokenized_out: str | None = None
@@ -51,7 +52,7 @@ class TranslateRequest(CommandRequest):
     force_target: str | None = None
     device: str = "cpu"
     #: refuse source sentences of more subwords (``decode.max_source_len``); None: the checkpoint's
-    max_source_len: int | None = None
+    max_source_len: int | None = option(None, key="decode.max_source_len")
 
     def decode_overrides(self) -> DecodeOverrides:
         return DecodeOverrides(self.penalties, self.length_alpha, self.coverage_beta, self.coverage_eps,
@@ -137,6 +138,7 @@ def translate(
     """
     from scanmt.decoding.translator import Translator
 
+    check_translate_arguments(lines, beam, max_len)
     if isinstance(model, Translator):
         tr = model
         if decode is not None:
@@ -144,6 +146,20 @@ def translate(
     else:
         tr = load_translator(model, decode=decode, device=device)
     return tr.translate_lines(lines, beam=beam, progress=progress, fertility=fertility, max_len=max_len)
+
+
+def check_translate_arguments(lines: Sequence[str], beam: int | None, max_len: int | None) -> None:
+    """Raise :class:`ConfigError` for arguments of :func:`translate` of the wrong type or out of range (the
+    ranges of :class:`TranslateRequest`'s ``beam`` and ``max_len``)."""
+    if isinstance(lines, str) or not isinstance(lines, collections.abc.Sequence):
+        raise ConfigError(f"lines: expected a sequence of sentences (strings), got {lines!r:.80}")
+    bad = next((i for i, line in enumerate(lines) if not isinstance(line, str)), None)
+    if bad is not None:
+        raise ConfigError(f"lines[{bad}]: expected a sentence (a string), got {lines[bad]!r:.80}")
+    for name, value in (("beam", beam), ("max_len", max_len)):
+        if value is not None:
+            field = TranslateRequest.__dataclass_fields__[name]
+            field.metadata["range"].check(name, value, integer=True)
 
 
 def check_request(request: TranslateRequest) -> None:

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scanmt.api.decode import DecodeOverrides, load_penalties  # noqa: F401 - load_penalties: the file's reader
-from scanmt.api.requests import CommandRequest
+from scanmt.api.requests import CommandRequest, option
+from scanmt.config import Range, key_range
 from scanmt.errors import ConfigError
 from scanmt.fertility.rules import ORACLE
 
@@ -47,18 +48,27 @@ class TunePenaltiesRequest(CommandRequest):
     grid: str = "0,0.2,0.4,0.6,0.8,1.0"
     alphas: str | None = None
     betas: str | None = None
-    beam: int = 5
+    beam: int = option(5, range=Range(2, key_range("decode.beam").high, note="penalties act in beam search only"))
     #: None: the checkpoint's ``decode.penalty_mode`` / ``decode.coverage_eps``
     penalty_mode: str | None = None
-    coverage_eps: float | None = None
+    coverage_eps: float | None = option(None, key="decode.coverage_eps")
     #: rescore mode: run the beam for every grid point instead of re-ranking one decode
     redecode: bool = False
     #: only the first N sentences of the split (0 = all)
-    limit: int = 0
-    batch_size: int | None = None
+    limit: int = option(0, range=Range(0, note="0 = all"))
+    batch_size: int | None = option(None, key="decode.batch_size")
     #: where the best setting goes; None: ``CKPT_DIR/penalties.SPLIT.yaml``
     out: Path | None = None
     device: str = "cpu"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.grids()  # the grid values are checked when the request is built
+
+    def grids(self) -> tuple[list[float], list[float]]:
+        """The values of alpha and of beta (``alphas``/``betas`` or ``grid``), each checked against its range."""
+        return (parse_grid(self.alphas or self.grid, "--alphas" if self.alphas else "--grid", "decode.length_alpha"),
+                parse_grid(self.betas or self.grid, "--betas" if self.betas else "--grid", "decode.coverage_beta"))
 
 
 @dataclass
@@ -103,16 +113,16 @@ class TunePenaltiesResult:
         return "\n".join(rows)
 
 
-def parse_grid(text: str, what: str = "--grid") -> list[float]:
-    """Sorted distinct weights from ``"0,0.2,0.4"`` (each >= 0)."""
+def parse_grid(text: str, what: str = "--grid", key: str = "decode.length_alpha") -> list[float]:
+    """Sorted distinct weights from ``"0,0.2,0.4"``, each in the range of the config ``key`` it sets."""
     try:
         values = [float(v) for v in text.split(",") if v.strip()]
     except ValueError:
         raise ConfigError(f"{what} {text!r}: expected comma-separated numbers, e.g. 0,0.2,0.4") from None
     if not values:
         raise ConfigError(f"{what} is empty")
-    if any(v < 0 for v in values):
-        raise ConfigError(f"{what} {text!r}: penalty weights must be >= 0")
+    for v in values:
+        key_range(key).check(f"{what} {text!r}: {key}", v)
     return sorted(set(values))
 
 
@@ -131,7 +141,7 @@ def _split_data(request: TunePenaltiesRequest, tr: Translator) -> tuple[Parallel
     refs = read_lines(data_dir / f"{split}.raw.{t}", what="reference file")
     if len(src_lines) != len(refs):
         raise ConfigError(f"{data_dir}: {split}.raw.{s} has {len(src_lines)} lines but {split}.raw.{t} {len(refs)}")
-    if request.limit:
+    if request.limit:  # >= 0: checked when the request was built
         src_lines, refs = src_lines[: request.limit], refs[: request.limit]
     vocab = tr.pipeline.vocab
     data = ParallelData([vocab.encode(p) for p in tr.pipeline.source_pieces_all(src_lines)], None)
@@ -194,10 +204,7 @@ def tune_penalties(request: TunePenaltiesRequest) -> TunePenaltiesResult:
     """Grid-search (alpha, beta) by sacreBLEU; writes the best setting as YAML to ``request.out``."""
     from scanmt.api.translate import load_translator
 
-    if request.beam < 2:
-        raise ConfigError(f"--beam {request.beam}: penalties only act in beam search; use --beam 2 or more")
-    alphas = parse_grid(request.alphas or request.grid, "--alphas" if request.alphas else "--grid")
-    betas = parse_grid(request.betas or request.grid, "--betas" if request.betas else "--grid")
+    alphas, betas = request.grids()
     overrides = DecodeOverrides(coverage_eps=request.coverage_eps, penalty_mode=request.penalty_mode or None,
                                 batch_size=request.batch_size)
     tr = load_translator(request.model, decode=overrides, device=request.device)

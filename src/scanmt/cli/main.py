@@ -9,7 +9,7 @@ from typing import Sequence
 
 from scanmt.cli import HelpFormatter
 from scanmt.errors import ScanmtError
-from scanmt.io import ProgressBarSafeHandler, setup_logging  # noqa: F401 - where they were defined before
+from scanmt.io import ProgressBarSafeHandler, os_error_line, setup_logging  # noqa: F401 - where they were defined before
 
 # command modules under scanmt.cli, in the order ``--help`` lists them
 COMMANDS: tuple[str, ...] = (
@@ -92,8 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:  # a disk that is full, a folder that is not writable, ...
         if args.verbose:
             raise
-        where = f": {exc.filename}" if exc.filename else ""
-        print(f"scanmt {args.command}: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        print(f"scanmt {args.command}: error: {os_error_line(exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(f"scanmt {args.command}: interrupted", file=sys.stderr)

@@ -7,7 +7,6 @@ import sys
 
 from scanmt.api.requests import request_from_namespace
 from scanmt.api.translate import TranslateRequest, translate_file
-from scanmt.cli import non_negative_int, positive_int
 from scanmt.io import is_stdio
 
 NAME = "translate"
@@ -23,14 +22,15 @@ atomically to a file (a device or pipe, such as /dev/stdout, is written directly
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options; their ranges are checked by :class:`TranslateRequest` (the same for the API)."""
     p.add_argument("--model", required=True, help="checkpoint (best.pt or last.pt of a run)")
     p.add_argument("--input", required=True,
                    help="raw source sentences, one per line (UTF-8, .gz allowed; - for standard input)")
     p.add_argument("--output", required=True,
                    help="where to write the detokenized translations (- for standard output)")
-    p.add_argument("--beam", type=positive_int, default=None,
+    p.add_argument("--beam", type=int, default=None,
                    help="beam size; 1 = greedy (default: the checkpoint's decode.beam)")
-    p.add_argument("--max-len", type=positive_int, default=None, metavar="N",
+    p.add_argument("--max-len", type=int, default=None, metavar="N",
                    help="cut source sentences longer than N subwords to their first N, with a warning that counts "
                         "them (default: translate every sentence in full)")
     p.add_argument("--length-alpha", type=float, default=None,
@@ -44,10 +44,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--penalties", metavar="FILE",
                    help="length/coverage penalty settings written by `scanmt tune-penalties` (the options above "
                         "override it)")
-    p.add_argument("--min-output-len", type=non_negative_int, default=None, metavar="N",
+    p.add_argument("--min-output-len", type=int, default=None, metavar="N",
                    help="no </s> before N output tokens (default: the checkpoint's decode.min_len, 1 unless trained "
                         "with another; 0 lets a non-empty source get an empty translation, OpenNMT-py's default)")
-    p.add_argument("--batch-size", type=positive_int, default=None,
+    p.add_argument("--batch-size", type=int, default=None,
                    help="sentences per decoding batch (default: the checkpoint's decode.batch_size)")
     p.add_argument("--attention-out", help="write attention matrices (.npz, one entry per sentence)")
     p.add_argument("--tokenized-out", help="also write the Moses-tokenized output (for tokenized BLEU, REP)")

@@ -12,7 +12,6 @@ from pathlib import Path
 
 from scanmt.api.requests import request_from_namespace
 from scanmt.api.tune_penalties import TunePenaltiesRequest, tune_penalties
-from scanmt.cli import positive_int
 
 NAME = "tune-penalties"
 HELP = "grid-search the length/coverage penalty weights (alpha, beta) on a prepared split by BLEU"
@@ -29,6 +28,7 @@ Prints BLEU per grid point (rows alpha, columns beta) and writes the best settin
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options; their ranges are checked by :class:`TunePenaltiesRequest` (the same for the API)."""
     p.add_argument("--model", required=True, help="checkpoint (best.pt of a run)")
     p.add_argument("--data", type=Path, required=True, help="prepared data directory (scanmt prepare)")
     p.add_argument("--split", default="valid", help="split to tune on: DIR/{split}.raw.{src,tgt}")
@@ -43,7 +43,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--redecode", action="store_true",
                    help="rescore mode: run the beam for every grid point instead of re-ranking one decode")
     p.add_argument("--limit", type=int, default=0, help="use only the first N sentences of the split (0 = all)")
-    p.add_argument("--batch-size", type=positive_int, default=None, help="sentences per decoding batch")
+    p.add_argument("--batch-size", type=int, default=None, help="sentences per decoding batch")
     p.add_argument("--out", type=Path, help="where to write the best setting; None: CKPT_DIR/penalties.SPLIT.yaml")
     p.add_argument("--device", default="cpu", help="cpu or cuda[:N]")
 

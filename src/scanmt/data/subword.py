@@ -18,6 +18,7 @@ from typing import Sequence
 import sentencepiece as spm
 
 from scanmt.errors import DataError
+from scanmt.io import write_error
 
 WORD_START = "\u2581"
 
@@ -82,12 +83,23 @@ def train_subword_model(
         )
     except RuntimeError as exc:
         shutil.rmtree(tmpdir, ignore_errors=True)
+        if any(marker in str(exc) for marker in WRITE_FAILURES):
+            raise write_error(f"{model_prefix}.model", exc, "sentencepiece") from None
         where = described_as or ", ".join(str(t) for t in texts)
         raise DataError(subword_error(str(exc), vocab_size, where)) from None
+    try:  # a model cut short by a full disk fails only when read: read it back now, naming the file
+        spm.SentencePieceProcessor(model_file=f"{tmp_prefix}.model")
+    except (RuntimeError, OSError) as exc:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+        raise write_error(f"{model_prefix}.model", exc, "sentencepiece") from None
     for ext in (".model", ".vocab"):
         os.replace(f"{tmp_prefix}{ext}", f"{model_prefix}{ext}")
     os.rmdir(tmpdir)
     return Path(f"{model_prefix}.model")
+
+
+#: sentencepiece's words for a model it could not write (or read back, truncated), e.g. on a full disk
+WRITE_FAILURES: tuple[str, ...] = ("ParseFromArray", "No space left", "write failed", "Failed to write", "cannot write")
 
 
 def subword_error(message: str, vocab_size: int, where: str) -> str:

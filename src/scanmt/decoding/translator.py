@@ -16,6 +16,7 @@ from scanmt.data.attention_file import SentenceAttention
 from scanmt.data.dataset import Batch, ParallelData
 from scanmt.data.pipeline import TextPipeline
 from scanmt.data.vocab import EOS
+from scanmt.errors import DataError
 from scanmt.decoding.penalties import Penalties
 from scanmt.decoding.search import Hypothesis, beam_search, beam_search_encoded, greedy_search
 from scanmt.errors import ConfigError, DataError
@@ -86,6 +87,16 @@ def check_device(device: str | torch.device) -> torch.device:
     elif dev.type != "cpu":
         raise ConfigError(f"--device {device}: scanmt decodes on cpu or cuda[:N], not {dev.type}")
     return dev
+
+
+def check_fertility_rows(fertility: Sequence[Sequence[float]], src_lens: Sequence[int]) -> None:
+    """Raise :class:`DataError` unless ``fertility`` has one row per sentence, one number per source subword."""
+    if len(fertility) != len(src_lens):
+        raise DataError(f"fertility: {len(fertility)} row(s) for {len(src_lens)} sentence(s); give one row per "
+                        "sentence, one number per source subword")
+    for i, (row, n) in enumerate(zip(fertility, src_lens)):
+        if len(row) != n:
+            raise DataError(f"fertility row {i + 1}: {len(row)} number(s) for {n} source subword(s)")
 
 
 class Translator:
@@ -298,6 +309,8 @@ class Translator:
         if fertility is not None:
             self.check_uses_bounds()
         src_pieces = self.pipeline.source_pieces_all(lines)
+        if fertility is not None:
+            check_fertility_rows(fertility, [len(p) for p in src_pieces])
         src_pieces, fertility = self._limit_lengths(src_pieces, fertility, max_len, source)
         self.check_source_lengths(src_pieces, source)
         todo = [i for i, pieces in enumerate(src_pieces) if pieces]

@@ -40,7 +40,7 @@ from typing import Any
 import yaml
 
 from scanmt.errors import ConfigError
-from scanmt.io import load_yaml
+from scanmt.io import load_yaml, read_text
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")
@@ -232,7 +232,7 @@ def _read_mapping(path: Path) -> tuple[dict, str]:
         raise GridError(f"{path}: grid file not found")
     if path.is_dir():
         raise GridError(f"{path}: is a directory, expected a grid YAML file")
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path, "grid file")
     try:
         raw = load_yaml(text, str(path))
     except yaml.YAMLError as exc:

@@ -52,7 +52,7 @@ from scanmt.api.evaluate import check_drop_samples
 from scanmt.config import config_differences, with_defaults
 from scanmt.errors import ConfigError, DataError, ScanmtError
 from scanmt.experiments.grid import Grid, GridError, System
-from scanmt.io import atomic_open, setup_logging
+from scanmt.io import atomic_open, os_error_line, setup_logging
 
 #: config keys whose change does not make a finished run stale
 IGNORED_KEYS = ("train.threads", "decode.batch_size")
@@ -282,6 +282,11 @@ def missing_splits(spec: RunSpec) -> list[str]:
     return [split for split in spec.extra_splits if split not in have]
 
 
+def metrics_unreadable(spec: RunSpec) -> bool:
+    """Whether a finished run's ``metrics.json`` is missing or does not parse as a JSON object."""
+    return (spec.dir / "DONE").exists() and read_json(spec.dir / "metrics.json") is None
+
+
 def resolve_extra_splits(asked: Sequence[str] | None, main_split: str, available: Sequence[str],
                          where: str) -> tuple[str, ...]:
     """The extra test splits of a grid invocation, checked against the prepared data's splits.
@@ -353,10 +358,12 @@ def run_status(spec: RunSpec) -> str:
     """``done``, ``resume`` (something is there already) or ``new``.
 
     A run finished (DONE) without an extra split it is now asked for is ``resume``: only that
-    split's steps are left (the markers of the others exist).
+    split's steps are left (the markers of the others exist).  So is one whose ``metrics.json``
+    does not parse (cut short, edited): its finished steps are skipped and it is scored again
+    (a summary would otherwise count it finished with no numbers).
     """
     d = spec.dir
-    if (d / "DONE").exists() and not missing_splits(spec):
+    if (d / "DONE").exists() and not missing_splits(spec) and not metrics_unreadable(spec):
         return "done"
     if (d / "last.pt").exists() or any(stage_marker(d, s).exists() for s in STAGES):
         return "resume"
@@ -755,6 +762,9 @@ def worker_main(argv: Sequence[str]) -> int:
         except KeyboardInterrupt:
             print(f"{spec.key}: interrupted", file=sys.stderr, flush=True)
             return 130
+        except OSError as exc:  # a full disk, a folder that is not writable: one line naming the file
+            print(f"{spec.key}: error: {os_error_line(exc)}", file=sys.stderr, flush=True)
+            return 1
         except Exception:  # noqa: BLE001 - a bug: keep the traceback in the run's log
             traceback.print_exc()
             return 1
@@ -814,6 +824,8 @@ def resume_note(spec: RunSpec) -> str:
         return ""
     if (spec.dir / "last.pt").exists() and not stage_marker(spec.dir, "train").exists():
         return ", resuming training from last.pt"
+    if metrics_unreadable(spec):
+        return f", scoring it again: its {spec.dir / 'metrics.json'} does not parse"
     if (spec.dir / "DONE").exists():
         return f", adding test set(s) {', '.join(missing_splits(spec))}"
     return ", resuming after its finished steps"

@@ -13,7 +13,14 @@ The rules, for ``model.attention``:
 - a constrained transform needs a fertility strategy (:data:`STRATEGIES`); an unconstrained
   one takes none (``fertility.strategy = none``);
 - the exhaustion bonus ``z + c * u`` needs a constrained transform (it reads ``u``);
-- the ``cosine`` score scaling needs the ``general`` score (it normalises ``W h``).
+- the ``cosine`` score scaling needs the ``general`` score (it normalises ``W h``);
+- a constrained transform **without the sink** is feasible only when the bounds can never run
+  out (:func:`check_sink`): every output step spends exactly 1 of the source's fertility
+  (its attention sums to 1 and ``u = max(0, f - beta)``), so step ``t`` needs ``sum_j f_j > t``
+  and an output of ``T`` tokens (``</s>`` included) needs ``sum_j f_j >= T``.  For a
+  one-subword source that means ``f >= T`` for the longest ``T`` training or decoding can
+  reach; only constant bounds can promise it (guided, predicted and actual ones vary per
+  sentence), so anything else needs the sink.
 """
 
 from __future__ import annotations
@@ -77,6 +84,27 @@ def check_scaling(score: str, scaling: str) -> None:
     """``cosine`` scaling normalises the keys ``W h``: it needs the ``general`` score."""
     if scaling == "cosine" and score != "general":
         raise ConfigError("model.attention.scaling=cosine needs model.attention.score=general")
+
+
+def check_sink(attention: Any, longest_output: float) -> None:
+    """A constrained transform without the sink (``sink: false``) needs bounds that never run out: constant
+    fertility ``f >= longest_output`` (the most output steps, ``</s>`` included, that training or decoding
+    can take for a one-subword source); see the module docstring."""
+    if attention.sink is not False or not is_constrained(attention.transform):
+        return
+    fertility = attention.fertility
+    why = (f"model.attention.sink=false with {attention.transform}: without the sink every output step spends 1 of "
+           "the source's fertility, so an output longer than the sum of the bounds has no feasible attention "
+           "(training or validation fails at the first such sentence)")
+    if fertility.strategy != "constant":
+        raise ConfigError(f"{why}; {fertility.strategy} bounds cannot promise enough for every sentence: "
+                          "leave the sink on (model.attention.sink: null or true)")
+    if fertility.value < longest_output:
+        raise ConfigError(
+            f"{why}; {FERTILITY_KEY}.value={fertility.value:g} lets a one-subword source have {fertility.value:g} "
+            f"output steps but up to {longest_output:g} are taken (data.max_len + 1, or decode.max_len_a + "
+            f"decode.max_len_b): set {FERTILITY_KEY}.value >= {longest_output:g} or leave the sink on "
+            "(model.attention.sink: null or true)")
 
 
 def check_attention(attention: Any) -> None:

@@ -33,7 +33,7 @@ from scanmt.config import Config
 from scanmt.data.pipeline import TextPipeline
 from scanmt.errors import ConfigError, DataError
 from scanmt.fertility.providers import FertilityProvider, PredictorWeights, provider_from_state
-from scanmt.io import atomic_open
+from scanmt.io import atomic_open, write_error
 
 FORMAT_VERSION = 1
 #: the file's key of each field whose key is not its name
@@ -44,8 +44,11 @@ _NOT_KEYS = ("extra", "source")
 
 def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> None:
     """Write the checkpoint dict ``payload`` (atomically), stamped with the format version."""
-    with atomic_open(path, "wb") as fh:
-        torch.save({**payload, "version": FORMAT_VERSION}, fh)
+    try:
+        with atomic_open(path, "wb") as fh:
+            torch.save({**payload, "version": FORMAT_VERSION}, fh)
+    except RuntimeError as exc:  # torch reports a failed write as "[enforce fail at inline_container.cc ...]"
+        raise write_error(path, exc, "torch.save") from None
 
 
 def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:

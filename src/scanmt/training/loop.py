@@ -208,7 +208,8 @@ class TrainLoop:
         return torch.autocast(self.dist.device.type, dtype=torch.bfloat16, enabled=self.cfg.precision == "bf16")
 
     def train_step(self, batch: Any, probe: bool = False) -> tuple[float, int]:
-        """One update; with ``probe``, a task that has ``probe(on)`` records gradient diagnostics of this batch."""
+        """One update: ``(loss, units)``; with ``probe``, a task that has ``probe(on)`` records gradient diagnostics
+        of this batch.  A gradient that is not finite makes no update and gives a NaN loss (the loop stops there)."""
         self.net.train()
         probe = probe and hasattr(self.task, "probe")
         if probe:
@@ -220,8 +221,9 @@ class TrainLoop:
         (loss / max(denominator, 1)).backward()
         if probe:
             self.task.probe(False)
-        if self.cfg.max_grad_norm > 0:
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.max_grad_norm)
+        norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.max_grad_norm or math.inf)
+        if not math.isfinite(float(norm)):  # the update would make the weights NaN: no update, the loop stops
+            return math.nan, n
         self.optimizer.step()
         return float(loss.detach()), n
 
@@ -340,7 +342,8 @@ class TrainLoop:
                     set_lr(self.optimizer, p.lr * min(1.0, (p.step + 1) / max(c.warmup_steps, 1)))
                 loss, n = self.train_step(batch, probe=(p.step + 1) % c.log_every == 0)
                 if not math.isfinite(loss):
-                    raise DataError(f"training diverged at step {p.step + 1} (loss {loss}); lower train.lr")
+                    raise DataError(f"loss became NaN (or inf) at step {p.step + 1} (or its gradient did): training "
+                                    "diverged; start a new run with a lower train.lr")
                 p.step += 1
                 p.batch_in_epoch += 1
                 p.units += n
