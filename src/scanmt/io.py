@@ -313,7 +313,8 @@ def read_lines(path: str | Path, *, allow_empty: bool = False, what: str = "file
     """
     raw = _open_text_bytes(Path(path))
     path = "<stdin>" if is_stdio(path) else Path(path)
-    lines = _decode(raw, path, what).split("\n")
+    text = _decode(raw, path, what)
+    lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()  # the final newline
     lines = [ln[:-1] if ln.endswith("\r") else ln for ln in lines]

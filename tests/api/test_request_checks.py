@@ -153,7 +153,9 @@ def test_too_few_fertility_rows_is_one_line(small_data_dir, tmp_path):
     """Item 19: too few fertility rows gave an IndexError."""
     from tests.conftest import tiny_config
 
-    run = api.train(tiny_config(small_data_dir, train__max_steps=1, train__checkpoint_every=1), tmp_path / "run")
+    run = api.train(tiny_config(small_data_dir, train__max_steps=1, train__checkpoint_every=1,
+                                model__attention__transform="csparsemax",
+                                model__attention__fertility__strategy="constant"), tmp_path / "run")
     with pytest.raises(DataError, match=r"fertility: 1 row\(s\) for 2 sentence\(s\)") as exc:
         api.translate(["Ein Hund.", "Eine Frau."], run.best_checkpoint, fertility=[[1.0, 1.0]])
     _one_line(exc)

@@ -57,7 +57,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force-target", metavar="FILE",
                    help="forced decoding of these raw target sentences instead of search: --output gets "
                         "log P(target|source) per line, --attention-out the attention (for AER/SAER)")
-    p.add_argument("--max-source-len", type=positive_int, default=None, metavar="N",
+    p.add_argument("--max-source-len", type=int, default=None, metavar="N",
                    help="refuse (before any decoding, naming the line) a source sentence of more than N subwords, "
                         "as decoding memory grows with the square of the length (default: the checkpoint's "
                         "decode.max_source_len, 1000 unless trained with another)")
