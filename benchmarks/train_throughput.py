@@ -32,9 +32,9 @@ from plain_nmt import PlainNMT
 
 from scanmt.config import Config
 from scanmt.data.vocab import PAD_ID
-from scanmt.decoding.search import beam_search
+from scanmt.decoding.search import SearchSettings, search
 from scanmt.model.build import build_model
-from scanmt.model.nmt import nmt_loss
+from scanmt.model.loss import nmt_loss
 from scanmt.model.transforms import get_transform
 from scanmt.presets import preset_path
 
@@ -164,7 +164,7 @@ def main() -> None:
             for i in range(0, len(pos), 64):
                 b = test.make_batch(pos[i : i + 64])
                 fert = torch.full(b.src.shape, 2.0) if constrained else None
-                beam_search(model, b.src, b.src_len, fert, beam=args.beam)
+                search(model, b.src, b.src_len, fert, SearchSettings(beam=args.beam))
             dt = time.perf_counter() - t0
             print(f"  {name:<12} {len(pos) / dt:8.1f} sentences/s")
 
