@@ -164,7 +164,7 @@ def main() -> None:
             for i in range(0, len(pos), 64):
                 b = test.make_batch(pos[i : i + 64])
                 fert = torch.full(b.src.shape, 2.0) if constrained else None
-                search(model, b.src, b.src_len, fert, SearchSettings(beam=args.beam))
+                search(model, b.src, b.src_len, fert, settings=SearchSettings(beam=args.beam))
             dt = time.perf_counter() - t0
             print(f"  {name:<12} {len(pos) / dt:8.1f} sentences/s")
 

@@ -152,12 +152,13 @@ def search(
     src: torch.Tensor,
     src_len: torch.Tensor,
     fertility: torch.Tensor | None = None,
+    *,
     settings: SearchSettings = SearchSettings(),
 ) -> list[Hypothesis]:
     """Search ``src [B, S]`` (lengths ``src_len [B]``; ``fertility [B, S]`` for a constrained model);
     the best hypothesis per sentence."""
     enc = model.encode(src, src_len, fertility)
-    return [h[0] for h in search_encoded(model, enc, model.init_state(enc), src_len, settings)]
+    return [h[0] for h in search_encoded(model, enc, model.init_state(enc), src_len, settings=settings)]
 
 
 @dataclass
@@ -276,6 +277,7 @@ def search_encoded(
     enc: EncoderOutput,
     state: DecoderState,
     src_len: torch.Tensor,
+    *,
     settings: SearchSettings = SearchSettings(),
 ) -> list[list[Hypothesis]]:
     """Beam search from a kept encoding (``enc = model.encode(...)``, ``state = model.init_state(enc)``).

@@ -143,7 +143,7 @@ class Translator:
         bar = tqdm(total=len(data), desc=f"translate (beam {settings.beam})", unit="sent", disable=not progress,
                    leave=False)
         for positions, batch, fert in self._batches(data):
-            hyps = search(self.model, batch.src, batch.src_len, fert, settings)
+            hyps = search(self.model, batch.src, batch.src_len, fert, settings=settings)
             for p, h in zip(positions, hyps):
                 out[p] = h
             bar.update(len(positions))
@@ -167,7 +167,7 @@ class Translator:
         settings = self.settings(beam)
         out: list[list[Hypothesis] | None] = [None] * n
         for e in encoded:
-            for p, h in zip(e.positions, search_encoded(self.model, e.enc, e.state, e.src_len, settings)):
+            for p, h in zip(e.positions, search_encoded(self.model, e.enc, e.state, e.src_len, settings=settings)):
                 out[p] = h
         return out  # type: ignore[return-value]
 
