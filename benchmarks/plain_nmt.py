@@ -65,3 +65,38 @@ class PlainNMT(nn.Module):
             outputs.append(feed)
         logits = self.generator(torch.stack(outputs, dim=1))
         return F.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=self.pad, reduction="sum")
+
+
+class PlainTransformer(nn.Module):
+    """``torch.nn.Transformer`` (pre-norm, sinusoidal positions, shared and tied embeddings), the way its
+    tutorials build a translation model: the reference for scanmt's Transformer with plain softmax
+    cross-attention (the overhead of the bounded attention is the ratio between the two)."""
+
+    def __init__(self, vocab: int, d_model: int, heads: int, ff: int, enc_layers: int, dec_layers: int,
+                 dropout: float, pad: int):
+        super().__init__()
+        self.pad, self.d_model = pad, d_model
+        self.emb = nn.Embedding(vocab, d_model, padding_idx=pad)
+        self.net = nn.Transformer(d_model, heads, enc_layers, dec_layers, ff, dropout, batch_first=True,
+                                  norm_first=True)
+        self.generator = nn.Linear(d_model, vocab)
+        self.generator.weight = self.emb.weight
+        self.drop = nn.Dropout(dropout)
+
+    def _embed(self, x: torch.Tensor) -> torch.Tensor:
+        T = x.size(1)
+        pos = torch.arange(T, dtype=torch.float32).unsqueeze(1)
+        i = torch.arange(0, self.d_model, 2, dtype=torch.float32)
+        angle = pos / (10000.0 ** (i / self.d_model))
+        pe = torch.zeros(T, self.d_model)
+        pe[:, 0::2], pe[:, 1::2] = torch.sin(angle), torch.cos(angle)
+        return self.drop(self.emb(x) * self.d_model ** 0.5 + pe)
+
+    def forward(self, src: torch.Tensor, src_len: torch.Tensor, tgt_in: torch.Tensor, tgt_out: torch.Tensor) -> torch.Tensor:
+        """``src [B, S]``, ``tgt_in/tgt_out [B, T]`` -> summed cross-entropy (scalar)."""
+        causal = nn.Transformer.generate_square_subsequent_mask(tgt_in.size(1))
+        src_pad = src == self.pad
+        hidden = self.net(self._embed(src), self._embed(tgt_in), tgt_mask=causal, src_key_padding_mask=src_pad,
+                          tgt_key_padding_mask=tgt_in == self.pad, memory_key_padding_mask=src_pad, tgt_is_causal=True)
+        logits = self.generator(hidden)
+        return F.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=self.pad, reduction="sum")

@@ -3,19 +3,29 @@
     python benchmarks/train_throughput.py --preset paper --transforms softmax csparsemax
     python benchmarks/train_throughput.py --preset paper --precision fp32 bf16
     python benchmarks/train_throughput.py --preset cpu-small --steps 20
+    python benchmarks/train_throughput.py --systems lstm=cpu-small transformer=transformer-small \
+        "transformer-csparsemax=transformer-small:model.attention.transform=csparsemax"
 
 Uses real Multi30k De-En batches from a prepared directory (``--data``, default
-runs/data/multi30k-de-en; prepared on the fly if missing).  The transforms are
+runs/data/multi30k-de-en; prepared on the fly if missing).  The systems are
 timed in interleaved rounds so machine noise hits them alike; ratios are
-reported against the first transform.  Constrained transforms use constant
+reported against the first system.  Constrained transforms use constant
 fertility 2 (the bound computation is what is being timed, not the strategy).
 
-A textbook PyTorch implementation of the same model (``plain_nmt.py``: nn.LSTM
-encoder, nn.LSTMCell decoder stepped in Python, F.cross_entropy) is timed in
-the same rounds as the row ``plain-pytorch``, so the comparison with plain
-PyTorch holds on any machine (``--no-reference`` leaves it out).  With
-``--precision fp32 bf16`` every system is also timed with its forward pass under
-``torch.autocast(bfloat16)``, which is what ``train.precision: bf16`` does.
+A system is ``--transforms T`` of ``--preset P`` (the preset with its transform
+replaced), or ``--systems NAME=PRESET[:KEY=VALUE,...]`` (a preset with ``--set``
+overrides; any architecture).  Each system trains on batches of its own preset's
+``data.batch_tokens`` (``--batch-tokens N``: the same size for all), the same
+sentences in the same order.
+
+A textbook PyTorch implementation of each architecture (``plain_nmt.py``: for the
+LSTM, nn.LSTM encoder and nn.LSTMCell decoder stepped in Python with
+F.cross_entropy, the row ``plain-pytorch``; for the Transformer, ``torch.nn.Transformer``
+of the same size, the row ``torch-transformer``) is timed in the same rounds, so
+the comparison with plain PyTorch holds on any machine (``--no-reference`` leaves
+them out).  With ``--precision fp32 bf16`` every system is also timed with its
+forward pass under ``torch.autocast(bfloat16)``, which is what
+``train.precision: bf16`` does.
 """
 
 from __future__ import annotations
@@ -28,17 +38,18 @@ from pathlib import Path
 
 import torch
 
-from plain_nmt import PlainNMT
+from plain_nmt import PlainNMT, PlainTransformer
 
 from scanmt.config import Config
 from scanmt.data.vocab import PAD_ID
-from scanmt.decoding.search import beam_search
+from scanmt.decoding.search import SearchSettings, search
 from scanmt.model.build import build_model
-from scanmt.model.nmt import nmt_loss
+from scanmt.model.loss import nmt_loss
 from scanmt.model.transforms import get_transform
 from scanmt.presets import preset_path
 
-REFERENCE = "plain-pytorch"
+#: the reference row of each architecture
+REFERENCE = {"lstm": "plain-pytorch", "transformer": "torch-transformer"}
 
 
 @dataclass
@@ -48,31 +59,108 @@ class Setup:
     constrained: bool  # needs fertility bounds
     reference: bool  # the plain PyTorch model (returns its own loss)
     bf16: bool  # forward under torch.autocast(bfloat16), as train.precision: bf16 does
+    batches: list[list[int]]  # the training batches (positions) it is timed on
 
 
 def label(system: str, precision: str) -> str:
     return system if precision == "fp32" else f"{system}/{precision}"
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--preset", default="paper", help="config preset (paper = 2x500 LSTM)")
+    ap.add_argument("--preset", default="paper", help="config preset of --transforms (paper = 2x500 LSTM)")
     ap.add_argument("--data", default="runs/data/multi30k-de-en", help="prepared data directory")
-    ap.add_argument("--transforms", nargs="+", default=["softmax", "csparsemax"], help="attention transforms to compare")
-    ap.add_argument("--steps", type=int, default=12, help="timed training steps per transform per round")
+    ap.add_argument("--transforms", nargs="+", default=["softmax", "csparsemax"],
+                    help="attention transforms of --preset to compare (unless --systems is given)")
+    ap.add_argument("--systems", nargs="+", default=[], metavar="NAME=PRESET[:KEY=VALUE,...]",
+                    help="systems to compare instead: a preset with --set overrides (any architecture)")
+    ap.add_argument("--steps", type=int, default=12, help="timed training steps per system per round")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
     ap.add_argument("--decode-sentences", type=int, default=200, help="test sentences for beam decoding speed (0 = skip)")
     ap.add_argument("--beam", type=int, default=5)
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0 = default)")
-    ap.add_argument("--no-reference", action="store_true", help="do not time the plain PyTorch reference model")
+    ap.add_argument("--no-reference", action="store_true", help="do not time the plain PyTorch reference models")
     ap.add_argument("--precision", nargs="+", choices=["fp32", "bf16"], default=["fp32"],
                     help="training precisions to time (bf16 = train.precision: bf16, mixed precision forward)")
     ap.add_argument("--batch-tokens", type=int, default=0,
-                    help="source+target tokens per batch (0 = the preset's data.batch_tokens; docs/results.md 1b used 4000)")
-    args = ap.parse_args()
+                    help="source+target tokens per batch for every system (0 = each preset's data.batch_tokens; "
+                         "docs/results.md 1b used 4000)")
+    return ap.parse_args()
+
+
+def system_configs(args: argparse.Namespace, data_dir: Path) -> dict[str, Config]:
+    """The configs of the systems to time, by name."""
+    common = [f"data.dir={data_dir}"] + ([f"data.batch_tokens={args.batch_tokens}"] if args.batch_tokens else [])
+    if args.systems:
+        out = {}
+        for spec in args.systems:
+            name, _, rest = spec.partition("=")
+            preset, _, sets = rest.partition(":")
+            if not name or not preset:
+                raise SystemExit(f"--systems {spec!r}: expected NAME=PRESET[:KEY=VALUE,...]")
+            out[name] = Config.load(preset_path(preset), common + [x for x in sets.split(",") if x])
+        return out
+    base = Config.load(preset_path(args.preset), common)
+    out = {}
+    for name in args.transforms:
+        cfg = Config.from_dict(base.to_dict())
+        cfg.model.attention.transform = name
+        out[name] = cfg
+    return out
+
+
+def reference_model(cfg: Config, vocab: int) -> torch.nn.Module:
+    """The textbook PyTorch model of ``cfg``'s architecture and size."""
+    m = cfg.model
+    if m.arch == "transformer":
+        t = m.transformer
+        return PlainTransformer(vocab, m.hidden_size, t.heads, t.ff_size, t.encoder_layers, t.decoder_layers,
+                                m.dropout, PAD_ID)
+    plain = PlainNMT(vocab, m.emb_size, m.hidden_size, m.layers, m.dropout, PAD_ID, m.share_embeddings,
+                     m.tie_generator)
+    for p in plain.parameters():
+        torch.nn.init.uniform_(p, -0.1, 0.1)
+    return plain
+
+
+def build_setups(args: argparse.Namespace, configs: dict[str, Config], data) -> dict[str, Setup]:
+    vocab = len(data.pipeline.vocab)
+    setups: dict[str, Setup] = {}
+    for prec in args.precision:
+        references: dict[str, Config] = {}
+        for name, cfg in configs.items():
+            torch.manual_seed(0)
+            model = build_model(cfg, vocab)
+            model.reset_parameters(cfg.train.param_init if cfg.model.arch == "transformer" else 0.1)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            batches = data.train.token_batches(cfg.data.batch_tokens, seed=1, epoch=1)
+            setups[label(name, prec)] = Setup(model, opt, get_transform(cfg.model.attention.transform).constrained,
+                                              False, prec == "bf16", batches)
+            references.setdefault(cfg.model.arch, cfg)
+        for arch, cfg in ([] if args.no_reference else references.items()):
+            torch.manual_seed(0)
+            plain = reference_model(cfg, vocab)
+            setups[label(REFERENCE[arch], prec)] = Setup(
+                plain, torch.optim.SGD(plain.parameters(), lr=0.1), False, True, prec == "bf16",
+                data.train.token_batches(cfg.data.batch_tokens, seed=1, epoch=1))
+    return setups
+
+
+def describe(cfg: Config, n_params: int) -> str:
+    m = cfg.model
+    if m.arch == "transformer":
+        t = m.transformer
+        size = (f"transformer {t.encoder_layers}+{t.decoder_layers} layers, d {m.hidden_size}, {t.heads} heads, "
+                f"ff {t.ff_size}")
+    else:
+        size = f"{m.layers}x{m.hidden_size} LSTM, emb {m.emb_size}"
+    return f"{size}, {n_params / 1e6:.1f}M params, batch_tokens {cfg.data.batch_tokens}"
+
+
+def main() -> None:
+    args = parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-
     data_dir = Path(args.data)
     if not (data_dir / "meta.json").exists():
         from scanmt.cli.main import main as cli
@@ -80,38 +168,15 @@ def main() -> None:
         cli(["prepare", "--corpus", "multi30k", "--pair", "de-en", "--out", str(data_dir)])
     from scanmt.training.trainer import load_train_data
 
-    overrides = [f"data.dir={data_dir}"] + ([f"data.batch_tokens={args.batch_tokens}"] if args.batch_tokens else [])
-    base = Config.load(preset_path(args.preset), overrides)
-    data = load_train_data(base)
-    batches = data.train.token_batches(base.data.batch_tokens, seed=1, epoch=1)
+    configs = system_configs(args, data_dir)
+    data = load_train_data(next(iter(configs.values())))
+    setups = build_setups(args, configs, data)
 
-    precisions = args.precision
-
-    setups: dict[str, Setup] = {}
-    for prec in precisions:
-        for name in args.transforms:
-            cfg = Config.from_dict(base.to_dict())
-            cfg.model.attention.transform = name
-            torch.manual_seed(0)
-            model = build_model(cfg, len(data.pipeline.vocab))
-            model.reset_parameters(0.1)
-            opt = torch.optim.SGD(model.parameters(), lr=0.1)
-            setups[label(name, prec)] = Setup(model, opt, get_transform(name).constrained, False, prec == "bf16")
-        if not args.no_reference:
-            m = base.model
-            torch.manual_seed(0)
-            plain = PlainNMT(len(data.pipeline.vocab), m.emb_size, m.hidden_size, m.layers, m.dropout, PAD_ID,
-                             m.share_embeddings, m.tie_generator)
-            for p in plain.parameters():
-                torch.nn.init.uniform_(p, -0.1, 0.1)
-            opt = torch.optim.SGD(plain.parameters(), lr=0.1)
-            setups[label(REFERENCE, prec)] = Setup(plain, opt, False, True, prec == "bf16")
-
-    def train_steps(name: str, chunk: list[list[int]]) -> tuple[int, float]:
+    def train_steps(name: str, chunk: slice) -> tuple[int, float]:
         s = setups[name]
         s.model.train()
         tok, t0 = 0, time.perf_counter()
-        for positions in chunk:
+        for positions in s.batches[chunk]:
             b = data.train.make_batch(positions)
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=s.bf16):
                 if s.reference:
@@ -128,45 +193,49 @@ def main() -> None:
         return tok, time.perf_counter() - t0
 
     for name in setups:  # warm-up
-        train_steps(name, batches[:2])
+        train_steps(name, slice(0, 2))
     rates: dict[str, list[float]] = {n: [] for n in setups}
     for r in range(args.rounds):
-        chunk = batches[2 + r * args.steps : 2 + (r + 1) * args.steps]
         for name in setups:
-            tok, dt = train_steps(name, chunk)
+            tok, dt = train_steps(name, slice(2 + r * args.steps, 2 + (r + 1) * args.steps))
             rates[name].append(tok / dt)
+    report_training(rates, setups, configs, args)
+    if args.decode_sentences:
+        report_decoding(setups, data.valid, args)
 
-    first = label(args.transforms[0], precisions[0])
-    n_params = sum(p.numel() for p in setups[first].model.parameters())
-    m = base.model
-    print(f"\ntraining throughput: preset {args.preset} ({m.layers}x{m.hidden_size} LSTM, emb {m.emb_size}, "
-          f"{n_params / 1e6:.1f}M params), batch_tokens {base.data.batch_tokens}, {torch.get_num_threads()} threads")
-    if not args.no_reference:  # nn.LSTMCell keeps two bias vectors per layer, hence a few more parameters
-        n_ref = sum(p.numel() for p in setups[label(REFERENCE, precisions[0])].model.parameters())
-        print(f"  ({REFERENCE}: the same model in textbook PyTorch, {n_ref / 1e6:.2f}M params; "
-              f"/bf16: forward under torch.autocast bfloat16)")
-    print(f"  {'system':<20} {'median tok/s':>12} {'rounds':>24} {'vs ' + first:>14}")
+
+def report_training(rates: dict[str, list[float]], setups: dict[str, Setup], configs: dict[str, Config],
+                    args: argparse.Namespace) -> None:
+    print(f"\ntraining throughput (target tokens/s), {torch.get_num_threads()} threads")
+    for name, cfg in configs.items():
+        n_params = sum(p.numel() for p in setups[label(name, args.precision[0])].model.parameters())
+        print(f"  {name}: {describe(cfg, n_params)}")
+    if not args.no_reference:
+        print(f"  ({', '.join(sorted({REFERENCE[c.model.arch] for c in configs.values()}))}: the same model in "
+              "textbook PyTorch; /bf16: forward under torch.autocast bfloat16)")
+    first = next(iter(rates))
+    print(f"  {'system':<28} {'median tok/s':>12} {'rounds':>24} {'vs ' + first:>14}")
     ref = statistics.median(rates[first])
     for name, rs in rates.items():
         med = statistics.median(rs)
-        print(f"  {name:<20} {med:>12.0f} {' '.join(f'{x:.0f}' for x in rs):>24} {med / ref:>13.2f}x")
+        print(f"  {name:<28} {med:>12.0f} {' '.join(f'{x:.0f}' for x in rs):>24} {med / ref:>13.2f}x")
 
-    if args.decode_sentences:
-        test = data.valid
-        pos = list(range(min(args.decode_sentences, len(test))))
-        print(f"\nbeam decoding (beam {args.beam}, {len(pos)} validation sentences, batch 64, untrained weights)")
-        for name, s in setups.items():
-            if s.reference or s.bf16:
-                continue
-            model, constrained = s.model, s.constrained
-            model.eval()
-            t0 = time.perf_counter()
+
+def report_decoding(setups: dict[str, Setup], test, args: argparse.Namespace) -> None:
+    pos = list(range(min(args.decode_sentences, len(test))))
+    print(f"\nbeam decoding (beam {args.beam}, {len(pos)} validation sentences, batch 64, untrained weights)")
+    for name, s in setups.items():
+        if s.reference or s.bf16:
+            continue
+        s.model.eval()
+        t0 = time.perf_counter()
+        with torch.no_grad():
             for i in range(0, len(pos), 64):
                 b = test.make_batch(pos[i : i + 64])
-                fert = torch.full(b.src.shape, 2.0) if constrained else None
-                beam_search(model, b.src, b.src_len, fert, beam=args.beam)
-            dt = time.perf_counter() - t0
-            print(f"  {name:<12} {len(pos) / dt:8.1f} sentences/s")
+                fert = torch.full(b.src.shape, 2.0) if s.constrained else None
+                search(s.model, b.src, b.src_len, fert, settings=SearchSettings(beam=args.beam))
+        dt = time.perf_counter() - t0
+        print(f"  {name:<28} {len(pos) / dt:8.1f} sentences/s")
 
 
 if __name__ == "__main__":

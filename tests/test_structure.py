@@ -114,3 +114,39 @@ def test_no_function_over_80_lines():
                 if n > MAX_FUNCTION_LINES:
                     long.append(f"{path.relative_to(SRC.parent)}:{node.lineno}: {node.name} has {n} lines")
     assert not long, "\n".join(long)
+
+
+#: what belongs to one architecture: modules, and the attributes of its model (issue 28)
+ARCHITECTURE_MODULES = ("scanmt.model.lstm_model", "scanmt.model.decoder", "scanmt.model.encoder",
+                        "scanmt.model.attention", "scanmt.model.coverage", "scanmt.model.lstm",
+                        "scanmt.model.step_linear", "scanmt.model.transformer")
+ARCHITECTURE_ATTRIBUTES = ("decoder", "encoder", "generator")
+
+
+def architecture_reaches(path: Path, me: str | None = None) -> list[str]:
+    """Where a module outside ``scanmt.model`` imports an architecture's module or reads one of its parts
+    (``model.decoder``, ``model.encoder``, ...) instead of the :class:`NMTModel` interface."""
+    found = [f"{path.name}:{line}: imports {target}" for line, target in imports(path, me)
+             if target.startswith(ARCHITECTURE_MODULES)]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Attribute) and node.attr in ARCHITECTURE_ATTRIBUTES:
+            found.append(f"{path.name}:{node.lineno}: reads .{node.attr}")
+    return found
+
+
+def test_only_the_model_package_knows_an_architecture():
+    """Search, the Translator, training, the API and the runner use the model interface only."""
+    reaches = []
+    for path in SOURCES:
+        me = module_name(path)
+        if layer_of(me) not in ("model", "fertility", "metrics", "viz", "data", "ops", "base"):
+            reaches += [f"{path.relative_to(SRC.parent)}: {r}" for r in architecture_reaches(path)]
+    assert not reaches, "reaches into an architecture's internals:\n" + "\n".join(reaches)
+
+
+def test_reaching_into_an_architecture_is_caught(tmp_path):
+    fake = tmp_path / "probe.py"
+    fake.write_text("from scanmt.model.decoder import LSTMState\n\ndef f(model):\n    return model.decoder.emb\n",
+                    encoding="utf-8")
+    assert architecture_reaches(fake, "scanmt.decoding.probe") == [
+        "probe.py:1: imports scanmt.model.decoder", "probe.py:4: reads .decoder"]

@@ -96,6 +96,9 @@ class CoverageConfig:
 
 @dataclass
 class ModelConfig:
+    #: the architecture: "lstm" (the paper's BiLSTM encoder and input-feeding LSTM decoder) or "transformer"
+    #: (pre-norm; model.transformer). Checkpoints written before this key existed load as "lstm".
+    arch: str = "lstm"
     #: embedding size, in [1, 16384]
     emb_size: int = 256
     #: LSTM and attention size, in [1, 16384] (wider does not fit in memory)
@@ -187,10 +190,22 @@ class DecodeConfig:
     max_source_len: int = 1000
 
 
+ARCHS: tuple[str, ...] = ("lstm", "transformer")
 PRECISIONS: tuple[str, ...] = ("fp32", "bf16")
 NORMALIZATIONS: tuple[str, ...] = ("tokens", "sents")
 COVERAGE_TYPES: tuple[str, ...] = ("none", "linguistic", "linguistic_fertility", "nn", "nn_gru")
 PENALTY_MODES: tuple[str, ...] = ("rescore", "step")
+
+
+def check_arch(m: "ModelConfig") -> None:
+    """Raise :class:`ConfigError` for an unknown ``model.arch`` or a key its architecture does not have."""
+    if m.arch not in ARCHS:
+        raise ConfigError(f"model.arch: unknown architecture {m.arch!r} (known: {', '.join(ARCHS)})")
+    if m.arch == "transformer" and m.coverage.type != "none":
+        raise ConfigError(
+            f"model.coverage.type={m.coverage.type}: Tu et al.'s CovVector is a recurrent mechanism of the lstm "
+            "architecture; a transformer has none (its coverage baseline is the CovPenalty, decode.coverage_beta)"
+        )
 
 
 def check_coverage_config(c: "CoverageConfig", prefix: str = "model.coverage") -> None:
@@ -398,6 +413,7 @@ class Config:
         cfg = _build(cls, d, "")
         check_sections(cfg)
         check_coverage_config(cfg.model.coverage)
+        check_arch(cfg.model)
         check_train_config(cfg.train)
         check_decode_config(cfg.decode)
         check_attention(cfg.model.attention)  # fertility and attention cross-field rules (scanmt.fertility.rules)
@@ -600,6 +616,7 @@ class PredictorConfig:
 
 #: keys whose change makes a checkpoint unusable for a config (architecture)
 ARCHITECTURE_KEYS: tuple[str, ...] = (
+    "model.arch",
     "model.emb_size",
     "model.hidden_size",
     "model.layers",

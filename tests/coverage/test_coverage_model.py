@@ -7,7 +7,8 @@ from scanmt.config import Config, CoverageConfig, ModelConfig
 from scanmt.data.vocab import PAD_ID
 from scanmt.errors import ConfigError
 from scanmt.model.coverage import build_coverage, expected_parameters
-from scanmt.model.nmt import NMTModel, nmt_loss
+from scanmt.model.lstm_model import LSTMModel
+from scanmt.model.loss import nmt_loss
 
 VARIANTS = [("linguistic", 1), ("linguistic_fertility", 1), ("nn", 1), ("nn_gru", 1), ("nn_gru", 10)]
 
@@ -21,7 +22,7 @@ def _cfg(cov="none", dim=1, score="general", transform="softmax", hidden=16):
 
 def _model(cov="none", dim=1, seed=0, **kw):
     torch.manual_seed(seed)
-    return NMTModel(_cfg(cov, dim, **kw), 20)
+    return LSTMModel(_cfg(cov, dim, **kw), 20)
 
 
 def _batch():
@@ -37,7 +38,8 @@ def _n(module):
 
 
 def _run_states(m, src, src_len, tgt_in, fert=None):
-    enc, state = m.encode(src, src_len, fert)
+    enc = m.encode(src, src_len, fert)
+    state = m.init_state(enc)
     states, attns = [state], []
     for t in range(tgt_in.size(1)):
         _, a, state = m.decoder.step(m.decoder.emb(tgt_in[:, t]), state, enc)
@@ -77,7 +79,7 @@ def test_no_coverage_adds_nothing():
     assert not [k for k in m.state_dict() if "coverage" in k]
     src, src_len, tgt_in, _ = _batch()
     enc, states, _ = _run_states(m, src, src_len, tgt_in)
-    assert enc.coverage is None and all(s.cov is None for s in states)
+    assert enc.covvector_features is None and all(s.covvector is None for s in states)
 
 
 @pytest.mark.parametrize("cov, dim", VARIANTS)
@@ -105,8 +107,8 @@ def test_linguistic_coverage_is_the_cumulative_attention():
     src, src_len, tgt_in, _ = _batch()
     _, states, attn = _run_states(m, src, src_len, tgt_in)
     for t, s in enumerate(states):
-        torch.testing.assert_close(s.cov.squeeze(-1), attn[:, :t].sum(1) if t else torch.zeros(2, 4))
-        torch.testing.assert_close(s.cov.squeeze(-1), s.beta)
+        torch.testing.assert_close(s.covvector.squeeze(-1), attn[:, :t].sum(1) if t else torch.zeros(2, 4))
+        torch.testing.assert_close(s.covvector.squeeze(-1), s.attention_sum)
 
 
 def test_fertility_coverage_divides_by_phi():
@@ -114,11 +116,11 @@ def test_fertility_coverage_divides_by_phi():
     m.decoder.coverage.scale = 2.0
     src, src_len, tgt_in, _ = _batch()
     enc, states, attn = _run_states(m, src, src_len, tgt_in)
-    phi = enc.coverage.squeeze(-1)
+    phi = enc.covvector_features.squeeze(-1)
     manual = 2.0 * torch.sigmoid(enc.memory @ m.decoder.coverage.U_f.weight.squeeze(0))
     torch.testing.assert_close(phi, manual)
     assert torch.all((phi > 0) & (phi < 2.0))
-    torch.testing.assert_close(states[-1].cov.squeeze(-1), attn.sum(1) / phi)
+    torch.testing.assert_close(states[-1].covvector.squeeze(-1), attn.sum(1) / phi)
 
 
 @pytest.mark.parametrize("cov, dim", [("nn", 1), ("nn_gru", 1), ("nn_gru", 10)])
@@ -127,10 +129,10 @@ def test_nn_coverage_state_shape_and_padding(cov, dim):
     src, src_len, tgt_in, _ = _batch()
     _, states, _ = _run_states(m, src, src_len, tgt_in)
     for s in states:
-        assert s.cov.shape == (2, 4, dim)
-        assert torch.all(s.cov[1, 2:] == 0), "padding keeps zero coverage"
-    assert states[-1].cov[:, :2].abs().sum() > 0
-    assert states[-1].cov.abs().max() <= 1.0  # tanh / convex GRU combination of tanh values
+        assert s.covvector.shape == (2, 4, dim)
+        assert torch.all(s.covvector[1, 2:] == 0), "padding keeps zero coverage"
+    assert states[-1].covvector[:, :2].abs().sum() > 0
+    assert states[-1].covvector.abs().max() <= 1.0  # tanh / convex GRU combination of tanh values
 
 
 def test_nn_coverage_depends_on_its_inputs():

@@ -54,9 +54,9 @@ def test_coverage_penalty_off_and_bounds():
 def test_hypothesis_score_by_hand():
     beta = torch.tensor([0.5, 1.5, 0.0])
     mask = torch.ones(3, dtype=torch.bool)
-    s = hypothesis_score(-4.0, 7, beta, mask, length_alpha=1.0, beta_weight=0.4, eps=0.1)
+    s = hypothesis_score(-4.0, 7, beta, mask, length_alpha=1.0, coverage_beta=0.4, coverage_eps=0.1)
     assert math.isclose(s, -4.0 / 2.0 + 0.4 * (math.log(0.5) + LOG_EPS), rel_tol=1e-6)
-    assert hypothesis_score(-4.0, 7, beta, mask, length_alpha=0.0, beta_weight=0.0) == -4.0
+    assert hypothesis_score(-4.0, 7, beta, mask, length_alpha=0.0, coverage_beta=0.0) == -4.0
     batch = hypothesis_score(torch.tensor([-4.0, -1.0]), torch.tensor([7, 1]), torch.stack([beta, beta]),
-                             torch.stack([mask, mask]), length_alpha=1.0, beta_weight=0.4)
+                             torch.stack([mask, mask]), length_alpha=1.0, coverage_beta=0.4)
     torch.testing.assert_close(batch, torch.tensor([s, -1.0 + 0.4 * (math.log(0.5) + LOG_EPS)]))

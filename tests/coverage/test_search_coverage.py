@@ -8,9 +8,9 @@ import torch
 from scanmt.config import CoverageConfig, ModelConfig
 from scanmt.data.vocab import BOS_ID, EOS_ID, PAD_ID
 from scanmt.decoding.penalties import coverage_penalty, length_penalty
-from scanmt.decoding.search import beam_search, beam_search_encoded, greedy_search, rescore
-from scanmt.model.decoder import DecoderState, EncoderOutput
-from scanmt.model.nmt import NMTModel
+from scanmt.decoding.search import SearchSettings, rescore, search, search_encoded
+from scanmt.model.decoder import LSTMEncoderOutput, LSTMState
+from scanmt.model.lstm_model import LSTMModel
 
 VARIANTS = [("none", 1), ("linguistic", 1), ("linguistic_fertility", 1), ("nn", 1), ("nn_gru", 1), ("nn_gru", 10)]
 V = 14
@@ -21,7 +21,7 @@ def _model(cov, dim=1, transform="softmax", score="general", seed=0, eos_bias=0.
     cfg = ModelConfig(emb_size=16, hidden_size=16, dropout=0.0)
     cfg.attention.transform, cfg.attention.score = transform, score
     cfg.coverage = CoverageConfig(type=cov, dim=dim)
-    m = NMTModel(cfg, V).eval()
+    m = LSTMModel(cfg, V).eval()
     with torch.no_grad():
         if m.decoder.coverage is not None:  # make coverage matter for the attention
             m.decoder.coverage.V.weight.normal_(0.0, 1.5)
@@ -55,17 +55,17 @@ def _forced(m, src, n, fert, b, tokens):
 
 
 # ------------------------------------------------------------------ reindexing
-def test_state_and_encoder_reindexing_moves_coverage():
-    st = DecoderState((torch.zeros(3, 2),), (torch.zeros(3, 2),), torch.zeros(3, 2), torch.arange(3.0).view(3, 1),
-                      cov=torch.arange(3.0).view(3, 1, 1))
+def test_state_and_encoder_reindexing_moves_the_covvector_state():
+    st = LSTMState(torch.arange(3.0).view(3, 1), (torch.zeros(3, 2),), (torch.zeros(3, 2),), torch.zeros(3, 2),
+                   covvector=torch.arange(3.0).view(3, 1, 1))
     idx = torch.tensor([2, 2, 0])
     r = st.index_select(idx)
-    assert r.cov.flatten().tolist() == [2.0, 2.0, 0.0] and r.beta.flatten().tolist() == [2.0, 2.0, 0.0]
-    assert DecoderState(st.h, st.c, st.feed, st.beta).index_select(idx).cov is None
-    enc = EncoderOutput(torch.zeros(3, 1, 2), torch.zeros(3, 1, 2), torch.ones(3, 1, dtype=torch.bool), None,
-                        coverage=torch.arange(3.0).view(3, 1, 1))
+    assert r.covvector.flatten().tolist() == [2.0, 2.0, 0.0] and r.attention_sum.flatten().tolist() == [2.0, 2.0, 0.0]
+    assert LSTMState(st.attention_sum, st.h, st.c, st.feed).index_select(idx).covvector is None
+    enc = LSTMEncoderOutput(torch.zeros(3, 1, 2), torch.ones(3, 1, dtype=torch.bool), None, keys=torch.zeros(3, 1, 2),
+                            covvector_features=torch.arange(3.0).view(3, 1, 1))
     e = enc.index_select(idx)
-    assert e.coverage.flatten().tolist() == [2.0, 2.0, 0.0] and e.fertility is None
+    assert e.covvector_features.flatten().tolist() == [2.0, 2.0, 0.0] and e.fertility is None
 
 
 @pytest.mark.parametrize("cov, dim", VARIANTS + [("linguistic_fertility", "csparsemax"), ("nn_gru", "sparsemax")])
@@ -78,22 +78,23 @@ def test_every_finished_hypothesis_matches_forced_decoding(cov, dim, monkeypatch
     for eos_bias in (1.0, 0.5, 0.0, 1.5, -0.5, 2.0, -1.0):
         m = _model(cov, dim, transform=transform, score="mlp" if cov == "nn" else "general", eos_bias=eos_bias, peaky=True)
         src, n, fert = _src()
-        enc, state = m.encode(src, n, _fert(m, fert))
-        nbest = beam_search_encoded(m, enc, state, n, beam=4, max_len_a=2.0, max_len_b=4)
+        enc = m.encode(src, n, _fert(m, fert))
+        state = m.init_state(enc)
+        nbest = search_encoded(m, enc, state, n, settings=SearchSettings(beam=4, max_len_a=2.0, max_len_b=4))
         lengths = {len(h.tokens) for hyps in nbest for h in hyps}
         if min(lengths) < max(lengths) and max(lengths) >= 3:
             break
     else:
         pytest.fail(f"no </s> bias gave early finishes (lengths {sorted(lengths)})")
     reorders = []
-    orig = DecoderState.index_select
+    orig = LSTMState.index_select
 
     def spy(self, idx):
         reorders.append(idx.clone())
         return orig(self, idx)
 
-    monkeypatch.setattr(DecoderState, "index_select", spy)
-    nbest = beam_search_encoded(m, enc, state, n, beam=4, max_len_a=2.0, max_len_b=4)
+    monkeypatch.setattr(LSTMState, "index_select", spy)
+    nbest = search_encoded(m, enc, state, n, settings=SearchSettings(beam=4, max_len_a=2.0, max_len_b=4))
     monkeypatch.undo()
     assert any(not torch.equal(i.sort().values, i) for i in reorders[1:]), "the beam never reordered"
     lengths = set()
@@ -105,8 +106,8 @@ def test_every_finished_hypothesis_matches_forced_decoding(cov, dim, monkeypatch
             lp, att = _forced(m, src, n, _fert(m, fert), b, h.tokens)
             assert math.isclose(lp, h.log_prob, rel_tol=1e-4, abs_tol=1e-4), (b, h.tokens)
             torch.testing.assert_close(att, h.attention, rtol=1e-4, atol=1e-5)
-            assert h.coverage.shape == (J,)  # real words only: no padding, no sink
-            torch.testing.assert_close(h.coverage, h.attention[:, :J].sum(0), rtol=1e-4, atol=1e-5)
+            assert h.attention_sum.shape == (J,)  # real words only: no padding, no sink
+            torch.testing.assert_close(h.attention_sum, h.attention[:, :J].sum(0), rtol=1e-4, atol=1e-5)
     assert min(lengths) < max(lengths) and max(lengths) >= 3, f"want early finishes, got lengths {sorted(lengths)}"
 
 
@@ -116,13 +117,13 @@ def test_every_finished_hypothesis_matches_forced_decoding(cov, dim, monkeypatch
 def test_beam_one_without_penalties_equals_greedy(cov, dim, mode):
     m = _model(cov, dim, peaky=True)
     src, n, _ = _src()
-    g = greedy_search(m, src, n)
-    b = beam_search(m, src, n, beam=1, penalty_mode=mode, length_alpha=0.0, coverage_beta=0.0)
+    g = search(m, src, n, settings=SearchSettings(beam=1))
+    b = search(m, src, n, settings=SearchSettings(beam=1, penalty_mode=mode, length_alpha=0.0, coverage_beta=0.0))
     for x, y in zip(g, b):
         assert x.tokens == y.tokens
         assert math.isclose(x.log_prob, y.log_prob, rel_tol=1e-5, abs_tol=1e-5)
         torch.testing.assert_close(x.attention, y.attention)
-        torch.testing.assert_close(x.coverage, y.coverage)
+        torch.testing.assert_close(x.attention_sum, y.attention_sum)
 
 
 # ------------------------------------------------------------------ scores
@@ -131,8 +132,9 @@ def test_beam_one_without_penalties_equals_greedy(cov, dim, mode):
 def test_scores_are_log_p_over_lp_plus_cp(mode, transform):
     m = _model("linguistic", transform=transform, eos_bias=1.0, peaky=True)
     src, n, fert = _src()
-    enc, state = m.encode(src, n, _fert(m, fert))
-    nbest = beam_search_encoded(m, enc, state, n, beam=3, length_alpha=0.6, coverage_beta=0.8, penalty_mode=mode)
+    enc = m.encode(src, n, _fert(m, fert))
+    state = m.init_state(enc)
+    nbest = search_encoded(m, enc, state, n, settings=SearchSettings(beam=3, length_alpha=0.6, coverage_beta=0.8, penalty_mode=mode))
     for b, hyps in enumerate(nbest):
         J = int(n[b])
         scores = [h.score for h in hyps]
@@ -149,17 +151,19 @@ def test_rescoring_one_decode_equals_decoding_per_setting():
     """penalty_mode=rescore: the beam does not depend on (alpha, beta), so re-ranking is exact (tune-penalties)."""
     m = _model("nn_gru", 2, transform="sparsemax", eos_bias=1.0, peaky=True)
     src, n, _ = _src()
-    enc, state = m.encode(src, n)
-    nbest = beam_search_encoded(m, enc, state, n, beam=4)
+    enc = m.encode(src, n)
+    state = m.init_state(enc)
+    nbest = search_encoded(m, enc, state, n, settings=SearchSettings(beam=4))
     for a, b in [(0.0, 0.0), (0.6, 0.0), (0.0, 1.0), (1.0, 0.4)]:
-        fresh = beam_search(m, src, n, beam=4, length_alpha=a, coverage_beta=b)
+        fresh = search(m, src, n, settings=SearchSettings(beam=4, length_alpha=a, coverage_beta=b))
         for x, y in zip(rescore(nbest, length_alpha=a, coverage_beta=b), fresh):
             assert x.tokens == y.tokens and math.isclose(x.score, y.score, rel_tol=1e-6)
 
 
 def _reference_beam(m, src, n, fert, K, alpha, beta, mode, max_len, min_len):
     """One sentence, unbatched, written from the documented rules (search.py docstring)."""
-    enc, state = m.encode(src, n, fert)
+    enc = m.encode(src, n, fert)
+    state = m.init_state(enc)
     words = torch.arange(enc.mask.size(1)).unsqueeze(0) < n.unsqueeze(1)
     live = [(0.0, [], state)]
     finished = []
@@ -169,7 +173,7 @@ def _reference_beam(m, src, n, fert, K, alpha, beta, mode, max_len, min_len):
             y = torch.tensor([toks[-1] if toks else BOS_ID])
             h, _, st2 = m.decoder.step(m.decoder.emb(y), st, enc)
             logp = torch.log_softmax(m.generator(h).float(), -1)[0]
-            cp = float(coverage_penalty(st2.beta, words, beta, 0.1)[0])
+            cp = float(coverage_penalty(st2.attention_sum, words, beta, 0.1)[0])
             for w in range(V):
                 if t + 1 >= max_len and w != EOS_ID:
                     continue
@@ -196,8 +200,7 @@ def test_batched_beam_matches_an_unbatched_reference(mode, cov, min_len):
     m = _model(cov, 1, seed=2, eos_bias=1.0, peaky=True)
     src, n, _ = _src()
     with torch.no_grad():
-        hyps = beam_search(m, src, n, beam=3, length_alpha=0.8, coverage_beta=1.0, penalty_mode=mode,
-                           max_len_a=1.0, max_len_b=3, min_len=min_len)
+        hyps = search(m, src, n, settings=SearchSettings(beam=3, length_alpha=0.8, coverage_beta=1.0, penalty_mode=mode, max_len_a=1.0, max_len_b=3, min_len=min_len))
         for b, h in enumerate(hyps):
             L = int(n[b])
             ref_score, ref_tokens = _reference_beam(
@@ -215,11 +218,11 @@ def test_step_mode_penalties_change_the_search():
         m.decoder.attention.W.weight.mul_(8)  # peaked attention: coverage differs between hypotheses
     src, n, _ = _src()
     kw = dict(beam=4, length_alpha=0.0, coverage_beta=2.0, max_len_a=1.0, max_len_b=2)
-    step = beam_search(m, src, n, penalty_mode="step", **kw)
-    resc = beam_search(m, src, n, penalty_mode="rescore", **kw)
+    step = search(m, src, n, settings=SearchSettings(penalty_mode="step", **kw))
+    resc = search(m, src, n, settings=SearchSettings(penalty_mode="rescore", **kw))
     assert [h.tokens for h in step] != [h.tokens for h in resc]
     assert all(math.isfinite(h.score) for h in step + resc)
     off = dict(kw, coverage_beta=0.0)
-    assert [h.tokens for h in beam_search(m, src, n, penalty_mode="step", **off)] == [
-        h.tokens for h in beam_search(m, src, n, penalty_mode="rescore", **off)
+    assert [h.tokens for h in search(m, src, n, settings=SearchSettings(penalty_mode="step", **off))] == [
+        h.tokens for h in search(m, src, n, settings=SearchSettings(penalty_mode="rescore", **off))
     ]

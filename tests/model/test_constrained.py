@@ -5,9 +5,10 @@ import torch
 
 from scanmt.config import ModelConfig
 from scanmt.data.vocab import PAD_ID
-from scanmt.decoding.search import beam_search, greedy_search
+from scanmt.decoding.search import SearchSettings, search
 from scanmt.errors import ConfigError
-from scanmt.model.nmt import NMTModel, nmt_loss
+from scanmt.model.lstm_model import LSTMModel
+from scanmt.model.loss import nmt_loss
 
 
 def _model(transform, exhaustion=0.0, seed=0):
@@ -15,7 +16,7 @@ def _model(transform, exhaustion=0.0, seed=0):
     cfg = ModelConfig(emb_size=16, hidden_size=16, dropout=0.0)
     cfg.attention.transform = transform
     cfg.attention.exhaustion = exhaustion
-    return NMTModel(cfg, 15).eval()
+    return LSTMModel(cfg, 15).eval()
 
 
 def _src():
@@ -32,8 +33,8 @@ def test_cumulative_attention_respects_fertility_in_search(transform, beam, exha
     m = _model(transform, exhaustion)
     src, n, fert = _src()
     # long outputs so that bounds bind: allow up to 4x the source length
-    hyps = (greedy_search(m, src, n, fert, max_len_a=4.0, max_len_b=4) if beam == 1
-            else beam_search(m, src, n, fert, beam=beam, max_len_a=4.0, max_len_b=4))
+    hyps = (search(m, src, n, fert, settings=SearchSettings(beam=1, max_len_a=4.0, max_len_b=4)) if beam == 1
+            else search(m, src, n, fert, settings=SearchSettings(beam=beam, max_len_a=4.0, max_len_b=4)))
     for b, h in enumerate(hyps):
         L = int(n[b])
         assert h.attention.shape[1] == L + 1, "attention must cover the real tokens and the sink"
@@ -69,7 +70,8 @@ def test_gradients_flow_through_the_bounds_into_earlier_steps(transform):
     assert g is not None and torch.isfinite(g).all() and g.abs().sum() > 0
 
     # the attention at a late step depends on the scores of an earlier step only through beta -> u
-    enc, state = m.encode(src, n, fert)
+    enc = m.encode(src, n, fert)
+    state = m.init_state(enc)
     q = torch.zeros(3, 16, requires_grad=True)
     emb = m.decoder.emb(tgt_in)
     _, a0, state = m.decoder.step(emb[:, 0] + q, state, enc)
@@ -96,7 +98,7 @@ def test_constrained_model_needs_fertility_and_exhaustion_needs_constraints():
     cfg = ModelConfig()
     cfg.attention.exhaustion = 0.2
     with pytest.raises(ConfigError, match="exhaustion=0.2 needs a constrained transform"):
-        NMTModel(cfg, 10)
+        LSTMModel(cfg, 10)
 
 
 def test_sink_on_by_default_only_for_constrained():

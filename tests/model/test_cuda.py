@@ -9,22 +9,23 @@ import torch
 
 from scanmt.config import ModelConfig
 from scanmt.data.vocab import PAD_ID
-from scanmt.decoding.search import beam_search
-from scanmt.model.nmt import NMTModel, nmt_loss
+from scanmt.decoding.search import SearchSettings, search
+from scanmt.model.lstm_model import LSTMModel
+from scanmt.model.loss import nmt_loss
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here")
 
 TRANSFORMS = ["softmax", "sparsemax", "csoftmax", "csparsemax"]
 
 
-def _model(transform: str, coverage: str = "none") -> NMTModel:
+def _model(transform: str, coverage: str = "none") -> LSTMModel:
     torch.manual_seed(0)
     cfg = ModelConfig(emb_size=16, hidden_size=16, dropout=0.0)
     cfg.attention.transform = transform
     if transform.startswith("c"):
         cfg.attention.exhaustion = 0.2
     cfg.coverage.type = coverage
-    return NMTModel(cfg, 15).double()
+    return LSTMModel(cfg, 15).double()
 
 
 def _batch():
@@ -36,7 +37,7 @@ def _batch():
     return src, n, fert.double(), tgt_in, tgt_out
 
 
-def _loss_and_grads(m: NMTModel, device: str):
+def _loss_and_grads(m: LSTMModel, device: str):
     m = m.to(device).train()  # cuDNN's LSTM backward needs training mode; dropout is 0
     src, n, fert, tgt_in, tgt_out = (t.to(device) for t in _batch())
     fert = fert if m.constrained else None
@@ -69,8 +70,8 @@ def test_beam_search_matches_the_cpu(transform):
     src, n, fert, _, _ = _batch()
     fert = fert if m.constrained else None
     kw = dict(beam=4, max_len_a=3.0, max_len_b=4)
-    hyps0 = beam_search(m.to("cpu"), src, n, fert, **kw)
-    hyps1 = beam_search(m.to("cuda"), src.cuda(), n.cuda(), None if fert is None else fert.cuda(), **kw)
+    hyps0 = search(m.to("cpu"), src, n, fert, settings=SearchSettings(**kw))
+    hyps1 = search(m.to("cuda"), src.cuda(), n.cuda(), None if fert is None else fert.cuda(), settings=SearchSettings(**kw))
     assert len(hyps0) == len(hyps1) == len(n)
     for h0, h1 in zip(hyps0, hyps1):
         assert h1.tokens == h0.tokens

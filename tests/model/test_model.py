@@ -4,7 +4,8 @@ import torch
 from scanmt.config import ModelConfig
 from scanmt.data.vocab import PAD_ID, SINK_ID
 from scanmt.errors import ConfigError
-from scanmt.model.nmt import NMTModel, nmt_loss
+from scanmt.model.lstm_model import LSTMModel
+from scanmt.model.loss import nmt_loss
 
 
 def _batch():
@@ -21,7 +22,7 @@ def test_padding_gets_exactly_zero_attention(score, transform):
     torch.manual_seed(0)
     cfg = ModelConfig(emb_size=16, hidden_size=16, layers=2, dropout=0.0)
     cfg.attention.score, cfg.attention.transform = score, transform
-    m = NMTModel(cfg, 20)
+    m = LSTMModel(cfg, 20)
     src, src_len, tgt_in, _ = _batch()
     out = m(src, src_len, tgt_in)
     assert out.logits.shape == (2, 3, 20)
@@ -33,7 +34,7 @@ def test_padding_gets_exactly_zero_attention(score, transform):
 def test_sink_is_appended_after_the_last_real_token():
     cfg = ModelConfig(emb_size=8, hidden_size=8)
     cfg.attention.sink = True
-    m = NMTModel(cfg, 20)
+    m = LSTMModel(cfg, 20)
     seen = {}
     orig = m.encoder.forward
 
@@ -52,7 +53,7 @@ def test_sink_is_appended_after_the_last_real_token():
 
 def test_loss_falls_on_a_tiny_batch():
     torch.manual_seed(0)
-    m = NMTModel(ModelConfig(emb_size=16, hidden_size=16, dropout=0.0), 20)
+    m = LSTMModel(ModelConfig(emb_size=16, hidden_size=16, dropout=0.0), 20)
     opt = torch.optim.Adam(m.parameters(), lr=0.02)
     src, src_len, tgt_in, tgt_out = _batch()
     losses = []
@@ -69,6 +70,6 @@ def test_unknown_transform_and_bad_tying_are_config_errors():
     cfg = ModelConfig()
     cfg.attention.transform = "entmax42"
     with pytest.raises(ConfigError, match="model.attention.transform: unknown transform 'entmax42'"):
-        NMTModel(cfg, 10)
+        LSTMModel(cfg, 10)
     with pytest.raises(ConfigError, match="tie_generator needs model.emb_size == model.hidden_size"):
-        NMTModel(ModelConfig(emb_size=8, hidden_size=16, tie_generator=True), 10)
+        LSTMModel(ModelConfig(emb_size=8, hidden_size=16, tie_generator=True), 10)

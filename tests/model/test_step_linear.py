@@ -5,7 +5,8 @@ import torch
 
 from scanmt.config import ModelConfig
 from scanmt.data.vocab import PAD_ID
-from scanmt.model.nmt import NMTModel, nmt_loss
+from scanmt.model.lstm_model import LSTMModel
+from scanmt.model.loss import nmt_loss
 from scanmt.model.step_linear import DeferredLinear
 
 
@@ -63,7 +64,7 @@ def test_model_gradients_match_the_undeferred_decoder(transform):
     torch.manual_seed(0)
     cfg = ModelConfig(emb_size=16, hidden_size=16, layers=2, dropout=0.0)
     cfg.attention.transform = transform
-    m = NMTModel(cfg, 20).double()
+    m = LSTMModel(cfg, 20).double()
     src = torch.tensor([[5, 6, 7, 8], [9, 10, PAD_ID, PAD_ID]])
     src_len = torch.tensor([4, 2])
     tgt_in = torch.tensor([[2, 11, 12], [2, 13, PAD_ID]])
@@ -73,7 +74,9 @@ def test_model_gradients_match_the_undeferred_decoder(transform):
 
     deferred = torch.autograd.grad(nmt_loss(m(src, src_len, tgt_in, fert).logits, tgt_out), list(m.parameters()))
 
-    enc, state = m.encode(src, src_len, fert)  # the same pass, one plain F.linear per step
+    enc = m.encode(src, src_len, fert)
+
+    state = m.init_state(enc)  # the same pass, one plain F.linear per step
     outs = []
     for y in m.decoder.emb(tgt_in).unbind(1):
         h, _, state = m.decoder.step(y, state, enc)

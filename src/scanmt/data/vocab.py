@@ -2,7 +2,7 @@
 
 Ids 0–4 are fixed: ``<pad>``, ``<unk>``, ``<s>``, ``</s>``, ``<sink>``.  The
 sink is only ever appended to source sentences by the model (see
-:mod:`scanmt.model.nmt`); it never appears in data files.
+:mod:`scanmt.model.interface`); it never appears in data files.
 """
 
 from __future__ import annotations

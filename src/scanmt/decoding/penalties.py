@@ -70,13 +70,15 @@ def length_penalty(length: torch.Tensor | int | float, alpha: float) -> torch.Te
     return ((5.0 + float(length)) / 6.0) ** alpha
 
 
-def coverage_penalty(beta: torch.Tensor, mask: torch.Tensor, beta_weight: float, eps: float = 0.1) -> torch.Tensor:
-    """``beta_weight * sum_j log max(eps, min(1, beta_j))`` over positions where ``mask`` is True.
+def coverage_penalty(
+    attention_sum: torch.Tensor, mask: torch.Tensor, coverage_beta: float, eps: float = 0.1
+) -> torch.Tensor:
+    """``coverage_beta * sum_j log max(eps, min(1, A_j))`` over positions where ``mask`` is True.
 
     Args:
-        beta: ``[N, S]`` cumulative attention ``sum_t alpha_tj`` of ``N`` hypotheses.
+        attention_sum: ``[N, S]`` cumulative attention ``A_j = sum_t a_tj`` of ``N`` hypotheses.
         mask: ``[N, S]`` bool, True at the source words that count (not padding, not the sink).
-        beta_weight: the weight beta (0 disables: the result is exactly 0).
+        coverage_beta: the weight beta (0 disables: the result is exactly 0).
         eps: the floor (> 0), 0.1 in the paper.
 
     Returns:
@@ -84,25 +86,27 @@ def coverage_penalty(beta: torch.Tensor, mask: torch.Tensor, beta_weight: float,
     """
     if not eps > 0:
         raise ValueError(f"coverage penalty eps must be > 0 to stay finite, got {eps}")
-    b = beta.to(torch.float32).clamp(min=eps, max=1.0)
+    b = attention_sum.to(torch.float32).clamp(min=eps, max=1.0)
     logs = torch.where(mask, torch.log(b), torch.zeros_like(b))
-    return beta_weight * logs.sum(dim=-1)
+    return coverage_beta * logs.sum(dim=-1)
 
 
 def hypothesis_score(
     log_prob: torch.Tensor | float,
     length: torch.Tensor | int,
-    beta: torch.Tensor | None,
+    attention_sum: torch.Tensor | None,
     mask: torch.Tensor | None,
     *,
     length_alpha: float,
-    beta_weight: float,
-    eps: float = 0.1,
+    coverage_beta: float,
+    coverage_eps: float = 0.1,
 ) -> torch.Tensor | float:
-    """``log P / lp(|Y|) + cp`` (``beta``/``mask`` ``[N, S]`` or ``[S]``; cp skipped when ``beta_weight == 0``)."""
+    """``log P / lp(|Y|) + cp`` (``attention_sum``/``mask`` ``[N, S]`` or ``[S]``; cp skipped when
+    ``coverage_beta == 0``)."""
     score = log_prob / length_penalty(length, length_alpha)
-    if beta_weight and beta is not None:
-        squeeze = beta.dim() == 1
-        cp = coverage_penalty(beta.reshape(-1, beta.size(-1)), mask.reshape(-1, mask.size(-1)), beta_weight, eps)
+    if coverage_beta and attention_sum is not None:
+        squeeze = attention_sum.dim() == 1
+        cp = coverage_penalty(attention_sum.reshape(-1, attention_sum.size(-1)), mask.reshape(-1, mask.size(-1)),
+                              coverage_beta, coverage_eps)
         score = score + (float(cp[0]) if squeeze else cp)
     return score

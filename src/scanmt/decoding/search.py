@@ -1,12 +1,14 @@
-"""Greedy decoding and batched beam search over an :class:`~scanmt.model.nmt.NMTModel`.
+"""Beam search over any :class:`~scanmt.model.interface.NMTModel`, through its five calls only.
 
-Both return one :class:`Hypothesis` per input sentence (in batch order).  The
-beam keeps ``K`` hypotheses per sentence in a ``[B*K]`` batch; after every step
+One entry point, :func:`search` (or :func:`search_encoded` from a kept encoding), with its settings
+given once as a frozen :class:`SearchSettings`; greedy decoding is a beam of one
+(``SearchSettings.of(decode, beam=1)``: no penalties).  It returns one :class:`Hypothesis` per input
+sentence (in batch order).  The beam keeps ``K`` hypotheses per sentence in a ``[B*K]`` batch; after every step
 the top ``2K`` extensions are ranked, ``</s>`` extensions ranked inside the top
 ``K`` become finished hypotheses, and the first ``K`` others continue.  The
-decoder state (LSTM states, input feed, the cumulative attention ``beta`` used
-for fertility bounds and the coverage penalty, and the CovVector coverage
-state) and the attention history are reordered by the backpointers.  A
+decoder state (whatever the architecture keeps, and the cumulative attention
+``attention_sum`` that the coverage penalty scores) and the attention history are
+reordered by the backpointers (``model.reorder``).  A
 sentence stops when it has ``K`` finished hypotheses or reaches its maximum
 length ``a * |src| + b``.
 
@@ -24,14 +26,14 @@ penalties act:
   set of finished hypotheses therefore does not depend on ``(alpha, beta)``,
   and :func:`rescore` re-ranks it exactly for other settings.
 * ``"step"``: at step ``t`` every candidate extension is ranked by
-  ``log P / lp(t + 1) + cp(beta_t)``, where ``beta_t`` is its parent's
+  ``log P / lp(t + 1) + cp(A_t)``, where ``A_t`` is its parent's
   cumulative attention including the attention of step ``t`` (the one that
   produced the candidate word); the choice of the top ``2K``, of the
   hypotheses that finish and of those that continue all use this score.  The
   accumulated ``log P`` is kept separately, and a finished hypothesis' score is
   the same formula (so it equals its ranking score).
 
-With ``beam = 1`` and both penalties off, beam search equals greedy search.
+With ``beam = 1`` and both penalties off, this is greedy search.
 """
 
 from __future__ import annotations
@@ -40,10 +42,40 @@ from dataclasses import dataclass
 
 import torch
 
+from scanmt.config import DecodeConfig
 from scanmt.data.vocab import BOS_ID, EOS_ID
 from scanmt.decoding.penalties import Penalties, coverage_penalty, hypothesis_score, length_penalty
-from scanmt.model.decoder import DecoderState, EncoderOutput
-from scanmt.model.nmt import NMTModel
+from scanmt.errors import ConfigError
+from scanmt.model.interface import DecoderState, EncoderOutput, NMTModel
+
+
+@dataclass(frozen=True)
+class SearchSettings(Penalties):
+    """How to search, built once: the penalties (:class:`~scanmt.decoding.penalties.Penalties`: ``length_alpha``,
+    ``coverage_beta``, ``coverage_eps``, ``penalty_mode``), the ``beam`` size (1: greedy), and the output
+    length limits: at most ``max_len_a * |x| + max_len_b`` tokens, ``</s>`` included, and no ``</s>`` before
+    ``min_len`` tokens.  Checked when built (a ConfigError naming the ``decode`` key)."""
+
+    beam: int = 5
+    max_len_a: float = 2.0
+    max_len_b: int = 10
+    min_len: int = 1
+
+    def __post_init__(self) -> None:
+        self.checked()
+        if isinstance(self.beam, bool) or not isinstance(self.beam, int) or self.beam < 1:
+            raise ConfigError(f"decode.beam must be a whole number >= 1 (1 = greedy search), got {self.beam!r}")
+        if self.min_len < 0:
+            raise ConfigError(f"decode.min_len must be >= 0 (0 allows an empty translation), got {self.min_len}")
+
+    @classmethod
+    def of(cls, decode: DecodeConfig, beam: int | None = None) -> "SearchSettings":
+        """The settings of ``decode`` (its beam unless ``beam`` is given); a beam of one is greedy search
+        and has no penalties."""
+        beam = decode.beam if beam is None else beam
+        penalties = Penalties.of(decode) if beam > 1 else Penalties()
+        return cls(**penalties.weights, penalty_mode=penalties.penalty_mode, beam=beam,
+                   max_len_a=decode.max_len_a, max_len_b=decode.max_len_b, min_len=decode.min_len)
 
 
 @dataclass
@@ -55,7 +87,7 @@ class Hypothesis:
         log_prob: ``log P(Y|X)`` including ``</s>``.
         score: the ranking score (``log_prob / lp + cp``).
         attention: ``[len(tokens) + 1, S']`` attention rows (the ``</s>`` step last).
-        coverage: ``[J]`` cumulative attention ``sum_t alpha_tj`` over the real source
+        attention_sum: ``[J]`` cumulative attention ``sum_t a_tj`` over the real source
             words (no ``<sink>``) when the hypothesis finished; what ``cp`` is computed from.
     """
 
@@ -63,7 +95,7 @@ class Hypothesis:
     log_prob: float
     score: float
     attention: torch.Tensor
-    coverage: torch.Tensor | None = None
+    attention_sum: torch.Tensor | None = None
 
 
 def _max_lengths(src_len: torch.Tensor, a: float, b: int) -> torch.Tensor:
@@ -83,13 +115,13 @@ def _length_rules(logp: torch.Tensor, t: int, min_len: int, max_len: torch.Tenso
 
 
 def final_score(hyp: Hypothesis, *, length_alpha: float, coverage_beta: float, coverage_eps: float) -> float:
-    """``hyp.log_prob / lp(|Y|) + cp(hyp.coverage)`` — the score of a finished hypothesis."""
-    cov = hyp.coverage
-    mask = None if cov is None else torch.ones_like(cov, dtype=torch.bool)
+    """``hyp.log_prob / lp(|Y|) + cp(hyp.attention_sum)`` — the score of a finished hypothesis."""
+    total = hyp.attention_sum
+    mask = None if total is None else torch.ones_like(total, dtype=torch.bool)
     return float(
         hypothesis_score(
-            hyp.log_prob, len(hyp.tokens) + 1, cov, mask,
-            length_alpha=length_alpha, beta_weight=coverage_beta, eps=coverage_eps,
+            hyp.log_prob, len(hyp.tokens) + 1, total, mask,
+            length_alpha=length_alpha, coverage_beta=coverage_beta, coverage_eps=coverage_eps,
         )
     )
 
@@ -97,7 +129,7 @@ def final_score(hyp: Hypothesis, *, length_alpha: float, coverage_beta: float, c
 def rescore(
     nbest: list[list[Hypothesis]], *, length_alpha: float, coverage_beta: float = 0.0, coverage_eps: float = 0.1
 ) -> list[Hypothesis]:
-    """The best hypothesis per sentence of ``nbest`` (from :func:`beam_search_encoded`) under new penalties.
+    """The best hypothesis per sentence of ``nbest`` (from :func:`search_encoded`) under new penalties.
 
     Exact for ``penalty_mode="rescore"``: there the finished hypotheses do not
     depend on the penalties, so this equals decoding again with them.
@@ -110,83 +142,23 @@ def rescore(
         ]
         s, i = max(scored, key=lambda p: (p[0], -p[1]))  # first of equal scores, like the beam
         h = hyps[i]
-        out.append(Hypothesis(h.tokens, h.log_prob, s, h.attention, h.coverage))
+        out.append(Hypothesis(h.tokens, h.log_prob, s, h.attention, h.attention_sum))
     return out
 
 
 @torch.no_grad()
-def greedy_search(
+def search(
     model: NMTModel,
     src: torch.Tensor,
     src_len: torch.Tensor,
     fertility: torch.Tensor | None = None,
     *,
-    max_len_a: float = 2.0,
-    max_len_b: int = 10,
-    min_len: int = 1,
+    settings: SearchSettings = SearchSettings(),
 ) -> list[Hypothesis]:
-    """Argmax decoding of a batch ``src [B, S]`` (no penalties: score = log P); no ``</s>`` before
-    ``min_len`` tokens."""
-    enc, state = model.encode(src, src_len, fertility)
-    B = src.size(0)
-    max_len = _max_lengths(src_len, max_len_a, max_len_b).to(src.device)
-    y = torch.full((B,), BOS_ID, dtype=torch.long, device=src.device)
-    done = torch.zeros(B, dtype=torch.bool, device=src.device)
-    lengths = torch.zeros(B, dtype=torch.long, device=src.device)
-    log_prob = torch.zeros(B, device=src.device)
-    toks, attns = [], []
-    for t in range(int(max_len.max())):
-        h, alpha, state = model.decoder.step(model.decoder.emb(y), state, enc)
-        lp = _length_rules(model.log_probs(h), t, min_len, max_len)
-        best, y = lp.max(dim=1)
-        log_prob = log_prob + torch.where(done, torch.zeros_like(best), best)
-        lengths = lengths + (~done).long()
-        toks.append(y)
-        attns.append(alpha)
-        done = done | (y == EOS_ID)
-        if bool(done.all()):
-            break
-    tok_mat = torch.stack(toks, 1).cpu()
-    att = torch.stack(attns, 1).float().cpu()
-    n_src = enc.mask.sum(1).tolist()
-    n_words = src_len.tolist()
-    out = []
-    for b in range(B):
-        n = int(lengths[b])
-        score = float(log_prob[b])
-        a = att[b, :n, : n_src[b]]
-        out.append(Hypothesis(tok_mat[b, : n - 1].tolist(), score, score, a, a[:, : n_words[b]].sum(0)))
-    return out
-
-
-@torch.no_grad()
-def beam_search(
-    model: NMTModel,
-    src: torch.Tensor,
-    src_len: torch.Tensor,
-    fertility: torch.Tensor | None = None,
-    *,
-    beam: int = 5,
-    length_alpha: float = 0.0,
-    coverage_beta: float = 0.0,
-    coverage_eps: float = 0.1,
-    penalty_mode: str = "rescore",
-    max_len_a: float = 2.0,
-    max_len_b: int = 10,
-    min_len: int = 1,
-    penalties: Penalties | None = None,
-) -> list[Hypothesis]:
-    """Batched beam search of ``src [B, S]`` with ``beam`` hypotheses per sentence; the best per sentence.
-
-    ``penalties``, when given, replaces the four penalty keywords (settings checked once by their maker).
-    """
-    enc, state = model.encode(src, src_len, fertility)
-    nbest = beam_search_encoded(
-        model, enc, state, src_len,
-        beam=beam, length_alpha=length_alpha, coverage_beta=coverage_beta, coverage_eps=coverage_eps,
-        penalty_mode=penalty_mode, max_len_a=max_len_a, max_len_b=max_len_b, min_len=min_len, penalties=penalties,
-    )
-    return [h[0] for h in nbest]
+    """Search ``src [B, S]`` (lengths ``src_len [B]``; ``fertility [B, S]`` for a constrained model);
+    the best hypothesis per sentence."""
+    enc = model.encode(src, src_len, fertility)
+    return [h[0] for h in search_encoded(model, enc, model.init_state(enc), src_len, settings=settings)]
 
 
 @dataclass
@@ -209,15 +181,15 @@ class _Beam:
     n_words: list[int]
     penalties: Penalties
 
-    def rank(self, cand: torch.Tensor, beta: torch.Tensor, t: int) -> torch.Tensor:
+    def rank(self, cand: torch.Tensor, attention_sum: torch.Tensor, t: int) -> torch.Tensor:
         """The ranking score ``[N, V]`` of every extension at step ``t`` from its accumulated
-        ``log P`` ``cand [N, V]`` and its parent's cumulative attention ``beta [N, S']``."""
+        ``log P`` ``cand [N, V]`` and its parent's cumulative attention ``attention_sum [N, S']``."""
         p = self.penalties
         if not p.rank_live:
             return cand
         rank = cand / float(length_penalty(t + 1, p.length_alpha))
         if p.coverage_beta:
-            rank = rank + coverage_penalty(beta, self.words, p.coverage_beta, p.coverage_eps).unsqueeze(1)
+            rank = rank + coverage_penalty(attention_sum, self.words, p.coverage_beta, p.coverage_eps).unsqueeze(1)
         return rank
 
 
@@ -270,19 +242,19 @@ class _Live:
         fin = ext.is_eos & (beam.ranks < beam.K) & self.active.unsqueeze(1) & torch.isfinite(ext.rank)
         if not bool(fin.any()):
             return
-        beta_cpu = self.state.beta.float().cpu()
+        attention_sum = self.state.attention_sum.float().cpu()
         for b, r in fin.nonzero().tolist():
             o = int(ext.origin[b, r])
             hyp = Hypothesis(
                 self.tokens[o].tolist(), float(ext.score[b, r]), 0.0, attention[o, :, : beam.n_src[o]].cpu(),
-                beta_cpu[o, : beam.n_words[o]].clone(),  # this hypothesis' own coverage, kept from now on
+                attention_sum[o, : beam.n_words[o]].clone(),  # this hypothesis' own, kept from now on
             )
             hyp.score = final_score(hyp, **beam.penalties.weights)
             self.finished[b].append(hyp)
         n_fin = torch.tensor([len(f) for f in self.finished], device=self.active.device)
         self.active = self.active & (n_fin < beam.K)
 
-    def advance(self, ext: _Extensions, attention: torch.Tensor, beam: _Beam) -> None:
+    def advance(self, ext: _Extensions, attention: torch.Tensor, beam: _Beam, model: NMTModel) -> None:
         """Continue with the ``K`` best non-``</s>`` extensions (reordering the state by the backpointers)."""
         K, ranks = beam.K, beam.ranks
         key = torch.where(ext.is_eos | ~torch.isfinite(ext.rank), ranks + 2 * K, ranks)
@@ -293,65 +265,53 @@ class _Live:
         self.scores = torch.where(
             (key.gather(1, keep) < 2 * K) & self.active.unsqueeze(1), score, torch.full_like(score, -torch.inf)
         )
-        self.state = self.state.index_select(origin)
+        self.state = model.reorder(self.state, origin)
         self.tokens = torch.cat([self.tokens.index_select(0, origin), word.unsqueeze(1)], dim=1)
         self.attention = attention.index_select(0, origin)
         self.y = word
 
 
 @torch.no_grad()
-def beam_search_encoded(
+def search_encoded(
     model: NMTModel,
     enc: EncoderOutput,
     state: DecoderState,
     src_len: torch.Tensor,
     *,
-    beam: int = 5,
-    length_alpha: float = 0.0,
-    coverage_beta: float = 0.0,
-    coverage_eps: float = 0.1,
-    penalty_mode: str = "rescore",
-    max_len_a: float = 2.0,
-    max_len_b: int = 10,
-    min_len: int = 1,
-    penalties: Penalties | None = None,
+    settings: SearchSettings = SearchSettings(),
 ) -> list[list[Hypothesis]]:
-    """Beam search from a precomputed encoding (``model.encode(src, src_len, fertility)``).
+    """Beam search from a kept encoding (``enc = model.encode(...)``, ``state = model.init_state(enc)``).
 
     ``enc`` and ``state`` are not modified, so one encoding serves many searches
-    (``scanmt tune-penalties``).  ``src_len [B]`` are the source lengths without
-    the sink.  ``penalties``, when given, replaces the four penalty keywords (its maker checked
-    them once; the keywords are checked here).  No hypothesis ends before ``min_len`` tokens
-    (unless its maximum length is shorter).
+    (``scanmt tune-penalties``).  ``src_len [B]`` are the source lengths without the sink.
 
     Returns:
-        every finished hypothesis per sentence, best first (usually ``beam``; the
+        every finished hypothesis per sentence, best first (usually ``settings.beam``; the
         last step can finish a few more).
     """
-    if penalties is None:
-        penalties = Penalties(length_alpha, coverage_beta, coverage_eps, penalty_mode).checked()
-    K, device, B = beam, enc.memory.device, enc.mask.size(0)
+    K, device, B = settings.beam, enc.memory.device, enc.mask.size(0)
     src_len = src_len.to(device)
     expand = torch.arange(B, device=device).repeat_interleave(K)
-    enc = enc.index_select(expand)
+    enc = model.reorder(enc, expand)
     S = enc.mask.size(1)
-    max_len = _max_lengths(src_len, max_len_a, max_len_b)
+    max_len = _max_lengths(src_len, settings.max_len_a, settings.max_len_b)
     spec = _Beam(
         K, model.vocab_size,
         words=torch.arange(S, device=device).unsqueeze(0) < src_len.repeat_interleave(K).unsqueeze(1),  # no sink
         max_len=max_len.repeat_interleave(K), offsets=(torch.arange(B, device=device) * K).unsqueeze(1),
         ranks=torch.arange(2 * K, device=device).unsqueeze(0), n_src=enc.mask.sum(1).tolist(),
-        n_words=src_len.repeat_interleave(K).tolist(), penalties=penalties,
+        n_words=src_len.repeat_interleave(K).tolist(), penalties=settings,
     )
-    live = _Live.start(state.index_select(expand), B, K, S, device)
+    live = _Live.start(model.reorder(state, expand), B, K, S, device)
     for t in range(int(max_len.max())):
-        h, alpha, live.state = model.decoder.step(model.decoder.emb(live.y), live.state, enc)
-        logp = _length_rules(model.log_probs(h).float(), t, min_len, spec.max_len)
+        step = model.step(live.y, live.state, enc)
+        live.state = step.state
+        logp = _length_rules(step.log_probs.float(), t, settings.min_len, spec.max_len)
         cand = live.scores.view(-1, 1) + logp  # [N, V] accumulated log P of every extension
-        ext = _Extensions.top(spec.rank(cand, live.state.beta, t), cand, spec)
-        attention = torch.cat([live.attention, alpha.unsqueeze(1).float()], dim=1)  # [N, t+1, S']
+        ext = _Extensions.top(spec.rank(cand, live.state.attention_sum, t), cand, spec)
+        attention = torch.cat([live.attention, step.attention.unsqueeze(1).float()], dim=1)  # [N, t+1, S']
         live.finish(ext, attention, spec)
         if not bool(live.active.any()):
             break
-        live.advance(ext, attention, spec)
+        live.advance(ext, attention, spec, model)
     return [sorted(f, key=lambda hyp: hyp.score, reverse=True) for f in live.finished]

@@ -16,17 +16,14 @@ from scanmt.data.attention_file import SentenceAttention
 from scanmt.data.dataset import Batch, ParallelData
 from scanmt.data.pipeline import TextPipeline
 from scanmt.data.vocab import EOS
-from scanmt.errors import DataError
-from scanmt.decoding.penalties import Penalties
-from scanmt.decoding.search import Hypothesis, beam_search, beam_search_encoded, greedy_search
+from scanmt.decoding.search import Hypothesis, SearchSettings, search, search_encoded
 from scanmt.errors import ConfigError, DataError
 from scanmt.fertility import sink as sink_convention
 from scanmt.fertility.providers import ActualFertility, FertilityProvider
 from scanmt.fertility.rules import CONSTRAINED_TRANSFORMS
 from scanmt.model.build import build_model
 from scanmt.model.checkpoint import Checkpoint
-from scanmt.model.decoder import DecoderState, EncoderOutput
-from scanmt.model.nmt import NMTModel
+from scanmt.model.interface import DecoderState, EncoderOutput, NMTModel
 
 log = logging.getLogger(__name__)
 
@@ -116,8 +113,7 @@ class Translator:
         device = check_device(device)
         self.model = model.to(device).eval()
         self.pipeline = pipeline
-        self._decode = decode
-        self._penalties = Penalties.of(decode)  # a Config's, checked when it was built; searches use them as they are
+        self._decode = decode  # a Config's, checked when it was built; searches use it as it is
         self.max_len = max_len
         self.provider = provider
         self.device = torch.device(device)
@@ -130,7 +126,6 @@ class Translator:
     @decode.setter
     def decode(self, value: DecodeConfig) -> None:
         check_decode_config(value)  # the penalties, and min_len
-        self._penalties = Penalties.of(value)
         self._decode = value
 
     @classmethod
@@ -165,11 +160,9 @@ class Translator:
                 fert = self._provided_bounds([data.src[i] for i in positions], batch.src.shape)
             yield positions, batch, fert
 
-    def search_kwargs(self, beam: int) -> dict:
-        """Keyword arguments of the beam search functions from ``self.decode``."""
-        d = self.decode
-        return dict(beam=beam, penalties=self._penalties, max_len_a=d.max_len_a, max_len_b=d.max_len_b,
-                    min_len=d.min_len)
+    def settings(self, beam: int | None = None) -> SearchSettings:
+        """The search settings of ``self.decode`` (its beam unless ``beam`` is given; 1 = greedy, no penalties)."""
+        return SearchSettings.of(self.decode, beam)
 
     def search(self, data: ParallelData, *, beam: int | None = None, progress: bool = False) -> list[Hypothesis]:
         """Decode every sentence of ``data``; results in ``data`` order.
@@ -177,16 +170,12 @@ class Translator:
         ``beam <= 1`` is greedy search (no penalties); otherwise beam search with the
         length and coverage penalties of ``self.decode``.
         """
-        beam = self.decode.beam if beam is None else beam
+        settings = self.settings(max(beam, 1) if beam is not None else None)
         out: list[Hypothesis | None] = [None] * len(data)
-        bar = tqdm(total=len(data), desc=f"translate (beam {beam})", unit="sent", disable=not progress, leave=False)
-        kw = self.search_kwargs(beam)
+        bar = tqdm(total=len(data), desc=f"translate (beam {settings.beam})", unit="sent", disable=not progress,
+                   leave=False)
         for positions, batch, fert in self._batches(data):
-            if beam <= 1:
-                hyps = greedy_search(self.model, batch.src, batch.src_len, fert, max_len_a=kw["max_len_a"],
-                                     max_len_b=kw["max_len_b"], min_len=kw["min_len"])
-            else:
-                hyps = beam_search(self.model, batch.src, batch.src_len, fert, **kw)
+            hyps = search(self.model, batch.src, batch.src_len, fert, settings=settings)
             for p, h in zip(positions, hyps):
                 out[p] = h
             bar.update(len(positions))
@@ -198,8 +187,8 @@ class Translator:
         """Encode every batch of ``data`` once, to run many searches from it (:meth:`search_encoded`)."""
         out = []
         for positions, batch, fert in self._batches(data):
-            enc, state = self.model.encode(batch.src, batch.src_len, fert)
-            out.append(EncodedBatch(positions, enc, state, batch.src_len))
+            enc = self.model.encode(batch.src, batch.src_len, fert)
+            out.append(EncodedBatch(positions, enc, self.model.init_state(enc), batch.src_len))
         return out
 
     def search_encoded(
@@ -207,11 +196,10 @@ class Translator:
     ) -> list[list[Hypothesis]]:
         """Beam search (penalties of ``self.decode``) from :meth:`encode_all`; all finished
         hypotheses per sentence, best first, in ``data`` order (``n = len(data)``)."""
-        beam = self.decode.beam if beam is None else beam
-        kw = self.search_kwargs(beam)
+        settings = self.settings(beam)
         out: list[list[Hypothesis] | None] = [None] * n
         for e in encoded:
-            for p, h in zip(e.positions, beam_search_encoded(self.model, e.enc, e.state, e.src_len, **kw)):
+            for p, h in zip(e.positions, search_encoded(self.model, e.enc, e.state, e.src_len, settings=settings)):
                 out[p] = h
         return out  # type: ignore[return-value]
 

@@ -19,7 +19,7 @@ of one has a zero Jacobian and its scores stop learning (docs/attention-recipe.m
 
 With fertility bounds ``u`` (constrained transforms), the exhaustion strategy
 adds ``c * u_j`` to the scores of real tokens (never the sink, whose bound is
-infinite).
+infinite): :class:`~scanmt.model.bounds.BoundedTransform`, shared with the Transformer.
 
 With a coverage model (CovVector, :mod:`scanmt.model.coverage`), the term
 ``V C_{t-1,j}`` is added to the keys before scoring, for both scores and before
@@ -39,7 +39,7 @@ from torch.nn import functional as F
 
 from scanmt.errors import ConfigError
 from scanmt.fertility.rules import check_scaling
-from scanmt.model.transforms import get_transform
+from scanmt.model.bounds import BoundedTransform
 
 
 #: values of ``model.attention.scaling``
@@ -58,8 +58,8 @@ class Attention(nn.Module):
     ):
         super().__init__()
         self.score = score
-        self.transform = get_transform(transform)
-        self.exhaustion = exhaustion
+        #: the transform with the fertility bounds and the exhaustion bonus (scanmt.model.bounds)
+        self.bounded = BoundedTransform(transform, exhaustion)
         if scaling not in SCALINGS:
             raise ConfigError(f"model.attention.scaling: unknown scaling {scaling!r} (known: {', '.join(SCALINGS)})")
         check_scaling(score, scaling)
@@ -130,8 +130,6 @@ class Attention(nn.Module):
         if self.probe is not None and z.requires_grad:
             z.retain_grad()
             self.probe.append(z)
-        if bounds is not None and self.exhaustion:
-            z = z + self.exhaustion * torch.where(torch.isfinite(bounds), bounds, torch.zeros_like(bounds))
-        alpha = self.transform.fn(z, bounds if self.transform.constrained else None, mask)
+        alpha = self.bounded(z, mask, bounds)
         context = torch.bmm(alpha.unsqueeze(1), memory).squeeze(1)
         return context, alpha

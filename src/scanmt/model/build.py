@@ -1,12 +1,25 @@
-"""Build an :class:`NMTModel` from a config, optionally with saved weights."""
+"""Build the :class:`~scanmt.model.interface.NMTModel` of a config (``model.arch``), optionally with saved weights."""
 
 from __future__ import annotations
 
 import torch
 
-from scanmt.config import Config
+from scanmt.config import Config, ModelConfig
 from scanmt.errors import ConfigError
-from scanmt.model.nmt import NMTModel
+from scanmt.model.interface import NMTModel
+
+
+def architecture(cfg: ModelConfig, vocab_size: int) -> NMTModel:
+    """The untrained model of ``model.arch`` (``lstm``: the paper's BiLSTM; ``transformer``)."""
+    if cfg.arch == "lstm":
+        from scanmt.model.lstm_model import LSTMModel
+
+        return LSTMModel(cfg, vocab_size)
+    if cfg.arch == "transformer":
+        from scanmt.model.transformer import TransformerModel
+
+        return TransformerModel(cfg, vocab_size)
+    raise ConfigError(f"model.arch: unknown architecture {cfg.arch!r} (known: lstm, transformer)")
 
 
 def build_model(cfg: Config, vocab_size: int, state_dict: dict | None = None, what: str = "checkpoint") -> NMTModel:
@@ -15,7 +28,7 @@ def build_model(cfg: Config, vocab_size: int, state_dict: dict | None = None, wh
     Raises:
         ConfigError: naming ``what``, when the weights do not fit the model of the config.
     """
-    model = NMTModel(cfg.model, vocab_size)
+    model = architecture(cfg.model, vocab_size)
     if state_dict is not None:
         check_weights(model.state_dict(), state_dict, what)
         model.load_state_dict(state_dict)

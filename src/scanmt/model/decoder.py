@@ -1,23 +1,24 @@
 """LSTM decoder with input feeding and attention (OpenNMT's ``InputFeedRNNDecoder``).
 
-One step, for the previous output word ``y`` and state ``(h, c, feed, beta)``::
+One step, for the previous output word ``y`` and state ``(h, c, feed, attention_sum)``::
 
     s        = LSTM([emb(y); feed], (h, c))          # stacked LSTM cells
-    u        = max(0, f - beta)                      # fertility bounds (constrained only)
+    u        = max(0, f - attention_sum)             # fertility bounds (constrained only; scanmt.model.bounds)
     ctx, a   = attention(s, memory, mask, u)
     h~       = tanh(W_c [ctx; s])                    # attentional state, fed to the generator
-    feed'    = h~;  beta' = beta + a                 # cumulative attention
-    cov'     = coverage.update(cov, a, s)            # CovVector only; V cov enters the next scores
+    feed'    = h~;  attention_sum' = attention_sum + a
+    C'       = covvector.update(C, a, s)             # CovVector only; V C enters the next scores
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass
 
 import torch
 from torch import nn
 
 from scanmt.model.attention import Attention
+from scanmt.model.interface import DecoderState, EncoderOutput
 from scanmt.model.coverage import Coverage
 from scanmt.model.lstm import InputFeedLSTM
 from scanmt.model.step_linear import DeferredLinear
@@ -32,59 +33,38 @@ class StepLinears:
 
 
 @dataclass
-class DecoderState:
-    """Per-hypothesis decoder state; every tensor has the batch (or beam) dimension first.
+class LSTMState(DecoderState):
+    """The LSTM decoder's state per hypothesis (every tensor has the batch or beam dimension first).
 
     Attributes:
+        attention_sum: ``[B, S']`` cumulative attention (the paper's beta: fertility bounds, coverage penalty).
         h, c: per-layer ``[B, H]`` LSTM states.
         feed: ``[B, H]`` previous attentional state h~ (input feeding).
-        beta: ``[B, S]`` cumulative attention over source positions (fertility bounds,
-            coverage penalty).
-        cov: ``[B, S, d]`` coverage state of a CovVector model, or None without one.
+        covvector: ``[B, S', d]`` the CovVector state of Tu et al.'s coverage models, or None without one.
     """
 
-    h: tuple[torch.Tensor, ...]
-    c: tuple[torch.Tensor, ...]
-    feed: torch.Tensor
-    beta: torch.Tensor
-    cov: torch.Tensor | None = None
-
-    def index_select(self, idx: torch.Tensor) -> "DecoderState":
-        """Reorder / expand along the batch dimension (beam backpointers)."""
-        return replace(self, **{f.name: _select(getattr(self, f.name), idx) for f in fields(self)})
-
-
-def _select(t, idx: torch.Tensor):
-    if t is None:
-        return None
-    if isinstance(t, tuple):
-        return tuple(x.index_select(0, idx) for x in t)
-    return t.index_select(0, idx)
+    h: tuple[torch.Tensor, ...] = ()
+    c: tuple[torch.Tensor, ...] = ()
+    feed: torch.Tensor | None = None
+    covvector: torch.Tensor | None = None
 
 
 @dataclass
-class EncoderOutput:
-    """Everything the decoder needs from the source side.
+class LSTMEncoderOutput(EncoderOutput):
+    """The BiLSTM's source side.
 
     Attributes:
-        memory: ``[B, S, H]`` encoder states (S includes the sink if used).
-        keys: ``[B, S, H]`` attention keys (projected memory).
-        mask: ``[B, S]`` True at real tokens and the sink.
-        fertility: ``[B, S]`` upper bounds f (``inf`` at the sink, 0 at padding), or None.
-        coverage: ``[B, S, k]`` per-token features of the coverage model computed once per
-            sentence (``Phi_j`` of linguistic coverage with fertility, ``U h_j + b`` of the
-            NN-based models), or None.
+        memory, mask, fertility: see :class:`~scanmt.model.interface.EncoderOutput`.
+        keys: ``[B, S', H]`` attention keys (projected memory).
+        covvector_features: ``[B, S', k]`` per-token features of the CovVector model computed once per
+            sentence (``Phi_j`` of linguistic coverage with fertility, ``U h_j + b`` of the NN-based
+            models), or None.
+        final: the encoder's final ``(h, c)``, each ``[B, layers, H]``: the decoder's initial state.
     """
 
-    memory: torch.Tensor
-    keys: torch.Tensor
-    mask: torch.Tensor
-    fertility: torch.Tensor | None
-    coverage: torch.Tensor | None = None
-
-    def index_select(self, idx: torch.Tensor) -> "EncoderOutput":
-        """Reorder / expand along the batch dimension (one copy per beam hypothesis)."""
-        return replace(self, **{f.name: _select(getattr(self, f.name), idx) for f in fields(self)})
+    keys: torch.Tensor | None = None
+    covvector_features: torch.Tensor | None = None
+    final: tuple[torch.Tensor, torch.Tensor] | None = None
 
 
 class Decoder(nn.Module):
@@ -108,16 +88,16 @@ class Decoder(nn.Module):
         self.W_c = nn.Linear(2 * hidden_size, hidden_size, bias=False)
         self.dropout = nn.Dropout(dropout)
 
-    def init_state(self, enc: EncoderOutput, final: tuple[torch.Tensor, torch.Tensor]) -> DecoderState:
-        """Start from the encoder's final states (``[layers, B, H]`` each)."""
-        h, c = final
+    def init_state(self, enc: LSTMEncoderOutput) -> LSTMState:
+        """Start from the encoder's final states ``enc.final`` (``[B, layers, H]`` each)."""
+        h, c = enc.final
         B, S = enc.mask.shape
-        return DecoderState(
-            h=tuple(h.unbind(0)),
-            c=tuple(c.unbind(0)),
+        return LSTMState(
+            attention_sum=enc.memory.new_zeros(B, S),
+            h=tuple(x.contiguous() for x in h.unbind(1)),
+            c=tuple(x.contiguous() for x in c.unbind(1)),
             feed=enc.memory.new_zeros(B, self.hidden_size),
-            beta=enc.memory.new_zeros(B, S),
-            cov=self.coverage.init(enc.memory) if self.coverage is not None else None,
+            covvector=self.coverage.init(enc.memory) if self.coverage is not None else None,
         )
 
     def input_gates(self, y_emb: torch.Tensor) -> torch.Tensor:
@@ -131,12 +111,12 @@ class Decoder(nn.Module):
     def step(
         self,
         y_emb: torch.Tensor | None,
-        state: DecoderState,
-        enc: EncoderOutput,
+        state: LSTMState,
+        enc: LSTMEncoderOutput,
         *,
         y_gates: torch.Tensor | None = None,
         linears: StepLinears | None = None,
-    ) -> tuple[torch.Tensor, torch.Tensor, DecoderState]:
+    ) -> tuple[torch.Tensor, torch.Tensor, LSTMState]:
         """One step.
 
         Args:
@@ -151,16 +131,15 @@ class Decoder(nn.Module):
             y_gates = self.input_gates(y_emb)
         hs, cs = self.rnn(y_gates, state.feed, state.h, state.c, linears.rnn if linears is not None else None)
         x = hs[-1]
-        bounds = None
-        if enc.fertility is not None:
-            bounds = (enc.fertility - state.beta).clamp_min(0.0)
+        bounded = self.attention.bounded
+        bounds = bounded.bounds(enc.fertility, state.attention_sum)
         cov_term, cov = None, None
         if self.coverage is not None:
-            cov_term = self.coverage.score_term(state.cov)
+            cov_term = self.coverage.score_term(state.covvector)
         ctx, alpha = self.attention(x, enc.keys, enc.memory, enc.mask, bounds, cov_term)
         if self.coverage is not None:
-            cov = self.coverage.update(state.cov, alpha, enc.coverage, x, enc.mask)
+            cov = self.coverage.update(state.covvector, alpha, enc.covvector_features, x, enc.mask)
         out = linears.out if linears is not None else self.W_c
         h_tilde = self.dropout(torch.tanh(out(torch.cat([ctx, x], dim=1))))
-        new = DecoderState(hs, cs, h_tilde, state.beta + alpha, cov)
+        new = LSTMState(bounded.accumulate(state.attention_sum, alpha), hs, cs, h_tilde, cov)
         return h_tilde, alpha, new

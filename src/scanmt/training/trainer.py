@@ -29,7 +29,8 @@ from scanmt.errors import ConfigError
 from scanmt.io import read_lines
 from scanmt.fertility.providers import provider_state
 from scanmt.model.build import build_model
-from scanmt.model.nmt import NMTModel, nmt_loss
+from scanmt.model.interface import NMTModel
+from scanmt.model.loss import nmt_loss
 from scanmt.ops import load_native_kernels
 from scanmt.training import distributed
 from scanmt.training.attention_health import AttentionHealth
@@ -104,12 +105,9 @@ class NMTTask:
 
     def probe(self, on: bool) -> None:
         """Retain the attention scores' gradients of the next batch (``on``), or record their norm (``off``)."""
-        attention = self.model.decoder.attention
-        if on:
-            attention.probe = []
-        else:
-            self.health.add_score_grads(attention.probe or [])
-            attention.probe = None
+        scores = self.model.probe_scores(on)
+        if not on:
+            self.health.add_score_grads(scores)
 
     def window_metrics(self, step: int, epoch: int) -> dict[str, float]:
         """Attention health of the batches since the last call (logged with the training loss)."""

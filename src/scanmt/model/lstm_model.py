@@ -1,16 +1,17 @@
-"""The attentional encoder–decoder (the paper's architecture, OpenNMT defaults).
+"""The paper's attentional BiLSTM encoder–decoder (``model.arch: lstm``; OpenNMT defaults).
 
 Data flow for a batch::
 
     src [B, S] --(+<sink>)--> BiLSTM --> memory [B, S', H], keys = attention.keys(memory)
     for t: h~_t, a_t = decoder.step(emb(y_{t-1}), state)          # input feeding, cumulative attention,
-                                                                  # coverage state (model.coverage)
+                                                                  # CovVector state (model.coverage)
     logits [B, T, V] = generator(h~)                              # one matmul after the loop
+
+It implements :class:`~scanmt.model.interface.NMTModel`; nothing outside ``scanmt.model`` reaches
+into its encoder or decoder.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -19,38 +20,21 @@ from torch.nn import functional as F
 from scanmt.config import ModelConfig
 from scanmt.data.vocab import PAD_ID
 from scanmt.errors import ConfigError
-from scanmt.fertility import sink as sink_convention
-from scanmt.fertility.rules import check_exhaustion
 from scanmt.model.attention import Attention
 from scanmt.model.coverage import build_coverage
-from scanmt.model.decoder import Decoder, DecoderState, EncoderOutput
+from scanmt.model.decoder import Decoder, LSTMEncoderOutput, LSTMState
 from scanmt.model.encoder import BiLSTMEncoder
-from scanmt.model.loss import nmt_loss  # noqa: F401  (re-exported: the training loss of this model)
-from scanmt.model.transforms import get_transform
+from scanmt.model.interface import ForwardOutput, NMTModel, Step
 
 
-@dataclass
-class ForwardOutput:
-    """Teacher-forced outputs: ``logits [B, T, V]``, ``attention [B, T, S']``."""
-
-    logits: torch.Tensor
-    attention: torch.Tensor
-
-
-class NMTModel(nn.Module):
+class LSTMModel(NMTModel):
     def __init__(self, cfg: ModelConfig, vocab_size: int):
-        super().__init__()
-        transform = get_transform(cfg.attention.transform)
+        super().__init__(cfg, vocab_size)
         if cfg.tie_generator and cfg.emb_size != cfg.hidden_size:
             raise ConfigError(
                 f"model.tie_generator needs model.emb_size == model.hidden_size "
                 f"(got {cfg.emb_size} and {cfg.hidden_size})"
             )
-        check_exhaustion(transform.name, cfg.attention.exhaustion)  # for a ModelConfig built in code
-        self.cfg = cfg
-        self.vocab_size = vocab_size
-        self.sink = sink_convention.uses_sink(cfg.attention.transform, cfg.attention.sink)
-        self.constrained = transform.constrained
         src_emb = nn.Embedding(vocab_size, cfg.emb_size, padding_idx=PAD_ID)
         tgt_emb = src_emb if cfg.share_embeddings else nn.Embedding(vocab_size, cfg.emb_size, padding_idx=PAD_ID)
         self.encoder = BiLSTMEncoder(src_emb, cfg.hidden_size, cfg.layers, cfg.dropout)
@@ -74,48 +58,42 @@ class NMTModel(nn.Module):
                 self.decoder.emb.weight[PAD_ID].zero_()
             self.decoder.attention.reset_scale()
 
+    def probe_scores(self, on: bool) -> list[torch.Tensor]:
+        attention = self.decoder.attention
+        scores = attention.probe or []
+        attention.probe = [] if on else None
+        return scores
+
     # ----------------------------------------------------------------- encoding
     def encode(
         self, src: torch.Tensor, src_len: torch.Tensor, fertility: torch.Tensor | None = None
-    ) -> tuple[EncoderOutput, DecoderState]:
-        """Encode ``src [B, S]``; append the sink if configured.
-
-        Args:
-            fertility: ``[B, S]`` per-token fertilities (0 at padding) for
-                constrained transforms; required then.
-
-        Returns:
-            the encoder output (S' = S + 1 with the sink) and the initial decoder state.
-        """
-        if self.constrained and fertility is None:
-            raise ConfigError(
-                f"model.attention.transform={self.cfg.attention.transform} needs fertilities "
-                f"(set model.attention.fertility)"
-            )
-        if self.sink:
-            src, src_len, fertility = sink_convention.append_sink(src, src_len, fertility)
-        positions = torch.arange(src.size(1), device=src.device).unsqueeze(0)
-        mask = positions < src_len.unsqueeze(1)
-        memory, final = self.encoder(src, src_len)
-        fert = None
-        if self.constrained:
-            fert = torch.where(mask, fertility.to(memory.dtype), torch.zeros_like(memory[..., 0]))
+    ) -> LSTMEncoderOutput:
+        source = self.source_batch(src, src_len, fertility)
+        memory, (h, c) = self.encoder(source.src, source.src_len)
         cov = self.decoder.coverage
-        enc = EncoderOutput(
+        return LSTMEncoderOutput(
             memory=memory,
+            mask=source.mask,
+            fertility=self.masked_fertility(source, memory.dtype),
             keys=self.decoder.attention.keys(memory),
-            mask=mask,
-            fertility=fert,
-            coverage=cov.precompute(memory) if cov is not None else None,
+            covvector_features=cov.precompute(memory) if cov is not None else None,
+            final=(h.transpose(0, 1), c.transpose(0, 1)),  # batch first, like every field
         )
-        return enc, self.decoder.init_state(enc, final)
+
+    def init_state(self, enc: LSTMEncoderOutput) -> LSTMState:
+        return self.decoder.init_state(enc)
+
+    def step(self, y: torch.Tensor, state: LSTMState, enc: LSTMEncoderOutput) -> Step:
+        h_tilde, alpha, state = self.decoder.step(self.decoder.emb(y), state, enc)
+        return Step(self.log_probs(h_tilde), alpha, state)
 
     # ----------------------------------------------------------------- training
     def forward(
         self, src: torch.Tensor, src_len: torch.Tensor, tgt_in: torch.Tensor, fertility: torch.Tensor | None = None
     ) -> ForwardOutput:
         """Teacher forcing: ``tgt_in [B, T]`` (``<s> y_1 .. y_n``) -> logits ``[B, T, V]``."""
-        enc, state = self.encode(src, src_len, fertility)
+        enc = self.encode(src, src_len, fertility)
+        state = self.init_state(enc)
         gates = self.decoder.input_gates(self.decoder.dropout(self.decoder.emb(tgt_in)))  # [B, T, 4H], all steps at once
         outs, attns = [], []
         # per-step weights: their gradients are formed once for all steps (scanmt.model.step_linear)
