@@ -93,14 +93,48 @@ class CoverageConfig:
     fertility_scale: float = 2.0
 
 
+#: values of ``model.transformer.bounded``: which cross-attention heads of a Transformer take fertility bounds
+BOUNDED_MODES: tuple[str, ...] = ("all", "last_layer", "one_head", "shared")
+
+
+@dataclass
+class TransformerConfig:
+    """The Transformer's own keys (``model.arch: transformer``; ignored by the lstm architecture).
+
+    d_model is ``model.hidden_size`` (``model.emb_size`` must equal it); ``model.layers`` is not used
+    (the two layer keys below are); ``model.dropout`` is the residual and embedding dropout.
+    """
+
+    #: attention heads of every self- and cross-attention; must divide d_model (model.hidden_size)
+    heads: int = 4
+    #: inner size of the position-wise feed-forward layers
+    ff_size: int = 1024
+    #: encoder layers (>= 1)
+    encoder_layers: int = 3
+    #: decoder layers (>= 1)
+    decoder_layers: int = 3
+    #: dropout on the attention weights (self- and cross-attention), in [0, 1)
+    attention_dropout: float = 0.1
+    #: which cross-attention heads take the fertility bounds of a constrained transform (csoftmax, csparsemax;
+    #: the other heads use the unconstrained transform of the same family: softmax, sparsemax):
+    #: all (every head of every decoder layer, each with its own cumulative attention) | last_layer (every
+    #: head of the last decoder layer, each with its own cumulative attention) | one_head (head 0 of the last
+    #: decoder layer only) | shared (every head of the last decoder layer, bounded by one cumulative attention:
+    #: the running sum of the mean over its heads, which is the reported attention). Ignored for unconstrained
+    #: transforms. The default is provisional (a measurement will choose).
+    bounded: str = "last_layer"
+
+
 @dataclass
 class ModelConfig:
     #: the architecture: "lstm" (the paper's BiLSTM encoder and input-feeding LSTM decoder) or "transformer"
     #: (pre-norm; model.transformer). Checkpoints written before this key existed load as "lstm".
     arch: str = "lstm"
+    #: embedding size (transformer: must equal hidden_size, which is d_model)
     emb_size: int = 256
+    #: LSTM state size; the transformer's d_model
     hidden_size: int = 256
-    #: layers of the BiLSTM encoder and of the LSTM decoder
+    #: layers of the BiLSTM encoder and of the LSTM decoder (the transformer uses model.transformer.*_layers)
     layers: int = 1
     dropout: float = 0.3
     #: tie the generator's output matrix to the target embeddings (needs emb_size == hidden_size)
@@ -109,6 +143,8 @@ class ModelConfig:
     share_embeddings: bool = False
     attention: AttentionConfig = field(default_factory=AttentionConfig)
     coverage: CoverageConfig = field(default_factory=CoverageConfig)
+    #: the transformer's keys (model.arch: transformer); configs without this section load with its defaults
+    transformer: TransformerConfig = field(default_factory=TransformerConfig)
 
 
 @dataclass
@@ -124,7 +160,8 @@ class TrainConfig:
     max_grad_norm: float = 5.0
     #: linear learning-rate warm-up over the first N updates (0 = none)
     warmup_steps: int = 0
-    #: uniform init range for parameters (OpenNMT: 0.1); 0 keeps torch defaults
+    #: uniform init range for parameters (OpenNMT: 0.1); 0 keeps torch defaults. The transformer ignores it
+    #: (Xavier-uniform matrices, N(0, d^-1/2) embeddings, zero biases)
     param_init: float = 0.1
     label_smoothing: float = 0.0
     epochs: int = 13
@@ -190,6 +227,43 @@ def check_arch(m: "ModelConfig") -> None:
         raise ConfigError(
             f"model.coverage.type={m.coverage.type}: Tu et al.'s CovVector is a recurrent mechanism of the lstm "
             "architecture; a transformer has none (its coverage baseline is the CovPenalty, decode.coverage_beta)"
+        )
+    if m.arch == "transformer":
+        check_transformer(m)
+
+
+def check_transformer(m: "ModelConfig") -> None:
+    """Raise :class:`ConfigError` naming the key for a bad transformer config (``model.transformer`` and the
+    ``model`` keys a transformer reads differently: d_model is ``model.hidden_size``)."""
+    t = m.transformer
+    p = "model.transformer"
+    if m.emb_size != m.hidden_size:
+        raise ConfigError(
+            f"model.emb_size={m.emb_size}: a transformer's embeddings have d_model = model.hidden_size "
+            f"({m.hidden_size}) units; set both to the same value"
+        )
+    if t.heads < 1:
+        raise ConfigError(f"{p}.heads must be >= 1, got {t.heads}")
+    if m.hidden_size % t.heads:
+        raise ConfigError(
+            f"{p}.heads={t.heads} must divide d_model (model.hidden_size={m.hidden_size})"
+        )
+    for key in ("encoder_layers", "decoder_layers", "ff_size"):
+        if getattr(t, key) < 1:
+            raise ConfigError(f"{p}.{key} must be >= 1, got {getattr(t, key)}")
+    if not 0 <= t.attention_dropout < 1:
+        raise ConfigError(f"{p}.attention_dropout must be in [0, 1), got {t.attention_dropout}")
+    if t.bounded not in BOUNDED_MODES:
+        raise ConfigError(f"{p}.bounded: unknown mode {t.bounded!r} (known: {', '.join(BOUNDED_MODES)})")
+    if m.attention.score != "general":
+        raise ConfigError(
+            f"model.attention.score={m.attention.score}: a transformer's attention scores are scaled dot "
+            "products (use general)"
+        )
+    if m.attention.scaling not in ("none", "sqrt"):
+        raise ConfigError(
+            f"model.attention.scaling={m.attention.scaling}: a transformer always scales its scores by "
+            "1/sqrt(d_head) (use none or sqrt)"
         )
 
 
@@ -484,6 +558,10 @@ ARCHITECTURE_KEYS: tuple[str, ...] = (
     "model.attention.scaling",
     "model.coverage.type",
     "model.coverage.dim",
+    "model.transformer.heads",
+    "model.transformer.ff_size",
+    "model.transformer.encoder_layers",
+    "model.transformer.decoder_layers",
 )
 
 
