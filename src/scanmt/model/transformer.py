@@ -154,7 +154,8 @@ class SelfAttention(nn.Module):
         past: tuple[torch.Tensor, torch.Tensor] | None = None,
     ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
         """``x [N, T, d]``; ``mask [N, 1, 1, S]`` (True = may be attended; encoder) or ``causal`` (decoder)
-        with ``past`` keys/values ``[N, h, P, d_head]`` -> output ``[N, T, d]`` and keys/values ``[N, h, P+T, d_head]``."""
+        with ``past`` keys/values ``[N, h, P, d_head]`` -> output ``[N, T, d]`` and keys/values
+        ``[N, h, P+T, d_head]``."""
         q, k, v = (split_heads(t, self.heads) for t in self.qkv(x).chunk(3, dim=-1))
         if past is not None:
             k = torch.cat([past[0].to(k.dtype), k], dim=2)
@@ -364,7 +365,8 @@ class TransformerModel(NMTModel):
         src_emb = nn.Embedding(vocab_size, d, padding_idx=PAD_ID)
         tgt_emb = src_emb if cfg.share_embeddings else nn.Embedding(vocab_size, d, padding_idx=PAD_ID)
         self.src_emb, self.tgt_emb = src_emb, tgt_emb
-        self.register_buffer("positions", sinusoids(256, d), persistent=False)
+        #: the position table (float32), extended on demand; not a buffer: no weight, nothing for DDP to broadcast
+        self._positions = sinusoids(256, d)
         self.dropout = nn.Dropout(cfg.dropout)
         self.encoder_layers = nn.ModuleList(
             EncoderLayer(d, t.heads, t.ff_size, cfg.dropout, t.attention_dropout) for _ in range(t.encoder_layers)
@@ -420,10 +422,11 @@ class TransformerModel(NMTModel):
     def _embed(self, emb: nn.Embedding, ids: torch.Tensor, start: int) -> torch.Tensor:
         """``ids [N, T]`` at positions ``start ..`` -> ``[N, T, d]`` (scaled embeddings + positions, dropout)."""
         end = start + ids.size(1)
-        if end > self.positions.size(0):
-            self.positions = sinusoids(max(end, 2 * self.positions.size(0)), self.d).to(self.positions)
+        pe = self._positions
+        if end > pe.size(0) or pe.device != ids.device:
+            pe = self._positions = sinusoids(max(end, pe.size(0)), self.d).to(ids.device)
         x = emb(ids) * self.embed_scale
-        return self.dropout(x + self.positions[start:end].to(x.dtype))
+        return self.dropout(x + pe[start:end].to(x.dtype))
 
     def _decode(
         self,
