@@ -94,16 +94,49 @@ class CoverageConfig:
     fertility_scale: float = 2.0
 
 
+#: values of ``model.transformer.bounded``: which cross-attention heads of a Transformer take fertility bounds
+BOUNDED_MODES: tuple[str, ...] = ("all", "last_layer", "one_head", "shared")
+
+
+@dataclass
+class TransformerConfig:
+    """The Transformer's own keys (``model.arch: transformer``; ignored by the lstm architecture).
+
+    d_model is ``model.hidden_size`` (``model.emb_size`` must equal it); ``model.layers`` is not used
+    (the two layer keys below are); ``model.dropout`` is the residual and embedding dropout.
+    """
+
+    #: attention heads of every self- and cross-attention; must divide d_model (model.hidden_size)
+    heads: int = 4
+    #: inner size of the position-wise feed-forward layers
+    ff_size: int = 1024
+    #: encoder layers (>= 1)
+    encoder_layers: int = 3
+    #: decoder layers (>= 1)
+    decoder_layers: int = 3
+    #: dropout on the attention weights (self- and cross-attention), in [0, 1)
+    attention_dropout: float = 0.1
+    #: which cross-attention heads take the fertility bounds of a constrained transform (csoftmax, csparsemax;
+    #: the other heads use the unconstrained transform of the same family: softmax, sparsemax):
+    #: all (every head of every decoder layer, each with its own cumulative attention) | last_layer (every
+    #: head of the last decoder layer, each with its own cumulative attention) | one_head (head 0 of the last
+    #: decoder layer only) | shared (every head of the last decoder layer, bounded by one cumulative attention:
+    #: the running sum of the mean over its heads, which is the reported attention). Ignored for unconstrained
+    #: transforms. The default is provisional (a measurement will choose).
+    bounded: str = "last_layer"
+
+
 @dataclass
 class ModelConfig:
     #: the architecture: "lstm" (the paper's BiLSTM encoder and input-feeding LSTM decoder) or "transformer"
     #: (pre-norm; model.transformer). Checkpoints written before this key existed load as "lstm".
     arch: str = "lstm"
-    #: embedding size, in [1, 16384]
+    #: embedding size, in [1, 16384] (transformer: must equal hidden_size, which is d_model)
     emb_size: int = 256
-    #: LSTM and attention size, in [1, 16384] (wider does not fit in memory)
+    #: LSTM and attention size, in [1, 16384] (wider does not fit in memory); the transformer's d_model
     hidden_size: int = 256
-    #: layers of the BiLSTM encoder and of the LSTM decoder, in [1, 32]
+    #: layers of the BiLSTM encoder and of the LSTM decoder, in [1, 32] (the transformer uses
+    #: model.transformer.*_layers)
     layers: int = 1
     #: dropout probability, in [0, 1)
     dropout: float = 0.3
@@ -113,6 +146,8 @@ class ModelConfig:
     share_embeddings: bool = False
     attention: AttentionConfig = field(default_factory=AttentionConfig)
     coverage: CoverageConfig = field(default_factory=CoverageConfig)
+    #: the transformer's keys (model.arch: transformer); configs without this section load with its defaults
+    transformer: TransformerConfig = field(default_factory=TransformerConfig)
 
 
 @dataclass
@@ -130,7 +165,8 @@ class TrainConfig:
     max_grad_norm: float = 5.0
     #: linear learning-rate warm-up over the first N updates (0 = none)
     warmup_steps: int = 0
-    #: uniform init range for parameters (OpenNMT: 0.1), at most 100; 0 keeps torch defaults
+    #: uniform init range for parameters (OpenNMT: 0.1), at most 100; 0 keeps torch defaults. The transformer
+    #: ignores it (Xavier-uniform matrices, N(0, d^-1/2) embeddings, zero biases)
     param_init: float = 0.1
     label_smoothing: float = 0.0
     epochs: int = 13
@@ -205,6 +241,37 @@ def check_arch(m: "ModelConfig") -> None:
         raise ConfigError(
             f"model.coverage.type={m.coverage.type}: Tu et al.'s CovVector is a recurrent mechanism of the lstm "
             "architecture; a transformer has none (its coverage baseline is the CovPenalty, decode.coverage_beta)"
+        )
+    if m.arch == "transformer":
+        check_transformer(m)
+
+
+def check_transformer(m: "ModelConfig") -> None:
+    """Raise :class:`ConfigError` naming the key for a bad transformer config (``model.transformer`` and the
+    ``model`` keys a transformer reads differently: d_model is ``model.hidden_size``)."""
+    t = m.transformer
+    p = "model.transformer"
+    if m.emb_size != m.hidden_size:
+        raise ConfigError(
+            f"model.emb_size={m.emb_size}: a transformer's embeddings have d_model = model.hidden_size "
+            f"({m.hidden_size}) units; set both to the same value"
+        )
+    check_ranges(t, p)
+    if m.hidden_size % t.heads:
+        raise ConfigError(
+            f"{p}.heads={t.heads} must divide d_model (model.hidden_size={m.hidden_size})"
+        )
+    if t.bounded not in BOUNDED_MODES:
+        raise ConfigError(f"{p}.bounded: unknown mode {t.bounded!r} (known: {', '.join(BOUNDED_MODES)})")
+    if m.attention.score != "general":
+        raise ConfigError(
+            f"model.attention.score={m.attention.score}: a transformer's attention scores are scaled dot "
+            "products (use general)"
+        )
+    if m.attention.scaling not in ("none", "sqrt"):
+        raise ConfigError(
+            f"model.attention.scaling={m.attention.scaling}: a transformer always scales its scores by "
+            "1/sqrt(d_head) (use none or sqrt)"
         )
 
 
@@ -294,6 +361,13 @@ RANGES: dict[str, dict[str, Range]] = {
     "model.attention": {"exhaustion": Range(0, 100)},
     "model.attention.fertility": {"value": Range(0, 1000, low_open=True), "add": Range(0, 1000)},
     "model.coverage": {"dim": Range(1, 1024), "fertility_scale": Range(0, 1000, low_open=True)},
+    "model.transformer": {
+        "heads": Range(1, 1024),
+        "ff_size": Range(1, 4 * MAX_WIDTH),
+        "encoder_layers": Range(1, 64),
+        "decoder_layers": Range(1, 64),
+        "attention_dropout": Range(0, 1, high_open=True),
+    },
     "train": {
         "seed": Range(0, 2**32 - 1),
         "lr": Range(0, 1000, low_open=True),
@@ -626,6 +700,10 @@ ARCHITECTURE_KEYS: tuple[str, ...] = (
     "model.attention.scaling",
     "model.coverage.type",
     "model.coverage.dim",
+    "model.transformer.heads",
+    "model.transformer.ff_size",
+    "model.transformer.encoder_layers",
+    "model.transformer.decoder_layers",
 )
 
 

@@ -1,0 +1,512 @@
+"""The Transformer encoder–decoder (``model.arch: transformer``, issue 28) with fertility-bounded cross-attention.
+
+Pre-norm layers (Vaswani et al. 2017; layer norm before every sub-layer, a final layer norm after
+each stack), multi-head attention, sinusoidal positions added to embeddings scaled by ``sqrt(d)``,
+ReLU feed-forward layers, optional shared source/target embeddings (``model.share_embeddings``) and
+a generator tied to the target embeddings (``model.tie_generator``)::
+
+    src [B, S] --(+<sink>)--> emb*sqrt(d) + pos --> N x [self-attn, FF] --> norm --> memory [B, S', d]
+                                 cross-attention keys/values of every decoder layer, once per sentence
+    tgt_in [B, T] --> emb*sqrt(d) + pos --> M x [causal self-attn, cross-attn, FF] --> norm --> generator
+
+Keys (:class:`~scanmt.config.TransformerConfig`): ``d_model = model.hidden_size`` (``model.emb_size`` must
+equal it; checked when the config is built), ``model.transformer.heads``, ``ff_size``,
+``encoder_layers``, ``decoder_layers`` (``model.layers`` is not used), ``model.dropout`` (embeddings
+and residual branches), ``model.transformer.attention_dropout`` (attention weights).  The scores of
+every attention are ``q·k / sqrt(d_head)`` (``model.attention.score`` must be ``general``;
+``scaling`` none or sqrt, both meaning this).
+
+Cross-attention and fertility bounds
+------------------------------------
+The cross-attention heads use the transforms of the registry through
+:class:`~scanmt.model.bounds.BoundedTransform`.  With a constrained transform (csoftmax, csparsemax),
+``model.transformer.bounded`` says which heads take the bounds ``u = max(0, f - beta)`` (and the
+exhaustion bonus); the other heads use the unconstrained transform of the same family (softmax for
+csoftmax, sparsemax for csparsemax):
+
+* ``all``: every head of every decoder layer, each with its own cumulative attention ``beta``;
+* ``last_layer`` (default): every head of the last decoder layer, each with its own ``beta``;
+* ``one_head``: head 0 of the last decoder layer (one alignment head);
+* ``shared``: every head of the last decoder layer, all bounded by one ``beta``: the running sum of
+  the mean over that layer's heads (which is the reported attention, so ``beta = attention_sum``).
+
+With its own ``beta``, each bounded head attends to word ``j`` at most ``f_j`` times in total, so the
+reported attention (a mean over heads) does too.  With an unconstrained transform (softmax, sparsemax)
+every head uses it and ``bounded`` is ignored.  The sink column (appended by ``source_batch``, bound
+``inf``) absorbs what the bounds no longer allow.
+
+The reported attention
+----------------------
+``Step.attention`` / ``ForwardOutput.attention`` (attention files, maps, AER, attention health, the
+coverage penalty) is **the mean over heads of the last decoder layer's cross-attention** (before
+attention dropout): a distribution over the source columns (sink last) that sums to 1 and is exactly
+0 at padding.  ``DecoderState.attention_sum`` is its running sum.
+
+Computation
+-----------
+* Self-attention (encoder and decoder) and the cross-attention of layers whose heads are all plain
+  softmax (not the last layer, no bounds) use the fused ``F.scaled_dot_product_attention``.  All other
+  cross-attention heads (the last layer's: its weights are reported; bounded heads; sparsemax heads)
+  compute the scores ``q·k / sqrt(d_head)`` explicitly, in float32 (float64 for a float64 model; autocast
+  is switched off there, so under ``train.precision=bf16`` the transforms and the cumulative attention
+  stay float32), and apply their transform.
+* Teacher forcing (:meth:`TransformerModel.forward`) runs every layer in parallel over time (causal
+  mask), scores included.  Only the transform of bounded heads loops over the ``T`` steps, since the
+  bounds of step ``t`` depend on the attention of steps ``< t``: exact, and equal to step-by-step decoding.
+* Incremental decoding (:meth:`TransformerModel.step`): the state caches every decoder layer's
+  self-attention keys/values (one more position per step; the step's position is the cache length)
+  and the cumulative attention of the bounded heads; the cross-attention keys/values are computed once
+  per sentence in :meth:`TransformerModel.encode`.  Every field is batch-first, so the generic
+  ``index_select`` reorders states and encoder outputs for beams.
+
+``probe_scores`` retains the scores of the last decoder layer's cross-attention (``[B, heads, T, S']``,
+always materialised since that layer's weights are reported).  ``reset_parameters`` ignores
+``train.param_init``: Xavier-uniform matrices (each ``d x d`` block of the fused projections on its
+own), zero biases, ``N(0, d^-1/2)`` embeddings (zero at padding), unit layer norms.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from scanmt.config import ModelConfig, check_transformer
+from scanmt.data.vocab import PAD_ID
+from scanmt.errors import ConfigError
+from scanmt.fertility.rules import is_constrained
+from scanmt.model.bounds import BoundedTransform
+from scanmt.model.interface import DecoderState, EncoderOutput, ForwardOutput, NMTModel, Step
+
+#: the unconstrained transform of a constrained transform's family (the heads without bounds)
+FAMILY: dict[str, str] = {"csoftmax": "softmax", "csparsemax": "sparsemax"}
+
+
+def unconstrained(transform: str) -> str:
+    """The transform of the heads that take no bounds: ``transform`` itself, or its family's unconstrained one."""
+    if not is_constrained(transform):
+        return transform
+    if transform not in FAMILY:
+        raise ConfigError(
+            f"model.attention.transform={transform}: the transformer does not know the unconstrained transform "
+            f"of its family (known: {', '.join(f'{k} -> {v}' for k, v in FAMILY.items())})"
+        )
+    return FAMILY[transform]
+
+
+def compute_dtype(dtype: torch.dtype) -> torch.dtype:
+    """At least float32: the dtype of explicit scores, transforms and cumulative attention."""
+    return torch.promote_types(dtype, torch.float32)
+
+
+def sinusoids(n: int, d: int) -> torch.Tensor:
+    """``[n, d]`` sinusoidal position encodings (sin on even, cos on odd dimensions)."""
+    pos = torch.arange(n, dtype=torch.float64).unsqueeze(1)
+    freq = torch.exp(torch.arange(0, d, 2, dtype=torch.float64) * (-math.log(10000.0) / d))
+    pe = torch.zeros(n, d, dtype=torch.float64)
+    pe[:, 0::2] = torch.sin(pos * freq)
+    pe[:, 1::2] = torch.cos(pos * freq)[:, : d // 2]
+    return pe.float()
+
+
+def split_heads(x: torch.Tensor, heads: int) -> torch.Tensor:
+    """``[N, T, d]`` -> ``[N, heads, T, d / heads]``."""
+    N, T, d = x.shape
+    return x.view(N, T, heads, d // heads).transpose(1, 2)
+
+
+def merge_heads(x: torch.Tensor) -> torch.Tensor:
+    """``[N, heads, T, d_head]`` -> ``[N, T, heads * d_head]``."""
+    N, h, T, dh = x.shape
+    return x.transpose(1, 2).reshape(N, T, h * dh)
+
+
+def xavier_blocks(linear: nn.Linear, d: int) -> None:
+    """Xavier-uniform init of every ``[d, in]`` block of a fused projection; zero bias."""
+    for block in linear.weight.data.split(d, dim=0):
+        nn.init.xavier_uniform_(block)
+    if linear.bias is not None:
+        nn.init.zeros_(linear.bias)
+
+
+# ---------------------------------------------------------------------- attention
+class SelfAttention(nn.Module):
+    """Multi-head self-attention (fused ``scaled_dot_product_attention``), with a key/value cache."""
+
+    def __init__(self, d: int, heads: int, dropout: float):
+        super().__init__()
+        self.d, self.heads, self.dropout = d, heads, dropout
+        self.qkv = nn.Linear(d, 3 * d)
+        self.out = nn.Linear(d, d)
+
+    def reset_parameters(self) -> None:
+        xavier_blocks(self.qkv, self.d)
+        xavier_blocks(self.out, self.d)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        causal: bool = False,
+        past: tuple[torch.Tensor, torch.Tensor] | None = None,
+    ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+        """``x [N, T, d]``; ``mask [N, 1, 1, S]`` (True = may be attended; encoder) or ``causal`` (decoder)
+        with ``past`` keys/values ``[N, h, P, d_head]`` -> output ``[N, T, d]`` and keys/values
+        ``[N, h, P+T, d_head]``."""
+        q, k, v = (split_heads(t, self.heads) for t in self.qkv(x).chunk(3, dim=-1))
+        if past is not None:
+            k = torch.cat([past[0].to(k.dtype), k], dim=2)
+            v = torch.cat([past[1].to(v.dtype), v], dim=2)
+        is_causal = False
+        if causal:
+            T, P = q.size(2), k.size(2) - q.size(2)
+            if T > 1 and P == 0:
+                is_causal = True
+            elif T > 1:  # a block of new positions after a cache
+                mask = torch.ones(T, P + T, dtype=torch.bool, device=x.device).tril(P)
+        ctx = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, dropout_p=self.dropout if self.training else 0.0, is_causal=is_causal
+        )
+        return self.out(merge_heads(ctx)), (k, v)
+
+
+class CrossAttention(nn.Module):
+    """Multi-head attention over the source, its heads split into bounded ones (first ``n_bounded``) and free ones.
+
+    Attributes:
+        n_bounded: how many heads (the first ones) take fertility bounds: 0, 1 or all.
+        shared: the bounded heads share one cumulative attention (the running sum of the heads' mean).
+        explicit: the scores are materialised and the weights returned (else fused softmax).
+        probe: when a list, the scores ``z [N, h, T, S']`` are appended with their gradient retained.
+    """
+
+    def __init__(
+        self, d: int, heads: int, dropout: float, transform: str, exhaustion: float,
+        n_bounded: int, shared: bool, reported: bool,
+    ):
+        super().__init__()
+        self.d, self.heads = d, heads
+        self.scale = 1.0 / math.sqrt(d // heads)
+        self.q = nn.Linear(d, d)
+        self.kv = nn.Linear(d, 2 * d)
+        self.out = nn.Linear(d, d)
+        self.dropout_p = dropout
+        self.dropout = nn.Dropout(dropout)
+        self.n_bounded = n_bounded
+        self.shared = shared
+        self.bounded = BoundedTransform(transform, exhaustion) if n_bounded else None
+        self.free = BoundedTransform(unconstrained(transform))
+        self.explicit = reported or n_bounded > 0 or self.free.transform.name != "softmax"
+        self.probe: list[torch.Tensor] | None = None
+
+    def reset_parameters(self) -> None:
+        for lin in (self.q, self.kv, self.out):
+            xavier_blocks(lin, self.d)
+
+    def keys_values(self, memory: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``memory [B, S', d]`` -> keys, values ``[B, h, S', d_head]`` (once per sentence)."""
+        k, v = self.kv(memory).chunk(2, dim=-1)
+        return split_heads(k, self.heads), split_heads(v, self.heads)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        mask: torch.Tensor,
+        fertility: torch.Tensor | None,
+        sums: torch.Tensor | None,
+    ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+        """One cross-attention sub-layer for ``T`` consecutive steps.
+
+        Args:
+            x: ``[N, T, d]`` normalised decoder states.
+            k, v: ``[N, h, S', d_head]`` from :meth:`keys_values`.
+            mask: ``[N, S']`` True at real tokens and the sink.
+            fertility: ``[N, S']`` bounds ``f`` (``inf`` at the sink, 0 at padding) or None.
+            sums: cumulative attention before the first of the ``T`` steps of the bounded heads, ``[N, n_bounded, S']``
+                (``[N, 1, S']`` when ``shared``), or None without bounded heads.
+
+        Returns:
+            the output ``[N, T, d]``, the attention weights ``[N, h, T, S']`` (None when fused) and the
+            bounded heads' cumulative attention after the ``T`` steps (None without bounded heads).
+        """
+        q = split_heads(self.q(x), self.heads)
+        mask4 = mask[:, None, None, :]
+        if not self.explicit:
+            ctx = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=mask4, dropout_p=self.dropout_p if self.training else 0.0
+            )
+            return self.out(merge_heads(ctx)), None, None
+        ct = compute_dtype(q.dtype)
+        with torch.autocast(q.device.type, enabled=False):
+            z = torch.matmul(q.to(ct), k.to(ct).transpose(-1, -2)) * self.scale  # [N, h, T, S']
+            if self.probe is not None and z.requires_grad:
+                z.retain_grad()
+                self.probe.append(z)
+            parts = []
+            nb = self.n_bounded
+            if nb:
+                assert self.bounded is not None and sums is not None
+                f = fertility.to(ct).unsqueeze(1) if fertility is not None else None
+                mask3 = mask.unsqueeze(1)
+                rows = []
+                for z_t in z[:, :nb].unbind(2):  # the bounds of step t depend on the steps before it
+                    p_t = self.bounded(z_t, mask3, self.bounded.bounds(f, sums))  # [N, nb, S']
+                    sums = self.bounded.accumulate(sums, p_t.mean(1, keepdim=True) if self.shared else p_t)
+                    rows.append(p_t)
+                parts.append(torch.stack(rows, dim=2))
+            if nb < self.heads:
+                parts.append(self.free(z[:, nb:], mask4, None))
+            p = torch.cat(parts, dim=1) if len(parts) > 1 else parts[0]
+        ctx = torch.matmul(self.dropout(p).to(v.dtype), v)
+        return self.out(merge_heads(ctx)), p, sums
+
+
+# ---------------------------------------------------------------------- layers
+class FeedForward(nn.Sequential):
+    def __init__(self, d: int, ff: int):
+        super().__init__(nn.Linear(d, ff), nn.ReLU(), nn.Linear(ff, d))
+
+    def reset_parameters(self) -> None:
+        for lin in (self[0], self[2]):
+            nn.init.xavier_uniform_(lin.weight)
+            nn.init.zeros_(lin.bias)
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, d: int, heads: int, ff: int, dropout: float, attention_dropout: float):
+        super().__init__()
+        self.norm_self = nn.LayerNorm(d)
+        self.self_attn = SelfAttention(d, heads, attention_dropout)
+        self.norm_ff = nn.LayerNorm(d)
+        self.ff = FeedForward(d, ff)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        x = x + self.dropout(self.self_attn(self.norm_self(x), mask=mask)[0])
+        return x + self.dropout(self.ff(self.norm_ff(x)))
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, d: int, heads: int, ff: int, dropout: float, cross: CrossAttention):
+        super().__init__()
+        self.norm_self = nn.LayerNorm(d)
+        self.self_attn = SelfAttention(d, heads, cross.dropout_p)
+        self.norm_cross = nn.LayerNorm(d)
+        self.cross = cross
+        self.norm_ff = nn.LayerNorm(d)
+        self.ff = FeedForward(d, ff)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        mask: torch.Tensor,
+        fertility: torch.Tensor | None,
+        sums: torch.Tensor | None,
+        past: tuple[torch.Tensor, torch.Tensor] | None,
+    ):
+        h, kv = self.self_attn(self.norm_self(x), causal=True, past=past)
+        x = x + self.dropout(h)
+        h, p, sums = self.cross(self.norm_cross(x), k, v, mask, fertility, sums)
+        x = x + self.dropout(h)
+        x = x + self.dropout(self.ff(self.norm_ff(x)))
+        return x, kv, p, sums
+
+
+# ---------------------------------------------------------------------- state
+@dataclass
+class TransformerEncoderOutput(EncoderOutput):
+    """The Transformer's source side (every field batch-first).
+
+    Attributes:
+        memory, mask, fertility: see :class:`~scanmt.model.interface.EncoderOutput` (``memory`` after the
+            encoder's final layer norm; ``fertility`` in float32 or wider).
+        cross_keys, cross_values: per decoder layer, ``[B, h, S', d_head]`` cross-attention keys and values.
+    """
+
+    cross_keys: tuple[torch.Tensor, ...] = ()
+    cross_values: tuple[torch.Tensor, ...] = ()
+
+
+@dataclass
+class TransformerState(DecoderState):
+    """The Transformer decoder's state per hypothesis (every field batch-first).
+
+    Attributes:
+        attention_sum: ``[N, S']`` running sum of the reported attention (mean over the last layer's heads);
+            the cumulative attention of ``bounded: shared``.
+        self_keys, self_values: per decoder layer, ``[N, h, t, d_head]`` self-attention cache after ``t`` words
+            (``t`` is the position of the next step).
+        head_sums: per decoder layer, ``[N, n_bounded, S']`` cumulative attention of its bounded heads, or None
+            (no bounded heads, or shared ones: they use ``attention_sum``).
+    """
+
+    self_keys: tuple[torch.Tensor, ...] = ()
+    self_values: tuple[torch.Tensor, ...] = ()
+    head_sums: tuple[torch.Tensor | None, ...] = ()
+
+
+# ---------------------------------------------------------------------- the model
+class TransformerModel(NMTModel):
+    def __init__(self, cfg: ModelConfig, vocab_size: int):
+        super().__init__(cfg, vocab_size)
+        check_transformer(cfg)
+        t = cfg.transformer
+        d = self.d = cfg.hidden_size
+        self.heads = t.heads
+        self.embed_scale = math.sqrt(d)
+        src_emb = nn.Embedding(vocab_size, d, padding_idx=PAD_ID)
+        tgt_emb = src_emb if cfg.share_embeddings else nn.Embedding(vocab_size, d, padding_idx=PAD_ID)
+        self.src_emb, self.tgt_emb = src_emb, tgt_emb
+        #: the position table (float32), extended on demand; not a buffer: no weight, nothing for DDP to broadcast
+        self._positions = sinusoids(256, d)
+        self.dropout = nn.Dropout(cfg.dropout)
+        self.encoder_layers = nn.ModuleList(
+            EncoderLayer(d, t.heads, t.ff_size, cfg.dropout, t.attention_dropout) for _ in range(t.encoder_layers)
+        )
+        self.encoder_norm = nn.LayerNorm(d)
+        last = t.decoder_layers - 1
+        layers = []
+        for i in range(t.decoder_layers):
+            n_bounded = 0
+            if self.constrained and (t.bounded == "all" or i == last):
+                n_bounded = 1 if t.bounded == "one_head" else t.heads
+            cross = CrossAttention(
+                d, t.heads, t.attention_dropout, cfg.attention.transform, cfg.attention.exhaustion,
+                n_bounded, shared=t.bounded == "shared" and n_bounded > 0, reported=i == last,
+            )
+            layers.append(DecoderLayer(d, t.heads, t.ff_size, cfg.dropout, cross))
+        self.decoder_layers = nn.ModuleList(layers)
+        self.decoder_norm = nn.LayerNorm(d)
+        self.generator = nn.Linear(d, vocab_size)
+        if cfg.tie_generator:
+            self.generator.weight = tgt_emb.weight
+        self.reset_parameters(0.0)
+
+    @property
+    def reported(self) -> CrossAttention:
+        """The cross-attention whose mean over heads is reported: the last decoder layer's."""
+        return self.decoder_layers[-1].cross
+
+    # ----------------------------------------------------------------- training hooks
+    def reset_parameters(self, init_range: float) -> None:
+        """Xavier init (``init_range``, i.e. ``train.param_init``, is ignored: see the module docstring)."""
+        for m in self.modules():
+            if isinstance(m, (SelfAttention, CrossAttention, FeedForward)):
+                m.reset_parameters()
+            elif isinstance(m, nn.LayerNorm):
+                m.reset_parameters()
+        if not self.cfg.tie_generator:
+            nn.init.xavier_uniform_(self.generator.weight)
+        nn.init.zeros_(self.generator.bias)
+        with torch.no_grad():
+            for emb in {id(e): e for e in (self.src_emb, self.tgt_emb)}.values():
+                nn.init.normal_(emb.weight, 0.0, self.d ** -0.5)
+                emb.weight[PAD_ID].zero_()
+
+    def probe_scores(self, on: bool) -> list[torch.Tensor]:
+        """The last decoder layer's cross-attention scores ``[B, h, T, S']`` (always explicit, never fused)."""
+        cross = self.reported
+        scores = cross.probe or []
+        cross.probe = [] if on else None
+        return scores
+
+    # ----------------------------------------------------------------- pieces
+    def _embed(self, emb: nn.Embedding, ids: torch.Tensor, start: int) -> torch.Tensor:
+        """``ids [N, T]`` at positions ``start ..`` -> ``[N, T, d]`` (scaled embeddings + positions, dropout)."""
+        end = start + ids.size(1)
+        pe = self._positions
+        if end > pe.size(0) or pe.device != ids.device:
+            pe = self._positions = sinusoids(max(end, pe.size(0)), self.d).to(ids.device)
+        x = emb(ids) * self.embed_scale
+        return self.dropout(x + pe[start:end].to(x.dtype))
+
+    def _decode(
+        self,
+        x: torch.Tensor,
+        enc: TransformerEncoderOutput,
+        state: TransformerState,
+        cached: bool,
+    ) -> tuple[torch.Tensor, list, list, list, torch.Tensor]:
+        """The decoder stack over ``x [N, T, d]`` (the embedded words after the state's cached ones when
+        ``cached``) -> normalised outputs ``[N, T, d]``, the new caches and head sums, and the last
+        layer's attention ``[N, h, T, S']``."""
+        keys, values, sums = [], [], []
+        p = None
+        for i, layer in enumerate(self.decoder_layers):
+            shared = layer.cross.shared
+            s = state.attention_sum.unsqueeze(1) if shared else state.head_sums[i]
+            past = (state.self_keys[i], state.self_values[i]) if cached else None
+            x, (k, v), p, s = layer(x, enc.cross_keys[i], enc.cross_values[i], enc.mask, enc.fertility, s, past)
+            keys.append(k)
+            values.append(v)
+            sums.append(None if shared else s)
+        return self.decoder_norm(x), keys, values, sums, p
+
+    # ----------------------------------------------------------------- the five calls
+    def encode(
+        self, src: torch.Tensor, src_len: torch.Tensor, fertility: torch.Tensor | None = None
+    ) -> TransformerEncoderOutput:
+        source = self.source_batch(src, src_len, fertility)
+        x = self._embed(self.src_emb, source.src, 0)
+        mask4 = source.mask[:, None, None, :]
+        for layer in self.encoder_layers:
+            x = layer(x, mask4)
+        memory = self.encoder_norm(x)
+        kv = [layer.cross.keys_values(memory) for layer in self.decoder_layers]
+        return TransformerEncoderOutput(
+            memory=memory,
+            mask=source.mask,
+            fertility=self.masked_fertility(source, compute_dtype(memory.dtype)),
+            cross_keys=tuple(k for k, _ in kv),
+            cross_values=tuple(v for _, v in kv),
+        )
+
+    def init_state(self, enc: TransformerEncoderOutput) -> TransformerState:
+        N, S = enc.mask.shape
+        ct = compute_dtype(enc.memory.dtype)
+        empty = enc.memory.new_zeros(N, self.heads, 0, self.d // self.heads)
+        sums = tuple(
+            enc.memory.new_zeros(N, layer.cross.n_bounded, S, dtype=ct)
+            if layer.cross.n_bounded and not layer.cross.shared else None
+            for layer in self.decoder_layers
+        )
+        L = len(self.decoder_layers)
+        return TransformerState(
+            attention_sum=enc.memory.new_zeros(N, S, dtype=ct),
+            self_keys=(empty,) * L,
+            self_values=(empty,) * L,
+            head_sums=sums,
+        )
+
+    def step(self, y: torch.Tensor, state: TransformerState, enc: TransformerEncoderOutput) -> Step:
+        t = state.self_keys[0].size(2)  # words read so far: the position of this one
+        x = self._embed(self.tgt_emb, y.unsqueeze(1), t)
+        h, keys, values, sums, p = self._decode(x, enc, state, cached=True)
+        attention = p.mean(1)[:, 0]  # [N, S']
+        new = TransformerState(
+            attention_sum=state.attention_sum + attention,
+            self_keys=tuple(keys),
+            self_values=tuple(values),
+            head_sums=tuple(sums),
+        )
+        logits = self.generator(h[:, 0])
+        return Step(F.log_softmax(logits.to(compute_dtype(logits.dtype)), dim=-1), attention, new)
+
+    def forward(
+        self, src: torch.Tensor, src_len: torch.Tensor, tgt_in: torch.Tensor, fertility: torch.Tensor | None = None
+    ) -> ForwardOutput:
+        """Teacher forcing: ``tgt_in [B, T]`` (``<s> y_1 .. y_n``) -> logits ``[B, T, V]`` and the reported
+        attention ``[B, T, S']``; parallel over time except the transform of bounded heads."""
+        enc = self.encode(src, src_len, fertility)
+        state = self.init_state(enc)
+        x = self._embed(self.tgt_emb, tgt_in, 0)
+        h, _, _, _, p = self._decode(x, enc, state, cached=False)
+        return ForwardOutput(self.generator(h), p.mean(1))

@@ -1,0 +1,39 @@
+"""A tiny Transformer trains through the normal path (`scanmt train --set model.arch=transformer`) and translates."""
+
+import numpy as np
+import pytest
+
+from scanmt.cli.main import main
+from scanmt.data.attention_file import AttentionFile
+from scanmt.io import read_lines
+from tests.conftest import tiny_config
+
+
+@pytest.mark.slow
+def test_tiny_transformer_trains_and_translates_via_cli(small_data_dir, tmp_path, capsys):
+    cfg_path = tmp_path / "cfg.yaml"
+    tiny_config(small_data_dir, train__max_steps=20).save_yaml(cfg_path)
+    run = tmp_path / "run"
+    sets = ["model.arch=transformer", "model.transformer.heads=2", "model.transformer.ff_size=64",
+            "model.transformer.encoder_layers=1", "model.transformer.decoder_layers=2",
+            "model.attention.transform=csparsemax", "model.attention.fertility.strategy=constant",
+            "model.transformer.bounded=shared", "model.share_embeddings=true", "model.tie_generator=true"]
+    argv = ["train", "--config", str(cfg_path), "--out", str(run)]
+    for s in sets:
+        argv += ["--set", s]
+    assert main(argv) == 0
+    assert "training summary" in capsys.readouterr().out
+
+    src = tmp_path / "in.de"
+    src.write_text("Ein Mann fährt Fahrrad.\nZwei Hunde spielen im Schnee.\n", encoding="utf-8")
+    out, attn = tmp_path / "hyp.en", tmp_path / "attn.npz"
+    assert main(["translate", "--model", str(run / "best.pt"), "--input", str(src), "--output", str(out),
+                 "--beam", "3", "--attention-out", str(attn)]) == 0
+    hyps = read_lines(out, allow_empty=True)
+    assert len(hyps) == 2
+    f = AttentionFile(attn)
+    s = f[0]
+    assert s.attention.shape == (len(s.hyp), len(s.src)) and s.src[-1] == "<sink>"
+    np.testing.assert_allclose(s.attention.sum(1), 1.0, rtol=1e-5)
+    # the shared bound: the reported attention's column sums stay under the constant fertility (2)
+    assert (s.attention[:, :-1].sum(0) <= 2.0 + 1e-5).all()
