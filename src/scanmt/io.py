@@ -28,6 +28,8 @@ from scanmt.errors import DataError
 
 #: the file name that means standard input (reading) or standard output (writing)
 STDIO = "-"
+#: the lock file a command writing into a folder holds there (:func:`scanmt.processes.lock_folder`)
+LOCK_FILE = ".lock"
 
 
 def is_stdio(path: str | Path) -> bool:
@@ -279,8 +281,8 @@ def check_parallel(src: list[str], tgt: list[str], src_path: str | Path, tgt_pat
 def check_output_dir(path: str | Path, *, ours: Callable[[Path], bool], holds: str, option: str = "--out") -> Path:
     """``path`` as a directory a command may write into, checked before any work is done.
 
-    It may be absent, empty, or hold what ``ours(dir)`` recognises as the command's own
-    earlier output (``holds`` says what, for the message).  A symbolic link to a
+    It may be absent, empty (a :data:`LOCK_FILE` left by a killed run does not count), or hold what
+    ``ours(dir)`` recognises as the command's own earlier output (``holds`` says what, for the message).  A symbolic link to a
     directory is followed (the returned path is its target).  Raises :class:`DataError`
     naming ``option`` for a file, or for a non-empty folder of something else: a command
     never writes into, let alone deletes, a folder it did not make.
@@ -291,7 +293,7 @@ def check_output_dir(path: str | Path, *, ours: Callable[[Path], bool], holds: s
             raise DataError(f"{option} {path}: is a file, not a folder")
         if p.is_symlink():
             p = Path(os.path.realpath(p))
-        if p.is_dir() and any(p.iterdir()) and not ours(p):
+        if p.is_dir() and any(f.name != LOCK_FILE for f in p.iterdir()) and not ours(p):
             raise DataError(
                 f"{option} {path}: the folder is not empty and does not hold {holds}; refusing to write into it "
                 "(give a new or empty folder)"
