@@ -14,6 +14,7 @@ import gzip
 import logging
 import os
 import re
+import shutil
 import stat
 import sys
 import tempfile
@@ -140,6 +141,45 @@ def remove_stale_temps(path: Path) -> list[Path]:
             logging.getLogger(__name__).warning("removed %s, left behind by an interrupted write of %s (process %s)",
                                                 tmp, path.name, parts[0])
     return removed
+
+
+def remove_stale_temp_dirs(parent: Path, prefix: str, what: str) -> list[tuple[Path, str]]:
+    """Remove the temporary folders ``PREFIX + PID + .RANDOM`` in ``parent`` whose process is gone (a run of
+    ``what`` killed before it could clean up), each with a warning; returns the other folders whose name
+    starts with ``prefix`` as ``(folder, PID)``, PID "" where the name holds none."""
+    left = []
+    for d in sorted(parent.glob(f"{glob.escape(prefix)}*")) if parent.is_dir() else []:
+        if not d.is_dir() or d.is_symlink():
+            continue
+        pid = d.name[len(prefix):].split(".")[0]
+        pid = pid if pid.isdigit() else ""
+        if pid and not process_alive(int(pid)):
+            shutil.rmtree(d, ignore_errors=True)
+            if not d.exists():
+                logging.getLogger(__name__).warning("removed %s, left behind by an interrupted %s (process %s)",
+                                                    d, what, pid)
+                continue
+        left.append((d, pid))
+    return left
+
+
+def make_temp_dir(parent: Path, prefix: str, what: str) -> Path:
+    """A new folder ``PREFIX + PID + .RANDOM`` in ``parent`` for this process (PID is ours), after removing
+    those that killed runs of ``what`` left (:func:`remove_stale_temp_dirs`)."""
+    remove_stale_temp_dirs(parent, prefix, what)
+    parent.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(dir=parent, prefix=f"{prefix}{os.getpid()}."))
+
+
+@contextlib.contextmanager
+def temp_dir(prefix: str, what: str, parent: Path | None = None) -> Iterator[Path]:
+    """:func:`make_temp_dir` in ``parent`` (default: the system's temporary folder), removed when the block
+    ends, also by an exception (Ctrl-C, SIGTERM); one that ``kill -9`` left is removed by the next call."""
+    d = make_temp_dir(parent or Path(tempfile.gettempdir()), prefix, what)
+    try:
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def process_alive(pid: int) -> bool:
