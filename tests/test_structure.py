@@ -22,6 +22,7 @@ PLACED = {
     "scanmt": "base",
     "scanmt.errors": "base",
     "scanmt.io": "base",
+    "scanmt.processes": "base",
     "scanmt.config": "base",
     "scanmt.presets": "base",
     # the fertility rules are pure (they import only scanmt.errors): config.py checks them when a Config is built

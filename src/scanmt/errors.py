@@ -18,3 +18,7 @@ class DataError(ScanmtError, ValueError):
 
 class ConfigError(ScanmtError, ValueError):
     """Unknown or badly typed config key, or incompatible checkpoint."""
+
+
+class BusyError(ScanmtError):
+    """Another process is writing into the folder a command would write into (its lock names it)."""

@@ -30,6 +30,8 @@ from scanmt.errors import DataError
 
 #: the file name that means standard input (reading) or standard output (writing)
 STDIO = "-"
+#: the lock file a command writing into a folder holds there (:func:`scanmt.processes.lock_folder`)
+LOCK_FILE = ".lock"
 
 
 def is_stdio(path: str | Path) -> bool:
@@ -240,6 +242,45 @@ def remove_stale_temps(path: Path) -> list[Path]:
     return removed
 
 
+def remove_stale_temp_dirs(parent: Path, prefix: str, what: str) -> list[tuple[Path, str]]:
+    """Remove the temporary folders ``PREFIX + PID + .RANDOM`` in ``parent`` whose process is gone (a run of
+    ``what`` killed before it could clean up), each with a warning; returns the other folders whose name
+    starts with ``prefix`` as ``(folder, PID)``, PID "" where the name holds none."""
+    left = []
+    for d in sorted(parent.glob(f"{glob.escape(prefix)}*")) if parent.is_dir() else []:
+        if not d.is_dir() or d.is_symlink():
+            continue
+        pid = d.name[len(prefix):].split(".")[0]
+        pid = pid if pid.isdigit() else ""
+        if pid and not process_alive(int(pid)):
+            shutil.rmtree(d, ignore_errors=True)
+            if not d.exists():
+                logging.getLogger(__name__).warning("removed %s, left behind by an interrupted %s (process %s)",
+                                                    d, what, pid)
+                continue
+        left.append((d, pid))
+    return left
+
+
+def make_temp_dir(parent: Path, prefix: str, what: str) -> Path:
+    """A new folder ``PREFIX + PID + .RANDOM`` in ``parent`` for this process (PID is ours), after removing
+    those that killed runs of ``what`` left (:func:`remove_stale_temp_dirs`)."""
+    remove_stale_temp_dirs(parent, prefix, what)
+    parent.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(dir=parent, prefix=f"{prefix}{os.getpid()}."))
+
+
+@contextlib.contextmanager
+def temp_dir(prefix: str, what: str, parent: Path | None = None) -> Iterator[Path]:
+    """:func:`make_temp_dir` in ``parent`` (default: the system's temporary folder), removed when the block
+    ends, also by an exception (Ctrl-C, SIGTERM); one that ``kill -9`` left is removed by the next call."""
+    d = make_temp_dir(parent or Path(tempfile.gettempdir()), prefix, what)
+    try:
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def process_alive(pid: int) -> bool:
     """Whether process ``pid`` exists on this machine (one of another user counts as alive)."""
     try:
@@ -414,8 +455,8 @@ def check_parallel(src: list[str], tgt: list[str], src_path: str | Path, tgt_pat
 def check_output_dir(path: str | Path, *, ours: Callable[[Path], bool], holds: str, option: str = "--out") -> Path:
     """``path`` as a directory a command may write into, checked before any work is done.
 
-    It may be absent, empty, or hold what ``ours(dir)`` recognises as the command's own
-    earlier output (``holds`` says what, for the message).  A symbolic link to a
+    It may be absent, empty (a :data:`LOCK_FILE` left by a killed run does not count), or hold what
+    ``ours(dir)`` recognises as the command's own earlier output (``holds`` says what, for the message).  A symbolic link to a
     directory is followed (the returned path is its target).  Raises :class:`DataError`
     naming ``option`` for a file, or for a non-empty folder of something else: a command
     never writes into, let alone deletes, a folder it did not make.
@@ -426,7 +467,7 @@ def check_output_dir(path: str | Path, *, ours: Callable[[Path], bool], holds: s
             raise DataError(f"{option} {path}: is a file, not a folder")
         if p.is_symlink():
             p = Path(os.path.realpath(p))
-        if p.is_dir() and any(p.iterdir()) and not ours(p):
+        if p.is_dir() and any(f.name != LOCK_FILE for f in p.iterdir()) and not ours(p):
             raise DataError(
                 f"{option} {path}: the folder is not empty and does not hold {holds}; refusing to write into it "
                 "(give a new or empty folder)"

@@ -109,3 +109,35 @@ def test_first_run_kernel_build_is_announced_and_not_training_time(small_data_di
         progress = Trainer(cfg, tmp_path / "run").train()
     assert progress.elapsed < build_seconds, f"training time {progress.elapsed:.1f} s includes the kernel build"
     assert "compiling the native CPU kernels of sparsemax, csoftmax and csparsemax" in caplog.text
+
+
+def test_sigterm_saves_a_checkpoint_and_says_how_to_resume(small_data_dir, tmp_path):
+    """SIGTERM (timeout, Slurm, docker stop) ended `train` with status 143, no message, and no checkpoint."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+    from tests.process_helpers import stop, wait_for
+
+    config, run = tmp_path / "c.yaml", tmp_path / "run"
+    cfg = tiny_config(small_data_dir, train__max_steps=100000, train__epochs=1000, train__log_every=1,
+                      train__checkpoint_every=100000, train__valid_every=100000, train__logger="csv")
+    cfg.save_yaml(config)
+    with open(tmp_path / "train.log", "wb") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "scanmt", "train", "--config", str(config), "--out", str(run)],
+                                stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
+        try:
+            wait_for(lambda: (run / "metrics.csv").exists() and len(_logged(run, "train/loss")) >= 2, 120,
+                     "the first updates")
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=60) == 143
+        finally:
+            stop(proc)
+    out = (tmp_path / "train.log").read_text()
+    step = load_checkpoint(run / "last.pt")["progress"]["step"]
+    assert step >= 2
+    assert "SIGTERM: stopping after this update and saving last.pt" in out
+    assert f"interrupted (SIGTERM) at step {step}: saved {run / 'last.pt'}, no update lost; continue with --resume" in out
+    assert out.rstrip().endswith("scanmt train: interrupted")
+    cfg.train.max_steps = step + 1
+    assert Trainer(cfg, run, resume=True).train().step == step + 1

@@ -15,6 +15,7 @@ import csv
 import io
 import json
 import multiprocessing as mp
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,15 +100,21 @@ class SystemResult:
     hyp_path: Path
 
 
-def _train_worker(cfg_dict: dict, out: str, log_path: str) -> None:
-    """Child process: train one system with one thread, everything it prints going to ``log_path``."""
+def _train_worker(cfg_dict: dict, out: str, log_path: str, parent: int) -> None:
+    """Child process: train one system with one thread, everything it prints going to ``log_path``.
+
+    It gets SIGTERM when the demo (``parent``) dies, even by ``kill -9``, and then stops after the
+    current update with ``last.pt`` saved; it holds the lock of its run folder while it trains.
+    """
     import logging
 
     import torch
 
     from scanmt.config import Config
+    from scanmt.processes import die_with_parent
     from scanmt.training.trainer import Trainer
 
+    die_with_parent(parent)
     torch.set_num_threads(1)
     with open(log_path, "a", encoding="utf-8") as fh, contextlib.redirect_stdout(fh), contextlib.redirect_stderr(fh):
         logging.basicConfig(stream=fh, level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", force=True)
@@ -136,22 +143,44 @@ def _logged_step(run_dir: Path) -> int:
 
 
 def _train_all(configs: dict, out: Path, updates: int) -> None:
-    """Train every system in its own process; one progress bar (with ETA) over all their updates."""
-    from tqdm import tqdm
+    """Train every system in its own process; one progress bar (with ETA) over all their updates.
 
+    A system whose folder another process is training into (a demo killed before this fix left such
+    trainers running) is refused before anything starts; the children die with this process.
+    """
     from scanmt.errors import DataError
+    from scanmt.processes import check_unlocked
 
+    todo = [name for name in configs if not _finished(out / name, updates)]
+    for name in todo:
+        check_unlocked(out / name, what="the demo's run folder")
     ctx = mp.get_context("spawn")
     procs = {}
-    for name, cfg in configs.items():
-        run_dir = out / name
-        if _finished(run_dir, updates):
-            continue
-        (run_dir / "DONE").unlink(missing_ok=True)  # another budget: resume from last.pt
-        run_dir.mkdir(parents=True, exist_ok=True)
-        p = ctx.Process(target=_train_worker, args=(cfg.to_dict(), str(run_dir), str(run_dir / "train.log")))
-        p.start()
-        procs[name] = p
+    try:
+        for name in todo:
+            run_dir = out / name
+            (run_dir / "DONE").unlink(missing_ok=True)  # another budget: resume from last.pt
+            run_dir.mkdir(parents=True, exist_ok=True)
+            p = ctx.Process(target=_train_worker, args=(configs[name].to_dict(), str(run_dir),
+                                                        str(run_dir / "train.log"), os.getpid()))
+            p.start()
+            procs[name] = p
+        _watch(procs, configs, out, updates)
+    except BaseException:  # Ctrl-C, SIGTERM: the trainers save last.pt and stop
+        for p in procs.values():
+            p.terminate()
+        for p in procs.values():
+            p.join()
+        raise
+    failed = [n for n, p in procs.items() if p.exitcode != 0]
+    if failed:
+        raise DataError(f"training {', '.join(failed)} failed; see {', '.join(str(out / n / 'train.log') for n in failed)}")
+
+
+def _watch(procs: dict, configs: dict, out: Path, updates: int) -> None:
+    """One progress bar over the updates of all systems until their trainers end."""
+    from tqdm import tqdm
+
     total = updates * len(configs)
     with tqdm(total=total, desc="training", unit="upd", smoothing=0.1) as bar:
         while any(p.is_alive() for p in procs.values()):
@@ -159,9 +188,6 @@ def _train_all(configs: dict, out: Path, updates: int) -> None:
             done = sum(updates if _finished(out / n, updates) else _logged_step(out / n) for n in configs)
             bar.update(done - bar.n)
         bar.update(total - bar.n)
-    failed = [n for n, p in procs.items() if p.exitcode != 0]
-    if failed:
-        raise DataError(f"training {', '.join(failed)} failed; see {', '.join(str(out / n / 'train.log') for n in failed)}")
 
 
 def _quiet_main(argv: list[str], log_path: Path) -> None:
@@ -250,15 +276,24 @@ def _print_summary(results: list[SystemResult], out: Path, figure: Path | None, 
 
 
 def run(args: argparse.Namespace) -> int:
-    from scanmt.api.prepare import multi30k_splits, parse_pair
-    from scanmt.config import Config
-    from scanmt.data.prepare import prepare
-    from scanmt.io import check_output_dir, read_lines
-    from scanmt.presets import preset_path
+    from scanmt.io import check_output_dir
+    from scanmt.processes import lock_folder
 
     t_start = time.time()
     out = check_output_dir(args.out, ours=lambda d: (d / "data" / "meta.json").is_file(),
                            holds="an earlier demo (data/meta.json)")
+    with lock_folder(out, what="--out"):  # a second demo into the same folder fails naming this one
+        return _demo(args, out, t_start)
+
+
+def _demo(args: argparse.Namespace, out: Path, t_start: float) -> int:
+    """The five steps of the demo into ``out`` (checked and locked)."""
+    from scanmt.api.prepare import multi30k_splits, parse_pair
+    from scanmt.config import Config
+    from scanmt.data.prepare import prepare
+    from scanmt.io import read_lines
+    from scanmt.presets import preset_path
+
     src, tgt = parse_pair(args.pair)
     data_dir = out / "data"
     print(f"[1/5] preparing Multi30k {src}->{tgt} in {data_dir}")

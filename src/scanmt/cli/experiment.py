@@ -10,6 +10,7 @@ from pathlib import Path
 from scanmt.cli import HelpFormatter
 from scanmt.errors import ConfigError
 from scanmt.io import check_output_dir
+from scanmt.processes import lock_folder
 
 NAME = "experiment"
 HELP = "run a grid of systems x seeds end to end (resumable) and report it like the paper's tables"
@@ -244,9 +245,7 @@ def _run(args: argparse.Namespace) -> int:
         return 0
 
     out.mkdir(parents=True, exist_ok=True)
-    with runner.file_lock(out / ".lock") as locked:
-        if not locked:
-            raise ConfigError(f"{out} is in use by another `scanmt experiment run` (lock {out / '.lock'})")
+    with lock_folder(out, what="--out"):
         threads_value = _threads_key(list(g.set) + list(args.set))
         if threads_value is not None and threads_value.isdigit() and int(threads_value) > 0:
             import torch

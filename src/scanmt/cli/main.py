@@ -10,6 +10,7 @@ from typing import Sequence
 from scanmt.cli import HelpFormatter
 from scanmt.errors import ScanmtError
 from scanmt.io import ProgressBarSafeHandler, os_error_line, setup_logging  # noqa: F401 - where they were defined before
+from scanmt.processes import exit_status, sigterm_interrupts
 
 # command modules under scanmt.cli, in the order ``--help`` lists them
 COMMANDS: tuple[str, ...] = (
@@ -85,7 +86,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     setup_logging(args.verbose)
     try:
-        return int(args._run(args) or 0)
+        with sigterm_interrupts():  # SIGTERM cleans up like Ctrl-C (temporary files, children, last.pt)
+            return int(args._run(args) or 0)
     except ScanmtError as exc:
         print(f"scanmt {args.command}: error: {exc}", file=sys.stderr)
         return 2
@@ -94,9 +96,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"scanmt {args.command}: error: {os_error_line(exc)}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (processes.Interrupted)
         print(f"scanmt {args.command}: interrupted", file=sys.stderr)
-        return 130
+        return exit_status(exc)
 
 
 if __name__ == "__main__":

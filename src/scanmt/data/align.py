@@ -44,7 +44,9 @@ import hashlib
 import io
 import json
 import logging
-import tempfile
+import math
+import shutil
+import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,7 +55,8 @@ from typing import Sequence, Union
 from scanmt.data.subword import word_index
 from scanmt.data.symmetrize import METHODS, get_method
 from scanmt.errors import ConfigError, DataError
-from scanmt.io import atomic_open, read_json, read_lines
+from scanmt.io import atomic_open, read_json, read_lines, temp_dir
+from scanmt.processes import dies_with_me
 from scanmt.data.links import format_links, read_links
 
 log = logging.getLogger(__name__)
@@ -175,10 +178,56 @@ def _eflomal_version() -> str:
         return "unknown"
 
 
+#: the temporary folder of one eflomal run: SYSTEM_TMP/scanmt-eflomal.PID.RANDOM (removed by the next run
+#: when a ``kill -9`` left it behind)
+TEMP_PREFIX = "scanmt-eflomal."
+
+
+def _eflomal_program() -> str:
+    """The eflomal program that the eflomal package installs (``eflomal/bin/eflomal``), else the one on PATH."""
+    import eflomal
+
+    bundled = Path(eflomal.__file__).parent / "bin" / "eflomal"
+    found = str(bundled) if bundled.is_file() else shutil.which("eflomal")
+    if found is None:
+        raise DataError(f"the eflomal program was not found ({bundled} is missing and PATH has none); "
+                        "reinstall the eflomal package")
+    return found
+
+
+def _eflomal_command(settings: AlignerSettings, n_sentences: int, files: dict[str, Path], priors: bool,
+                     quiet: bool) -> list[str]:
+    """The eflomal program's command line, as ``eflomal.Aligner.align`` makes it: iterations per model stage
+    from ``rel_iterations`` and the corpus size by eflomal's own rule."""
+    iters = max(2, round(settings.rel_iterations * 5000 / math.sqrt(n_sentences)))
+    quarter = max(1, iters // 4)
+    stages = {1: (iters,), 2: (max(2, quarter), iters), 3: (max(2, quarter), quarter, iters)}[settings.model]
+    cmd = [_eflomal_program(), "-m", str(settings.model), "-s", str(files["src"]), "-t", str(files["tgt"]),
+           "-n", str(settings.n_samplers), "-N", str(settings.null_prior),
+           "-f", str(files["fwd"]), "-r", str(files["rev"])]
+    for stage, n in enumerate(stages, 1):
+        cmd += [f"-{stage}", str(n)]
+    return cmd + (["-p", str(files["priors"])] if priors else []) + (["-q"] if quiet else [])
+
+
+def _write_inputs(aligner, src: list[list[str]], tgt: list[list[str]], priors_text: str | None,
+                  files: dict[str, Path]) -> None:
+    """eflomal's input files (its numbered texts and priors) for the pair, written by the eflomal package."""
+    with open(files["src"], "wb") as s_out, open(files["tgt"], "wb") as t_out, \
+            open(files["priors"], "w", encoding="utf-8") as p_out:
+        priors_in = None if priors_text is None else io.StringIO(priors_text)
+        aligner.prepare_files(_lines(src), s_out, _lines(tgt), t_out, priors_in, p_out)
+
+
 def _run_eflomal(
     src: list[list[str]], tgt: list[list[str]], settings: AlignerSettings, priors_text: str | None
 ) -> tuple[list[LinkSet], list[LinkSet]]:
-    """Run eflomal on the pair; return ``(fwd, rev)`` 0-based link sets per sentence."""
+    """Run eflomal on the pair; return ``(fwd, rev)`` 0-based link sets per sentence.
+
+    The eflomal program runs as a child that gets SIGTERM when this process dies (``kill -9`` included),
+    on files in a temporary folder (:data:`TEMP_PREFIX`) that is removed at the end, after Ctrl-C or
+    SIGTERM too; one that a ``kill -9`` left is removed by the next run.
+    """
     import eflomal  # the C extension: imported lazily so importing this module stays cheap
 
     _check_pair(src, tgt)
@@ -187,32 +236,25 @@ def _run_eflomal(
     quiet = not log.isEnabledFor(logging.DEBUG)
     eflomal_log = logging.getLogger("eflomal")  # its per-call INFO lines ("Prepared N sentences", ...)
     eflomal_level = eflomal_log.level
-    aligner = eflomal.Aligner(
-        model=settings.model,
-        n_samplers=settings.n_samplers,
-        rel_iterations=settings.rel_iterations,
-        null_prior=settings.null_prior,
-    )
-    with tempfile.TemporaryDirectory(prefix="scanmt-eflomal-") as tmp:
-        fwd_path, rev_path = Path(tmp) / "fwd", Path(tmp) / "rev"
+    aligner = eflomal.Aligner(model=settings.model, n_samplers=settings.n_samplers,
+                              rel_iterations=settings.rel_iterations, null_prior=settings.null_prior)
+    with temp_dir(TEMP_PREFIX, "alignment (eflomal)") as tmp:
+        files = {name: tmp / name for name in ("src", "tgt", "priors", "fwd", "rev")}
         try:
             if quiet:
                 eflomal_log.setLevel(logging.WARNING)
-            aligner.align(
-                _lines(src),
-                _lines(tgt),
-                links_filename_fwd=str(fwd_path),
-                links_filename_rev=str(rev_path),
-                priors_input=None if priors_text is None else io.StringIO(priors_text),
-                quiet=quiet,
-            )
+            _write_inputs(aligner, src, tgt, priors_text, files)
         finally:
             eflomal_log.setLevel(eflomal_level)
+        cmd = _eflomal_command(settings, len(src), files, priors_text is not None, quiet)
+        done = subprocess.run(cmd, preexec_fn=dies_with_me(), stdin=subprocess.DEVNULL, check=False)
+        if done.returncode != 0:
+            raise DataError(f"eflomal failed (exit status {done.returncode}): {' '.join(cmd)}")
         src_lens = [len(s) for s in src]
         tgt_lens = [len(t) for t in tgt]
         # read_links checks the line count and that every link lies inside its sentence
-        fwd = [sure for sure, _ in read_links(fwd_path, src_lens=src_lens, tgt_lens=tgt_lens)]
-        rev = [sure for sure, _ in read_links(rev_path, src_lens=src_lens, tgt_lens=tgt_lens)]
+        fwd = [sure for sure, _ in read_links(files["fwd"], src_lens=src_lens, tgt_lens=tgt_lens)]
+        rev = [sure for sure, _ in read_links(files["rev"], src_lens=src_lens, tgt_lens=tgt_lens)]
     return fwd, rev
 
 

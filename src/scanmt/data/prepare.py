@@ -16,14 +16,12 @@ place; a later run removes the temporary folder of a killed one)::
 from __future__ import annotations
 
 import contextlib
-import glob
 import hashlib
 import json
 import logging
 import os
 import re
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,7 +31,8 @@ from scanmt.data.subword import SubwordModel, train_subword_model
 from scanmt.data.tokenize import tokenize
 from scanmt.data.vocab import Vocab
 from scanmt.errors import DataError
-from scanmt.io import atomic_open, check_output_dir, check_parallel, process_alive, read_json, read_lines, write_lines
+from scanmt.io import (atomic_open, check_output_dir, check_parallel, make_temp_dir, read_json, read_lines,
+                       remove_stale_temp_dirs, write_lines)
 
 log = logging.getLogger(__name__)
 
@@ -126,9 +125,8 @@ def prepare(
             f"{out_dir} already holds data prepared with other settings; use another --out or --force"
         )
     raw = _read_splits(splits)
-    _clean_leftovers(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f"{_work_prefix(out_dir)}{os.getpid()}."))
+    _report_leftovers(out_dir)
+    work = make_temp_dir(out_dir.parent, _work_prefix(out_dir), "prepare")
     try:
         meta = _build(raw, src_lang, tgt_lang, vocab_size, work, wanted, f"{splits['train'].src} and {splits['train'].tgt}")
         _install(work, out_dir)
@@ -242,17 +240,10 @@ def _work_prefix(out_dir: Path) -> str:
     return f".{out_dir.name}.tmp."
 
 
-def _clean_leftovers(out_dir: Path) -> None:
+def _report_leftovers(out_dir: Path) -> None:
     """Remove the temporary folders of prepare runs into ``out_dir`` that were killed; report others."""
-    prefix = _work_prefix(out_dir)
-    for d in sorted(out_dir.parent.glob(f"{glob.escape(prefix)}*")) if out_dir.parent.is_dir() else []:
-        pid = d.name[len(prefix):].split(".")[0]
-        if not d.is_dir() or d.is_symlink():
-            continue
-        if pid.isdigit() and not process_alive(int(pid)):
-            shutil.rmtree(d, ignore_errors=True)
-            log.warning("removed %s, left behind by an interrupted prepare (process %s)", d, pid)
-        elif pid.isdigit():
+    for d, pid in remove_stale_temp_dirs(out_dir.parent, _work_prefix(out_dir), "prepare"):
+        if pid:
             log.warning("%s belongs to a prepare still running (process %s) into the same folder", d, pid)
         else:
             log.warning("%s looks left behind by an interrupted prepare of an older scanmt; delete it", d)

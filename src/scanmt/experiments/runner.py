@@ -36,14 +36,13 @@ import contextlib
 import dataclasses
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Sequence
 
 from scanmt import api
 from scanmt.api import CommandRequest, EvaluateRequest, TrainRequest, TranslateRequest, TunePenaltiesRequest
@@ -52,7 +51,8 @@ from scanmt.api.evaluate import check_drop_samples
 from scanmt.config import config_differences, with_defaults
 from scanmt.errors import ConfigError, DataError, ScanmtError
 from scanmt.experiments.grid import Grid, GridError, System
-from scanmt.io import atomic_open, os_error_line, setup_logging
+from scanmt.io import LOCK_FILE, atomic_open, os_error_line, setup_logging
+from scanmt.processes import die_with_parent, exit_status, lock_holder, sigterm_interrupts, try_lock
 
 #: config keys whose change does not make a finished run stale
 IGNORED_KEYS = ("train.threads", "decode.batch_size")
@@ -130,36 +130,6 @@ def request_from_json(obj: dict[str, Any] | CommandRequest | None) -> CommandReq
         return obj
     fields = dict(obj)
     return STEP_REQUESTS[fields.pop("command")](**fields)
-
-
-@contextlib.contextmanager
-def file_lock(path: Path, *, wait_s: float = 0.0) -> Iterator[bool]:
-    """An exclusive ``flock`` on ``path`` (released when the process dies); yields whether it was taken."""
-    import fcntl
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fh = open(path, "a+")  # noqa: SIM115 - held for the duration
-    deadline = time.time() + wait_s
-    try:
-        while True:
-            try:
-                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.time() >= deadline:
-                    yield False
-                    return
-                time.sleep(0.5)
-        fh.seek(0)
-        fh.truncate()
-        fh.write(f"{os.getpid()}\n")
-        fh.flush()
-        try:
-            yield True
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-    finally:
-        fh.close()
 
 
 # --------------------------------------------------------------------------- plan
@@ -579,20 +549,6 @@ def write_spec(spec: RunSpec) -> Path:
 # --------------------------------------------------------------------------- one run (worker process)
 
 
-def _die_with_parent() -> None:
-    """Linux: get SIGTERM when the process that started us dies (a killed grid takes its workers along)."""
-    parent = os.environ.get("SCANMT_GRID_PID")
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        return
-    if parent and os.getppid() != int(parent):  # the parent died before prctl
-        os._exit(1)
-
-
 def _step(request: CommandRequest, what: str) -> tuple[float, Any]:
     """Run one step's request through its API function; ``(seconds, result)``.
 
@@ -745,23 +701,30 @@ def split_metrics(path: Path) -> dict[str, Any]:
 
 
 def worker_main(argv: Sequence[str]) -> int:
-    """``python -m scanmt.experiments.runner SPEC.json THREADS``: exit 0 done, 2 error, 75 busy."""
-    _die_with_parent()
+    """``python -m scanmt.experiments.runner SPEC.json THREADS``: exit 0 done, 2 error, 75 busy (130/143: interrupted).
+
+    The worker gets SIGTERM when the grid process dies; SIGTERM stops its training after the current update
+    with ``last.pt`` saved, and its other steps as Ctrl-C would.
+    """
+    parent = os.environ.get("SCANMT_GRID_PID")
+    die_with_parent(int(parent) if parent else None)
     setup_logging(verbose=False)
     spec_path, threads = Path(argv[0]), int(argv[1]) if len(argv) > 1 else 1
     spec = RunSpec.from_dict(json.loads(spec_path.read_text(encoding="utf-8")))
-    with file_lock(spec.dir / ".lock", wait_s=LOCK_WAIT_S) as locked:
-        if not locked:
-            print(f"{spec.key}: another process is running it ({spec.dir / '.lock'})", file=sys.stderr, flush=True)
-            return EXIT_BUSY
+    lock = try_lock(spec.dir / LOCK_FILE, wait_s=LOCK_WAIT_S)
+    if lock is None:
+        print(f"{spec.key}: {lock_holder(spec.dir / LOCK_FILE)} is running it ({spec.dir / LOCK_FILE})",
+              file=sys.stderr, flush=True)
+        return EXIT_BUSY
+    with lock, sigterm_interrupts():
         try:
             run_one(spec, threads)
         except ScanmtError as exc:
             print(f"{spec.key}: error: {exc}", file=sys.stderr, flush=True)
             return 2
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             print(f"{spec.key}: interrupted", file=sys.stderr, flush=True)
-            return 130
+            return exit_status(exc)
         except OSError as exc:  # a full disk, a folder that is not writable: one line naming the file
             print(f"{spec.key}: error: {os_error_line(exc)}", file=sys.stderr, flush=True)
             return 1

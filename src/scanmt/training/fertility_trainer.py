@@ -32,7 +32,7 @@ from scanmt.fertility.predictor import FertilityPredictor
 from scanmt.io import read_lines
 from scanmt.training import distributed
 from scanmt.training.loop import Progress, TrainLoop
-from scanmt.training.run_dir import check_run_dir
+from scanmt.training.run_dir import claim_run_dir
 
 
 def fertility_targets(pieces: list[list[str]], links_path: Path, level: str) -> list[list[int]]:
@@ -128,18 +128,19 @@ class PredictorResult:
 
 
 def train_predictor(cfg: PredictorConfig, out_dir: str | Path, *, resume: bool = False) -> PredictorResult:
-    check_run_dir(out_dir, resume=resume)  # before any data is read
-    if cfg.train.threads:
-        torch.set_num_threads(cfg.train.threads)
-    data_dir = Path(cfg.data.dir)
-    meta = read_meta(data_dir)
-    align_dir = Path(cfg.align_dir) if cfg.align_dir else data_dir / ALIGN_DIR
-    vocab = Vocab.load(data_dir / "vocab.txt")
-    train = load_split(data_dir, align_dir, "train", vocab, meta["src_lang"], cfg.data.train_limit, cfg.level)
-    valid = load_split(data_dir, align_dir, "valid", vocab, meta["src_lang"], cfg.data.valid_limit, cfg.level)
-    torch.manual_seed(cfg.train.seed)
-    random.seed(cfg.train.seed)
-    task = FertilityTask(cfg, vocab, train, valid)
-    loop = TrainLoop(task, cfg.train, out_dir, resume=resume, dist=distributed.setup(), unit="tok")
-    progress = loop.run()
+    dist = distributed.setup()
+    with claim_run_dir(out_dir, resume=resume, lock=dist.is_main):  # before any data is read
+        if cfg.train.threads:
+            torch.set_num_threads(cfg.train.threads)
+        data_dir = Path(cfg.data.dir)
+        meta = read_meta(data_dir)
+        align_dir = Path(cfg.align_dir) if cfg.align_dir else data_dir / ALIGN_DIR
+        vocab = Vocab.load(data_dir / "vocab.txt")
+        train = load_split(data_dir, align_dir, "train", vocab, meta["src_lang"], cfg.data.train_limit, cfg.level)
+        valid = load_split(data_dir, align_dir, "valid", vocab, meta["src_lang"], cfg.data.valid_limit, cfg.level)
+        torch.manual_seed(cfg.train.seed)
+        random.seed(cfg.train.seed)
+        task = FertilityTask(cfg, vocab, train, valid)
+        loop = TrainLoop(task, cfg.train, out_dir, resume=resume, dist=dist, unit="tok")
+        progress = loop.run()
     return PredictorResult(progress, loop.stop_reason, Path(out_dir) / "best.pt")

@@ -33,9 +33,10 @@ from tqdm import tqdm
 from scanmt.config import TrainConfig, check_train_config
 from scanmt.errors import ConfigError, DataError
 from scanmt.model.checkpoint import Checkpoint
+from scanmt.processes import Interrupted, raise_interrupted, signal_name, sigterm_interrupts
 from scanmt.training import distributed
 from scanmt.training.logger import MetricLogger
-from scanmt.training.run_dir import check_run_dir
+from scanmt.training.run_dir import claim_run_dir
 from scanmt.training.optim import build_optimizer, epoch_lr, set_lr
 
 log = logging.getLogger("scanmt.train")
@@ -115,7 +116,8 @@ class TrainLoop:
         self.dist = dist or distributed.setup()
         self.unit = unit
         last = self.out / "last.pt"
-        check_run_dir(self.out, resume=resume)
+        #: this run's hold on the folder's lock, released when :meth:`run` ends
+        self.lock = claim_run_dir(self.out, resume=resume, lock=self.dist.is_main)
         check_train_config(cfg)
         self.model = task.model.to(self.dist.device)
         self.optimizer = build_optimizer(self.model.parameters(), cfg)
@@ -133,7 +135,8 @@ class TrainLoop:
                                    resume_step=self.progress.step if resume else None)
         self.stop_reason = ""
         self.replica_divergence = 0.0
-        self.interrupted = False  # set by the first Ctrl-C: stop after the current update
+        self.interrupted = False  # set by the first Ctrl-C or SIGTERM: stop after the current update
+        self.stop_signal = 0  # the signal that set it
         self.saved_step = self.progress.step  # the step of the newest last.pt
         self._window: tuple[float, int, float] = (0.0, 0, 0.0)
 
@@ -263,7 +266,7 @@ class TrainLoop:
     def _should_stop(self, t0: float) -> str | None:
         c, p = self.cfg, self.progress
         if self.interrupted:
-            return "interrupted (Ctrl-C)"
+            return f"interrupted ({signal_name(self.stop_signal)})"
         if c.max_steps and p.step >= c.max_steps:
             return f"reached train.max_steps={c.max_steps}"
         if c.max_minutes and (p.elapsed + time.time() - t0) >= c.max_minutes * 60:
@@ -284,44 +287,57 @@ class TrainLoop:
                     disable=not self.dist.is_main, leave=False, mininterval=2.0)
 
     def run(self) -> Progress:
-        """Train until a stop condition (:meth:`_should_stop`).
+        """Train until a stop condition (:meth:`_should_stop`); the folder's lock is released at the end.
 
-        Ctrl-C stops after the current update and saves ``last.pt`` (then raises
-        KeyboardInterrupt); a second Ctrl-C, or one under torch.distributed, stops at
-        once and says how many updates since the last checkpoint are lost.
+        Ctrl-C or SIGTERM (what ``timeout``, Slurm and ``docker stop`` send) stops after the current
+        update and saves ``last.pt`` (then raises KeyboardInterrupt, :class:`Interrupted` for SIGTERM);
+        a second one, or one under torch.distributed, stops at once and says how many updates since
+        the last checkpoint are lost.
         """
-        with self._ctrl_c():
-            try:
-                p = self._run()
-            except KeyboardInterrupt:
-                log.warning("interrupted at step %d: the %d update(s) since the last checkpoint (%s, step %d) are lost",
-                            self.progress.step, self.progress.step - self.saved_step, self.out / "last.pt",
-                            self.saved_step)
-                raise
+        try:
+            with self._interrupts():
+                try:
+                    p = self._run()
+                except KeyboardInterrupt:
+                    log.warning("interrupted at step %d: the %d update(s) since the last checkpoint (%s, step %d) "
+                                "are lost", self.progress.step, self.progress.step - self.saved_step,
+                                self.out / "last.pt", self.saved_step)
+                    raise
+        finally:
+            self.lock.release()
         if self.interrupted:
-            log.warning("interrupted (Ctrl-C) at step %d: saved %s, no update lost; continue with --resume", p.step,
-                        self.out / "last.pt")
-            raise KeyboardInterrupt
+            log.warning("interrupted (%s) at step %d: saved %s, no update lost; continue with --resume",
+                        signal_name(self.stop_signal), p.step, self.out / "last.pt")
+            raise KeyboardInterrupt if self.stop_signal == signal.SIGINT else Interrupted(self.stop_signal)
         return p
 
     @contextlib.contextmanager
-    def _ctrl_c(self) -> Iterator[None]:
-        """The first Ctrl-C sets ``interrupted``; the next raises KeyboardInterrupt (single process only)."""
-        if self.dist.enabled or threading.current_thread() is not threading.main_thread():
+    def _interrupts(self) -> Iterator[None]:
+        """The first Ctrl-C or SIGTERM sets ``interrupted``; the next raises KeyboardInterrupt or
+        :class:`Interrupted` (single process only: under torch.distributed the first one does)."""
+        if threading.current_thread() is not threading.main_thread():
             yield
+            return
+        if self.dist.enabled:
+            with sigterm_interrupts():
+                yield
             return
 
         def first(signum: int, frame: Any) -> None:
-            self.interrupted = True
+            self.interrupted, self.stop_signal = True, signum
             signal.signal(signal.SIGINT, signal.default_int_handler)
-            log.warning("Ctrl-C: stopping after this update and saving last.pt; press Ctrl-C again to quit at once "
-                        "(losing the %d update(s) since the last checkpoint)", self.progress.step - self.saved_step)
+            signal.signal(signal.SIGTERM, raise_interrupted)
+            again = "press Ctrl-C again" if signum == signal.SIGINT else f"send {signal_name(signum)} again"
+            log.warning("%s: stopping after this update and saving last.pt; %s to quit at once (losing the %d "
+                        "update(s) since the last checkpoint)", signal_name(signum), again,
+                        self.progress.step - self.saved_step)
 
-        old = signal.signal(signal.SIGINT, first)
+        old = {signum: signal.signal(signum, first) for signum in (signal.SIGINT, signal.SIGTERM)}
         try:
             yield
         finally:
-            signal.signal(signal.SIGINT, old)
+            for signum, handler in old.items():
+                signal.signal(signum, handler)
 
     def _run(self) -> Progress:
         c, p = self.cfg, self.progress

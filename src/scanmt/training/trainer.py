@@ -36,7 +36,7 @@ from scanmt.training import distributed
 from scanmt.training.attention_health import AttentionHealth
 from scanmt.training.fertility_setup import FertilitySetup, setup_fertility
 from scanmt.training.loop import Progress, TrainLoop
-from scanmt.training.run_dir import check_run_dir
+from scanmt.training.run_dir import claim_run_dir
 
 log = logging.getLogger("scanmt.train")
 
@@ -160,17 +160,18 @@ class Trainer:
         self.dist = distributed.setup()
         if cfg.train.threads:
             torch.set_num_threads(cfg.train.threads)
-        check_run_dir(self.out, resume=resume)  # before the data is loaded
-        self.data = data or load_train_data(cfg)
-        fert = setup_fertility(cfg, self.data.train, self.data.valid)
-        if fert is not None:
-            self.data.train, self.data.valid = fert.train, fert.valid
-        torch.manual_seed(cfg.train.seed)
-        random.seed(cfg.train.seed)
-        self.task = NMTTask(cfg, self.data, fert)
-        if cfg.model.attention.transform != "softmax" and self.dist.device.type == "cpu":
-            load_native_kernels()  # a first-run build happens here, not inside the timed training
-        self.loop = TrainLoop(self.task, cfg.train, self.out, resume=resume, dist=self.dist, unit="tok")
+        # before the data is loaded; the loop takes the lock too, and holds it from then on
+        with claim_run_dir(self.out, resume=resume, lock=self.dist.is_main):
+            self.data = data or load_train_data(cfg)
+            fert = setup_fertility(cfg, self.data.train, self.data.valid)
+            if fert is not None:
+                self.data.train, self.data.valid = fert.train, fert.valid
+            torch.manual_seed(cfg.train.seed)
+            random.seed(cfg.train.seed)
+            self.task = NMTTask(cfg, self.data, fert)
+            if cfg.model.attention.transform != "softmax" and self.dist.device.type == "cpu":
+                load_native_kernels()  # a first-run build happens here, not inside the timed training
+            self.loop = TrainLoop(self.task, cfg.train, self.out, resume=resume, dist=self.dist, unit="tok")
         self.model = self.task.model
         if self.dist.is_main:
             cfg.save_yaml(self.out / "config.yaml")
