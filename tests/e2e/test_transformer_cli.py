@@ -37,3 +37,15 @@ def test_tiny_transformer_trains_and_translates_via_cli(small_data_dir, tmp_path
     np.testing.assert_allclose(s.attention.sum(1), 1.0, rtol=1e-5)
     # the shared bound: the reported attention's column sums stay under the constant fertility (2)
     assert (s.attention[:, :-1].sum(0) <= 2.0 + 1e-5).all()
+
+    # the coverage penalty's tuning, the attention map and evaluate --attention work on a Transformer too
+    best = tmp_path / "penalties.yaml"
+    assert main(["tune-penalties", "--model", str(run / "best.pt"), "--data", str(small_data_dir), "--split",
+                 "valid", "--limit", "6", "--grid", "0,0.5", "--beam", "2", "--out", str(best)]) == 0
+    assert "coverage_beta" in best.read_text(encoding="utf-8")
+    png = tmp_path / "map.png"
+    assert main(["plot-attention", "--attention", str(attn), "--index", "1", "--out", str(png)]) == 0
+    assert png.stat().st_size > 1000
+    scores = tmp_path / "attn.json"
+    assert main(["evaluate", "--attention", str(attn), "--metrics", "attn-stats", "--json", str(scores)]) == 0
+    assert "unattended_share" in scores.read_text(encoding="utf-8")
