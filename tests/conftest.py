@@ -101,3 +101,17 @@ def one_train_step(cfg, out: Path):
     loss, n = trainer.loop.train_step(batch)
     grads = {k: p.grad.detach().clone() for k, p in trainer.model.named_parameters() if p.grad is not None}
     return trainer, loss / n, grads
+
+
+def assert_one_line_error(capsys, argv: list[str], *expected: str) -> str:
+    """Run ``scanmt ARGV``: exit status 2, one line on stderr (``scanmt CMD: error: ...``) holding every
+    ``expected`` text, no traceback; returns that line."""
+    from scanmt.cli.main import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert err.startswith(f"scanmt {argv[0]}: error: "), err
+    for text in expected:
+        assert text in err, err
+    return err

@@ -16,13 +16,6 @@ from tests.conftest import tiny_config
 SENTENCES = ["Ein Hund läuft.", "Zwei Männer spielen Fußball.", "Eine Frau liest."]
 
 
-@pytest.fixture(scope="module")
-def model(small_data_dir, tmp_path_factory):
-    out = tmp_path_factory.mktemp("run")
-    Trainer(tiny_config(small_data_dir, train__max_steps=3), out).train()
-    return out / "best.pt"
-
-
 def _input(tmp_path, lines) -> str:
     path = tmp_path / "in.de"
     path.write_text("".join(f"{ln}\n" for ln in lines), encoding="utf-8")

@@ -17,17 +17,10 @@ from scanmt.decoding.translator import Translator
 from scanmt.errors import ScanmtError
 from scanmt.model.checkpoint import load_checkpoint, save_checkpoint
 from scanmt.training.trainer import Trainer
-from tests.conftest import tiny_config
+from tests.conftest import assert_one_line_error, tiny_config
 
 translate_api = importlib.import_module("scanmt.api.translate")  # the module (scanmt.api.translate is a function)
 SENTENCES = ["Ein Hund läuft.", "Zwei Männer spielen Fußball.", "Eine Frau liest."]
-
-
-@pytest.fixture(scope="module")
-def model(small_data_dir, tmp_path_factory):
-    out = tmp_path_factory.mktemp("run")
-    Trainer(tiny_config(small_data_dir, train__max_steps=3), out).train()
-    return out / "best.pt"
 
 
 def _input(tmp_path, lines, name: str = "in.de") -> str:
@@ -35,16 +28,6 @@ def _input(tmp_path, lines, name: str = "in.de") -> str:
     path.write_text("".join(f"{ln}\n" for ln in lines), encoding="utf-8")
     return str(path)
 
-
-def _fails_in_one_line(capsys, argv: list[str], *expected: str) -> str:
-    """Run ``scanmt ARGV``: exit status 2, one line on stderr holding every ``expected`` text, no traceback."""
-    assert main(argv) == 2
-    err = capsys.readouterr().err
-    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
-    assert err.startswith(f"scanmt {argv[0]}: error: "), err
-    for text in expected:
-        assert text in err, err
-    return err
 
 
 def _no_decoding(monkeypatch) -> None:
@@ -63,11 +46,11 @@ def test_output_that_is_the_input_is_refused_and_the_input_unchanged(model, tmp_
     _no_decoding(monkeypatch)
     inp = _input(tmp_path, SENTENCES)
     before = open(inp, "rb").read()
-    _fails_in_one_line(capsys, ["translate", "--model", str(model), "--input", inp, "--output", inp],
+    assert_one_line_error(capsys, ["translate", "--model", str(model), "--input", inp, "--output", inp],
                        f"--output {inp} is the --input file")
     link = tmp_path / "link.de"
     link.symlink_to(inp)  # the same file under another name
-    _fails_in_one_line(capsys, ["translate", "--model", str(model), "--input", inp, "--output", str(link)],
+    assert_one_line_error(capsys, ["translate", "--model", str(model), "--input", inp, "--output", str(link)],
                        "is the --input file")
     assert open(inp, "rb").read() == before
 
@@ -83,7 +66,7 @@ def test_two_outputs_naming_one_file_are_refused(model, tmp_path, capsys, monkey
         argv += [option, same] if option != "--output" else []
     if "--output" in options:
         argv[argv.index("--output") + 1] = same
-    _fails_in_one_line(capsys, argv, "name the same file")
+    assert_one_line_error(capsys, argv, "name the same file")
     with pytest.raises(ScanmtError, match="name the same file"):  # the Python API gives the same error
         translate_file(TranslateRequest(**_request_fields(model, tmp_path, options, same)))
     assert not os.path.exists(same)
@@ -132,9 +115,9 @@ def test_an_over_long_line_is_refused_before_decoding(model, tmp_path, capsys, m
     long_line = " ".join(["Hund"] * 1200)  # > 1000 subwords, the default decode.max_source_len
     inp = _input(tmp_path, [SENTENCES[0], long_line])
     argv = ["translate", "--model", str(model), "--input", inp, "--output", str(tmp_path / "o.en"), "--beam", "1"]
-    _fails_in_one_line(capsys, argv, f"{inp}:2: the line has ", "more than decode.max_source_len=1000",
+    assert_one_line_error(capsys, argv, f"{inp}:2: the line has ", "more than decode.max_source_len=1000",
                        "--max-source-len N")
-    _fails_in_one_line(capsys, argv + ["--max-source-len", "2"], f"{inp}:1: the line has ",
+    assert_one_line_error(capsys, argv + ["--max-source-len", "2"], f"{inp}:1: the line has ",
                        "decode.max_source_len=2")
     assert not (tmp_path / "o.en").exists()
 
@@ -161,9 +144,9 @@ def test_outputs_that_cannot_be_written_fail_before_the_work(model, tmp_path, ca
         argv = list(base) + ([option, str(tmp_path)] if option != "--output" else [])
         if option == "--output":
             argv[argv.index("--output") + 1] = str(tmp_path)
-        _fails_in_one_line(capsys, argv, f"{option} {tmp_path}: is a folder")
+        assert_one_line_error(capsys, argv, f"{option} {tmp_path}: is a folder")
         argv[argv.index(option) + 1] = str(tmp_path / "afile" / "below" / "o")
-        _fails_in_one_line(capsys, argv, f"{option} ", "is a file, not a folder")
+        assert_one_line_error(capsys, argv, f"{option} ", "is a file, not a folder")
 
 
 # ---------------------------------------------------------------------------------------------- item 21
@@ -173,10 +156,10 @@ def test_carriage_return_line_endings_are_refused(model, tmp_path, capsys, monke
     _no_decoding(monkeypatch)
     inp = tmp_path / "mac.de"
     inp.write_bytes("\r".join(SENTENCES).encode() + b"\r")
-    _fails_in_one_line(capsys, ["translate", "--model", str(model), "--input", str(inp), "--output",
+    assert_one_line_error(capsys, ["translate", "--model", str(model), "--input", str(inp), "--output",
                                 str(tmp_path / "o")], f"{inp}: input file has carriage-return-only line endings")
     inp.write_bytes(b"Ein Hund.\r\nZwei\rMaenner.\r\n")
-    _fails_in_one_line(capsys, ["translate", "--model", str(model), "--input", str(inp), "--output",
+    assert_one_line_error(capsys, ["translate", "--model", str(model), "--input", str(inp), "--output",
                                 str(tmp_path / "o")], f"{inp}:2: input file has a carriage return")
 
 
@@ -189,7 +172,7 @@ def test_carriage_return_line_endings_are_refused(model, tmp_path, capsys, monke
 ])
 def test_unusable_devices_are_one_line(model, tmp_path, capsys, device, expected):
     """Item 18: ``--device cuda`` without CUDA was an AssertionError, ``--device tpu`` a RuntimeError."""
-    _fails_in_one_line(capsys, ["translate", "--model", str(model), "--input", _input(tmp_path, SENTENCES),
+    assert_one_line_error(capsys, ["translate", "--model", str(model), "--input", _input(tmp_path, SENTENCES),
                                 "--output", str(tmp_path / "o"), "--device", device], expected)
 
 
@@ -227,7 +210,7 @@ def test_a_damaged_checkpoint_is_one_line_naming_the_file(model, tmp_path, capsy
     """Items 18 and 23: NaN weights gave a ValueError traceback, a wrong shape an error cut off at
     "...loading state_dict for NMTModel:", a bad config an error without the file."""
     path = _edited_checkpoint(model, tmp_path, edit)
-    _fails_in_one_line(capsys, ["translate", "--model", path, "--input", _input(tmp_path, SENTENCES),
+    assert_one_line_error(capsys, ["translate", "--model", path, "--input", _input(tmp_path, SENTENCES),
                                 "--output", str(tmp_path / "o")], f"{path}: ", *expected)
 
 
@@ -235,6 +218,6 @@ def test_fertility_for_a_softmax_model_is_refused(model, tmp_path, capsys, monke
     """Item 24: ``--fertility`` was silently ignored for a model that does not use bounds."""
     _no_decoding(monkeypatch)
     fert = _input(tmp_path, ["1 1 1 1 1 1 1 1 1 1"] * 3, "bounds.fert")
-    _fails_in_one_line(capsys, ["translate", "--model", str(model), "--input", _input(tmp_path, SENTENCES),
+    assert_one_line_error(capsys, ["translate", "--model", str(model), "--input", _input(tmp_path, SENTENCES),
                                 "--output", str(tmp_path / "o"), "--fertility", fert],
                        "--fertility", "softmax does not use them")

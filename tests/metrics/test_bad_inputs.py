@@ -12,17 +12,9 @@ from scanmt.api import EvaluateRequest, evaluate
 from scanmt.cli.main import main
 from scanmt.data.attention_file import SentenceAttention, save_attention
 from scanmt.errors import ScanmtError
+from tests.conftest import assert_one_line_error
 from scanmt.viz.attention_map import Panel, plot_attention_maps
 
-
-def _one_line(capsys, argv: list[str], *expected: str) -> str:
-    assert main(argv) == 2
-    err = capsys.readouterr().err
-    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
-    assert err.startswith(f"scanmt {argv[0]}: error: "), err
-    for text in expected:
-        assert text in err, err
-    return err
 
 
 @pytest.fixture
@@ -44,11 +36,11 @@ def _damaged(tmp_path, attention) -> dict[str, str]:
     return paths
 
 
-def test_damaged_attention_files_are_one_line(tmp_path, attention, capsys):
+def test_damaged_attention_files_areassert_one_line_error(tmp_path, attention, capsys):
     """Item 14: an empty or truncated ``.npz`` gave ``BadZipFile`` or ``EOFError``."""
     for name, path in _damaged(tmp_path, attention).items():
-        _one_line(capsys, ["evaluate", "--attention", path], f"{path}: ")
-        _one_line(capsys, ["plot-attention", "--attention", path, "--index", "0", "--out", str(tmp_path / "m.png")],
+        assert_one_line_error(capsys, ["evaluate", "--attention", path], f"{path}: ")
+        assert_one_line_error(capsys, ["plot-attention", "--attention", path, "--index", "0", "--out", str(tmp_path / "m.png")],
                   f"{path}: ")
         assert not (tmp_path / "m.png").exists(), name
 
@@ -76,11 +68,11 @@ def test_evaluate_json_that_cannot_be_written_fails_before_the_work(tmp_path, at
 
     monkeypatch.setattr(evaluate_module, "attention_metrics", refuse)
     (tmp_path / "afile").write_text("x\n")
-    _one_line(capsys, ["evaluate", "--attention", str(attention), "--json", str(tmp_path)],
+    assert_one_line_error(capsys, ["evaluate", "--attention", str(attention), "--json", str(tmp_path)],
               f"--json {tmp_path}: is a folder")
-    _one_line(capsys, ["evaluate", "--attention", str(attention), "--json", str(tmp_path / "afile" / "m.json")],
+    assert_one_line_error(capsys, ["evaluate", "--attention", str(attention), "--json", str(tmp_path / "afile" / "m.json")],
               "is a file, not a folder")
-    _one_line(capsys, ["evaluate", "--attention", str(attention), "--json", str(attention)],
+    assert_one_line_error(capsys, ["evaluate", "--attention", str(attention), "--json", str(attention)],
               f"--json {attention} is the --attention file")
     with pytest.raises(ScanmtError, match="is a folder"):
         evaluate(EvaluateRequest(attention=attention, json=tmp_path))
@@ -91,5 +83,5 @@ def test_a_short_hypothesis_file_is_named(tmp_path, capsys):
     ref, hyp = tmp_path / "ref.en", tmp_path / "hyp.en"
     ref.write_text("a b\nc d\ne f\n")
     hyp.write_text("a b\n")
-    _one_line(capsys, ["evaluate", "--hyp", str(hyp), "--ref", str(ref)],
+    assert_one_line_error(capsys, ["evaluate", "--hyp", str(hyp), "--ref", str(ref)],
               f"error: {hyp}: {hyp} has only 1 lines but {ref} has 3")
