@@ -11,37 +11,16 @@ from scanmt import api
 from scanmt.api.stress import METRICS
 from scanmt.cli.main import main
 from scanmt.errors import ConfigError, DataError
-from tests.conftest import tiny_config
-
-N_LINES = 9  # K 2: 4 joined inputs, the 9th line left out
-
-
-@pytest.fixture(scope="module")
-def setup(small_data_dir, tmp_path_factory):
-    """A model trained for 3 steps, a small word aligner, and a 9-line test set."""
-    from scanmt.data.align import Aligner, AlignerSettings
-    from scanmt.data.tokenize import tokenize_all
-
-    tmp = tmp_path_factory.mktemp("stress")
-    run = api.train(tiny_config(small_data_dir, train__max_steps=3), tmp / "run")
-    de = (small_data_dir / "train.raw.de").read_text(encoding="utf-8").splitlines()[:400]
-    en = (small_data_dir / "train.raw.en").read_text(encoding="utf-8").splitlines()[:400]
-    aligner = Aligner(AlignerSettings(n_samplers=1), info={"level": "word", "src_lang": "de", "tgt_lang": "en"})
-    aligner.fit(tokenize_all(de, "de"), tokenize_all(en, "en"))
-    aligner.save(tmp / "align" / "word")
-    for lang in ("de", "en"):
-        lines = (small_data_dir / f"test.raw.{lang}").read_text(encoding="utf-8").splitlines()[:N_LINES]
-        (tmp / f"test.{lang}").write_text("".join(x + "\n" for x in lines), encoding="utf-8")
-    return tmp, run.best_checkpoint
+from tests.stress.conftest import N_LINES
 
 
 def _request(tmp: Path, ckpt: Path, out: Path, **kw) -> api.StressRequest:
-    return api.StressRequest(model=(str(ckpt), str(ckpt)), names=("a", "b"), src=tmp / "test.de",
-                             ref=tmp / "test.en", out=out, k=(1, 2), beam=1, **kw)
+    return api.StressRequest(model=(str(ckpt), str(ckpt)), names=("a", "b"), src=tmp / "test.raw.de",
+                             ref=tmp / "test.raw.en", out=out, k=(1, 2), beam=1, **kw)
 
 
-def test_api_writes_every_model_and_k(setup, tmp_path):
-    tmp, ckpt = setup
+def test_api_writes_every_model_and_k(stress_setup, tmp_path):
+    tmp, ckpt = stress_setup
     request = _request(tmp, ckpt, tmp_path / "out", align_model=tmp / "align")
     result = api.stress(request)
     out = tmp_path / "out"
@@ -57,16 +36,16 @@ def test_api_writes_every_model_and_k(setup, tmp_path):
             assert len(hyp) == N_LINES // int(k)
     assert (out / "stress.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     joined = (out / "k2.src.de").read_text(encoding="utf-8").splitlines()
-    first = (tmp / "test.de").read_text(encoding="utf-8").splitlines()[:2]
+    first = (tmp / "test.raw.de").read_text(encoding="utf-8").splitlines()[:2]
     assert joined[0] == " ".join(first) and len(joined) == 4
     text = result.summary(request)
     assert "BLEU" in text and "dropS%" in text and "n/a" not in text
     assert result.scores["a"][1]["bleu"] == doc["scores"]["a"]["1"]["bleu"]
 
 
-def test_cli_without_aligner_says_drop_is_not_measured(setup, tmp_path, capsys):
-    tmp, ckpt = setup
-    argv = ["stress", "--model", str(ckpt), "--src", str(tmp / "test.de"), "--ref", str(tmp / "test.en"),
+def test_cli_without_aligner_says_drop_is_not_measured(stress_setup, tmp_path, capsys):
+    tmp, ckpt = stress_setup
+    argv = ["stress", "--model", str(ckpt), "--src", str(tmp / "test.raw.de"), "--ref", str(tmp / "test.raw.en"),
             "--k", "1", "2", "--beam", "1", "--out", str(tmp_path / "o")]
     assert main(argv) == 0
     printed = capsys.readouterr().out
@@ -83,13 +62,13 @@ def _cli_error(capsys, *argv: str) -> str:
     return err
 
 
-def test_bad_inputs_get_one_line_errors(setup, tmp_path, capsys):
-    tmp, ckpt = setup
-    base = ["--model", str(ckpt), "--src", str(tmp / "test.de")]
-    ok = [*base, "--ref", str(tmp / "test.en")]
+def test_bad_inputs_get_one_line_errors(stress_setup, tmp_path, capsys):
+    tmp, ckpt = stress_setup
+    base = ["--model", str(ckpt), "--src", str(tmp / "test.raw.de")]
+    ok = [*base, "--ref", str(tmp / "test.raw.en")]
     assert "--k must be whole numbers >= 1, got 0" in _cli_error(capsys, *ok, "--k", "1", "0", "--out", str(tmp_path / "a"))
     with pytest.raises(ConfigError, match=r"--k must be whole numbers >= 1, got 0"):
-        api.StressRequest(model=(str(ckpt),), src=tmp / "test.de", ref=tmp / "test.en", out=tmp_path / "a", k=(0,))
+        api.StressRequest(model=(str(ckpt),), src=tmp / "test.raw.de", ref=tmp / "test.raw.en", out=tmp_path / "a", k=(0,))
     short = tmp_path / "short.en"
     short.write_text("one line\n", encoding="utf-8")
     err = _cli_error(capsys, *base, "--ref", str(short), "--out", str(tmp_path / "b"))
