@@ -43,6 +43,10 @@ REQUESTS = [
     api.TunePenaltiesRequest(model="m.pt", data=Path("d"), split="test", grid="0,1", alphas="0,0.5", betas="1",
                              beam=3, penalty_mode="step", coverage_eps=0.2, redecode=True, limit=5, batch_size=4,
                              out=Path("p.yaml"), device="cpu"),
+    api.StressRequest(model=("m.pt",), src=Path("s.de"), ref=Path("r.en"), out=Path("o")),
+    api.StressRequest(model=("a/best.pt", "b/best.pt"), src=Path("s.de"), ref=Path("r.en"), out=Path("o"), k=(1, 3, 8),
+                      names=("soft", "csparse"), beam=2, batch_size=4, align_model=Path("al"), max_source_len=500,
+                      device="cuda:0"),
 ]
 
 
@@ -62,11 +66,12 @@ def test_to_argv_parses_back_into_the_same_request(request_):
 
 def test_every_command_with_a_request_is_covered():
     commands = {r.COMMAND for r in REQUESTS}
-    assert commands == {"prepare", "train", "translate", "evaluate", "align", "fertility", "tune-penalties"}
+    assert commands == {"prepare", "train", "translate", "evaluate", "align", "fertility", "tune-penalties",
+                        "stress"}
 
 
 @pytest.mark.parametrize("command", ["prepare", "train", "translate", "evaluate", "align", "fertility",
-                                     "tune-penalties"])
+                                     "tune-penalties", "stress"])
 def test_request_fields_are_the_command_options(command):
     """Each option of the command is a field of its request, with the same default (and nothing else)."""
     import argparse

@@ -213,7 +213,7 @@ def test_report_lists_only_the_requested_systems(tmp_path):
     g = load_grid(write(tmp_path, "name: g\nsystems: [{name: a}, {name: b}, {name: c}]\n"))
     out = tmp_path / "exp"
     ctx = SimpleNamespace(src_lang="de", tgt_lang="en", split="test", preset="p.yaml", command="cmd", commit="abc",
-                          extra_splits=())
+                          extra_splits=(), stress_k=())
     args = Namespace(data="multi30k", set=[])
 
     def spec(name):

@@ -28,6 +28,7 @@ function                  takes                         returns
 :func:`align`             :class:`AlignRequest`         train, apply or gold result
 :func:`fertility`         :class:`FertilityRequest`     predictor, evaluations or split results
 :func:`tune_penalties`    :class:`TunePenaltiesRequest` :class:`TunePenaltiesResult`
+:func:`stress`            :class:`StressRequest`        :class:`StressResult`
 ========================  ============================  ======================================
 
 Heavy modules (torch, the model) are imported when a function runs, not here.
@@ -41,6 +42,7 @@ from scanmt.api.evaluate import EvaluateRequest, EvaluateResult, evaluate
 from scanmt.api.fertility import FertilityRequest, FertilitySplit, PredictorTrainResult, fertility
 from scanmt.api.prepare import PrepareRequest, PrepareResult, prepare
 from scanmt.api.requests import CommandRequest
+from scanmt.api.stress import StressRequest, StressResult, stress
 from scanmt.api.train import TrainRequest, TrainResult, train
 from scanmt.api.translate import TranslateRequest, TranslateResult, load_translator, translate, translate_file
 from scanmt.api.tune_penalties import TunePenaltiesRequest, TunePenaltiesResult, tune_penalties
@@ -48,7 +50,7 @@ from scanmt.api.tune_penalties import TunePenaltiesRequest, TunePenaltiesResult,
 __all__ = [
     "AlignApplyResult", "AlignRequest", "AlignTrainResult", "CommandRequest", "DecodeOverrides", "EvaluateRequest",
     "EvaluateResult", "FertilityRequest", "FertilitySplit", "GoldResult", "PredictorTrainResult", "PrepareRequest",
-    "PrepareResult", "TrainRequest", "TrainResult", "TranslateRequest", "TranslateResult", "TunePenaltiesRequest",
-    "TunePenaltiesResult", "align", "evaluate", "fertility", "load_penalties", "load_translator", "prepare", "train",
+    "PrepareResult", "StressRequest", "StressResult", "TrainRequest", "TrainResult", "TranslateRequest", "TranslateResult", "TunePenaltiesRequest",
+    "TunePenaltiesResult", "align", "evaluate", "fertility", "load_penalties", "load_translator", "prepare", "stress", "train",
     "translate", "translate_file", "tune_penalties",
 ]

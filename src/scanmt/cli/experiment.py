@@ -29,7 +29,9 @@ resumes interrupted ones, so it is safe to kill at any moment.
 
 Every run translates and scores the main test split (--split, test = test_2016_flickr), then each extra
 split (--extra-splits; by default test2017 = test_2017_flickr when the prepared data has it). A finished
-run asked for an extra split it lacks gets only that split's translate and evaluate steps."""
+run asked for an extra split it lacks gets only that split's translate and evaluate steps. With --stress-k,
+every run's model also gets `scanmt stress` on the main split (RUN/stress/stress.json; a table of mean ± std
+over seeds per system and K in the report); a finished run gets only that step."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -62,6 +64,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="DROP of every run averaged over K alignments of each side (`scanmt evaluate --drop-samples`): "
                    "the aligner samples at random, and one alignment varies by about 0.1 DROP points, as much as "
                    "the seeds do; each sample adds one alignment of each side per test split [3]")
+    r.add_argument("--stress-k", nargs="+", type=int, default=None, metavar="K",
+                   help="also run the coverage stress test (`scanmt stress --k K...`, K test sentences joined into "
+                   "one input) of every run's model on the main split, into RUN/stress/; finished runs get only "
+                   "this step [no stress test]")
     r.add_argument("--workers", type=int, default=None,
                    help="runs in parallel, each in its own process with max(1, CPUs // workers) threads [1; with "
                         "several GPUs: one per GPU]")
@@ -117,6 +123,8 @@ def canonical_command(args: argparse.Namespace) -> str:
         argv += ["--systems", *args.systems]
     if args.drop_samples is not None:
         argv += ["--drop-samples", str(args.drop_samples)]
+    if args.stress_k:
+        argv += ["--stress-k", *map(str, args.stress_k)]
     if args.workers:
         argv += ["--workers", str(args.workers)]
     if args.redecode:
@@ -193,6 +201,7 @@ def _context(args: argparse.Namespace, paths, out: Path, preset: Path):
         split=args.split, command=canonical_command(args), commit=runner.git_commit(), align_model=paths.word_aligner,
         predictor=paths.predictor, extra_splits=extra_splits,
         drop_samples=runner.DROP_SAMPLES if args.drop_samples is None else args.drop_samples,
+        stress_k=tuple(args.stress_k or ()),
     )
 
 
@@ -350,7 +359,7 @@ def _record(out: Path, g, args: argparse.Namespace, ctx, seeds: list[int], specs
         "transforms": {s.system: s.config["model"]["attention"]["transform"] for s in specs},
         "seeds": all_seeds,
         "data": args.data, "pair": f"{ctx.src_lang}-{ctx.tgt_lang}", "src_lang": ctx.src_lang, "tgt_lang": ctx.tgt_lang,
-        "split": ctx.split, "extra_splits": list(ctx.extra_splits), "preset": str(ctx.preset), "set": list(g.set) + list(args.set),
+        "split": ctx.split, "extra_splits": list(ctx.extra_splits), "stress_k": list(ctx.stress_k), "preset": str(ctx.preset), "set": list(g.set) + list(args.set),
         "command": ctx.command, "commit": ctx.commit, "updated": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
     record["transforms"] = {**old.get("transforms", {}), **record["transforms"]}

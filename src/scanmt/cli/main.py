@@ -22,6 +22,7 @@ COMMANDS: tuple[str, ...] = (
     "translate",
     "tune_penalties",
     "evaluate",
+    "stress",
     "plot_attention",
     "experiment",
 )

@@ -12,6 +12,9 @@ For each grid recorded in ``OUT/grids/`` (by ``scanmt experiment run``) it write
   commit and a link to the exact commands;
 - one such table for each extra test split the runs scored (``metrics.json``
   ``test_sets``, e.g. ``test2017``), titled with its upstream name (test_2017_flickr);
+- the coverage stress test of runs made with ``--stress-k`` (``metrics.json`` ``stress``): BLEU, REP, DROP,
+  inputs dropping a whole sentence and length ratio per system and K, mean ± std over seeds
+  (:mod:`scanmt.experiments.stress_report`);
 - attention statistics (sparsity), attention health during training (one-hot share
   in epoch 1 and overall, support, score gradient; from each run's ``metrics.csv``,
   :mod:`scanmt.experiments.run_health`) and per-run details (steps, minutes, tuned
@@ -50,6 +53,7 @@ from scanmt.experiments.results_json import (
     write_results_json,
 )
 from scanmt.experiments.run_health import RunHealth, run_health
+from scanmt.experiments.stress_report import stress_section
 from scanmt.io import atomic_open, read_lines
 
 #: (metric key, column title, higher is better)
@@ -710,7 +714,8 @@ def render(out: Path, rec: dict[str, Any], docs: Path, stem: str, opts: ReportOp
     if baseline not in names:
         raise ConfigError(f"--baseline {baseline!r} is not a system of grid {rec['name']} ({', '.join(names)})")
     p = _Page(out, rec, docs, stem, opts, systems, baseline, load_texts(out, rec))
-    L = _header(p) + _main_table(p) + extra_split_sections(out, rec, systems, baseline, opts) + _details(p)
+    L = _header(p) + _main_table(p) + extra_split_sections(out, rec, systems, baseline, opts) + stress_section(systems)
+    L += _details(p)
     fig_lines, files, chosen = _figures(p)
     L += fig_lines + _examples(p, chosen) + _commands(p)
     return "\n".join(L), files

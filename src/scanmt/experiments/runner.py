@@ -10,10 +10,12 @@ Every run (system x seed) lives in ``OUT/runs/{system}/seed{k}/``::
     {split}.hyp.{tgt}, {split}.hyp.tok.{tgt}, {split}.attn.npz     scanmt translate (main split and each extra one)
     eval.json           scanmt evaluate of the main split (every metric with its signature)
     eval.{split}.json   scanmt evaluate of each extra test split (``--extra-splits``, e.g. test2017)
+    stress/             scanmt stress of the model on the main split (``--stress-k``): stress/stress.json, its
+                        figure, joined inputs and outputs; ``metrics.json`` ``stress`` holds its numbers by K
     metrics.json        the run's summary: BLEU, tokenized BLEU, METEOR, REP, DROP, attention stats, training;
                         ``test_sets``: {split: {bleu, sacrebleu, meteor, rep, drop, sentences}} per extra split
     .stages/*.done      one marker per finished step (train, tune, translate, evaluate, then
-                        translate.{split} and evaluate.{split} per extra split)
+                        translate.{split} and evaluate.{split} per extra split, then stress)
     DONE                written last; a rerun skips the run unless an extra split asked for is missing
     previous-decode-N/  what ``experiment run --redecode`` moved aside: the outputs, markers and DONE of
                         an earlier decode of the same model (N = 1, 2, ...)
@@ -24,7 +26,8 @@ holds the requests; ``command.txt`` their command lines (``request.command_line(
 ``scanmt`` parses back into the same requests, so each line there reproduces its step.  Every
 file is written atomically, so the run is safe to kill at any moment; a rerun
 resumes from the first unfinished step (training from ``last.pt``).  A finished run asked
-for an extra split it lacks gets only that split's translate and evaluate steps.
+for an extra split it lacks gets only that split's translate and evaluate steps; one asked for a stress
+test (or for other K values than its last one) gets only the stress step.
 
 A worker is ``python -m scanmt.experiments.runner SPEC.json THREADS``; the pool
 (:func:`run_pool`) starts up to ``workers`` of them, one per GPU when given GPUs.
@@ -45,7 +48,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from scanmt import api
-from scanmt.api import CommandRequest, EvaluateRequest, TrainRequest, TranslateRequest, TunePenaltiesRequest
+from scanmt.api import (CommandRequest, EvaluateRequest, StressRequest, TrainRequest, TranslateRequest,
+                        TunePenaltiesRequest)
 from scanmt.api.decode import PENALTY_KEYS
 from scanmt.api.evaluate import check_drop_samples
 from scanmt.config import config_differences, with_defaults
@@ -61,12 +65,12 @@ DECODE_KEYS = (*PENALTY_KEYS, "batch_size")
 #: the API function that runs each kind of step request
 STEP_FUNCTIONS: dict[type, Callable[[Any], Any]] = {
     TrainRequest: api.train, TunePenaltiesRequest: api.tune_penalties, TranslateRequest: api.translate_file,
-    EvaluateRequest: api.evaluate,
+    EvaluateRequest: api.evaluate, StressRequest: api.stress,
 }
 #: step request types by command name (the ``command`` key of a request in ``spec.json``)
 STEP_REQUESTS: dict[str, type] = {cls.COMMAND: cls for cls in STEP_FUNCTIONS}
 #: stages whose requests decode, and so run on the worker's GPU when it has one
-DEVICE_STAGES = ("tune", "translate")
+DEVICE_STAGES = ("tune", "translate", "stress")
 STAGES = ("train", "tune", "translate", "evaluate")
 #: extra test splits every run also translates and scores when the prepared data has them
 DEFAULT_EXTRA_SPLITS = ("test2017",)
@@ -158,9 +162,16 @@ class RunContext:
     extra_splits: tuple[str, ...] = ()
     #: DROP averaged over this many alignments of each side (``evaluate``'s ``drop_samples``)
     drop_samples: int = DROP_SAMPLES
+    #: K values of a stress test of every run's model on the main split (``--stress-k``; (): none)
+    stress_k: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         check_drop_samples(self.drop_samples)
+        bad = next((k for k in self.stress_k if isinstance(k, bool) or not isinstance(k, int) or k < 1), None)
+        if bad is not None:
+            raise ConfigError(f"--stress-k must be whole numbers >= 1, got {bad!r}")
+        if len(set(self.stress_k)) != len(self.stress_k):
+            raise ConfigError(f"--stress-k {' '.join(map(str, self.stress_k))}: give each K once")
 
 
 @dataclass
@@ -189,6 +200,8 @@ class RunSpec:
     commit: str
     #: extra test split -> {"translate": request, "evaluate": request}, in the order they run
     extra_splits: dict[str, dict[str, CommandRequest]] = field(default_factory=dict)
+    #: the stress test of the model on the main split (``--stress-k``; None: none), after every other step
+    stress: StressRequest | None = None
     #: one entry per attempt: {"started": time, "commit": ...} (a run resumed under another commit shows it)
     history: list[dict[str, str]] = field(default_factory=list)
 
@@ -205,12 +218,13 @@ class RunSpec:
         return Path(self.model_from or self.run_dir) / "best.pt"
 
     def steps(self) -> list[tuple[str, CommandRequest | None]]:
-        """``(stage, request)`` of every step in order (request None: the step is not part of this run)."""
+        """``(stage, request)`` of every step in order (request None: the step is not part of this run); the
+        ``stress`` step comes last, and only when the run asks for one."""
         steps: list[tuple[str, CommandRequest | None]] = [
             ("train", self.train), ("tune", self.tune), ("translate", self.translate), ("evaluate", self.evaluate)]
         for split, requests in self.extra_splits.items():
             steps += [(f"translate.{split}", requests["translate"]), (f"evaluate.{split}", requests["evaluate"])]
-        return steps
+        return steps + ([("stress", self.stress)] if self.stress is not None else [])
 
     def to_dict(self) -> dict[str, Any]:
         """The spec as JSON (``spec.json``); the step requests as :func:`request_to_json` writes them."""
@@ -233,7 +247,7 @@ class RunSpec:
 
 
 #: the fields of :class:`RunSpec` that hold step requests
-STEP_FIELDS = ("train", "tune", "translate", "evaluate")
+STEP_FIELDS = ("train", "tune", "translate", "evaluate", "stress")
 
 
 def run_dir(out: Path, system: str, seed: int) -> Path:
@@ -250,6 +264,15 @@ def missing_splits(spec: RunSpec) -> list[str]:
         return []
     have = (read_json(spec.dir / "metrics.json") or {}).get("test_sets") or {}
     return [split for split in spec.extra_splits if split not in have]
+
+
+def missing_stress(spec: RunSpec) -> bool:
+    """Whether ``spec`` asks for a stress test its run has not finished with these K values (its marker's ``k``)."""
+    stress = getattr(spec, "stress", None)  # (a spec of a run planned before stress tests existed has None)
+    if stress is None:
+        return False
+    done = read_json(stage_marker(spec.dir, "stress"))
+    return done is None or done.get("k") != list(stress.k)
 
 
 def metrics_unreadable(spec: RunSpec) -> bool:
@@ -333,7 +356,7 @@ def run_status(spec: RunSpec) -> str:
     (a summary would otherwise count it finished with no numbers).
     """
     d = spec.dir
-    if (d / "DONE").exists() and not missing_splits(spec) and not metrics_unreadable(spec):
+    if (d / "DONE").exists() and not missing_splits(spec) and not missing_stress(spec) and not metrics_unreadable(spec):
         return "done"
     if (d / "last.pt").exists() or any(stage_marker(d, s).exists() for s in STAGES):
         return "resume"
@@ -461,6 +484,17 @@ def _evaluate_request(ctx: RunContext, run: Path, split: str) -> EvaluateRequest
     )
 
 
+def _stress_request(ctx: RunContext, d: _Decode) -> StressRequest | None:
+    """``stress`` of the run's model on the main split into ``RUN/stress/`` (the run's beam; the checkpoint's other
+    decode settings: tuned penalties are not applied)."""
+    if not ctx.stress_k:
+        return None
+    s, t = ctx.src_lang, ctx.tgt_lang
+    return StressRequest(model=(d.ckpt,), names=(d.run.parent.name,), src=ctx.data_dir / f"{ctx.split}.raw.{s}",
+                         ref=ctx.data_dir / f"{ctx.split}.raw.{t}", out=d.run / "stress", k=ctx.stress_k,
+                         beam=d.dec["beam"], align_model=ctx.align_model)
+
+
 def _stale(spec: RunSpec) -> str | None:
     """Why the run directory was made with another config than ``spec``'s, or None."""
     old = read_json(spec.dir / "spec.json")
@@ -512,6 +546,7 @@ def _plan_one(grid: Grid, system: System, seed: int, ctx: RunContext, overrides:
         tgt_lang=ctx.tgt_lang, tune_penalties=system.tune_penalties, model_from=model_from, train=train,
         tune=_tune_request(ctx, dec), translate=_translate_request(ctx, dec, ctx.split),
         evaluate=_evaluate_request(ctx, d, ctx.split), command=ctx.command, commit=ctx.commit, extra_splits=extra,
+        stress=_stress_request(ctx, dec),
     )
 
 
@@ -634,11 +669,11 @@ def run_one(spec: RunSpec, threads: int) -> dict[str, Any]:
     for stage, request in steps[1:]:
         if request is None:
             continue
-        if stage_marker(run, stage).exists():
+        if stage_marker(run, stage).exists() and not (stage == "stress" and missing_stress(spec)):
             print(f"=== {stage}: done before", flush=True)
             continue
         seconds, _ = _step(request, stage)
-        _mark(run, stage, {"seconds": round(seconds, 1)})
+        _mark(run, stage, {"seconds": round(seconds, 1), **({"k": list(request.k)} if stage == "stress" else {})})
     metrics = collect_metrics(spec)
     write_json(run / "metrics.json", metrics)
     with atomic_open(run / "DONE") as fh:
@@ -685,7 +720,20 @@ def collect_metrics(spec: RunSpec) -> dict[str, Any]:
         "commit": spec.commit, "commits": sorted({h["commit"] for h in spec.history} | {spec.commit}),
         "command": spec.command, "seconds": stages,
         "test_sets": {split: split_metrics(run / eval_json_name(split, spec.split)) for split in spec.extra_splits},
+        "stress": stress_metrics(spec),
     }
+
+
+def stress_metrics(spec: RunSpec) -> dict[str, Any] | None:
+    """``metrics.json`` ``stress``: ``{"k": [...], "inputs": {K: n}, "scores": {K: {metric: value}}}`` of the run's
+    ``stress/stress.json`` (None: no stress test asked for)."""
+    if spec.stress is None:
+        return None
+    path = spec.stress.out / "stress.json"
+    doc = read_json(path)
+    if doc is None or spec.stress.names[0] not in (doc.get("scores") or {}):
+        raise DataError(f"{path}: missing or unreadable; rerun the grid to redo the stress test")
+    return {"k": doc["k"], "inputs": doc["inputs"], "scores": doc["scores"][spec.stress.names[0]]}
 
 
 def split_metrics(path: Path) -> dict[str, Any]:
@@ -790,7 +838,9 @@ def resume_note(spec: RunSpec) -> str:
     if metrics_unreadable(spec):
         return f", scoring it again: its {spec.dir / 'metrics.json'} does not parse"
     if (spec.dir / "DONE").exists():
-        return f", adding test set(s) {', '.join(missing_splits(spec))}"
+        adding = [f"test set(s) {', '.join(missing_splits(spec))}"] if missing_splits(spec) else []
+        adding += ["the stress test"] if missing_stress(spec) else []
+        return f", adding {' and '.join(adding)}"
     return ", resuming after its finished steps"
 
 

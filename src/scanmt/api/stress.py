@@ -1,0 +1,311 @@
+"""``stress``: a coverage stress test, models translating inputs made of K test sentences joined into one.
+
+For each K of ``k`` the test set's lines are joined K at a time, source and reference alike
+(:func:`scanmt.metrics.stress.join_groups`: lines ``gK .. gK+K-1`` joined by a space; the last incomplete
+group is left out, so every joined input holds exactly K sentences), every model translates the joined
+source, and each output is scored against the joined reference as ``scanmt evaluate`` scores it:
+
+- ``bleu``: sacreBLEU on the detokenized, cased text (``evaluate``'s ``bleu``);
+- ``rep``: REP-score on Moses-tokenized text (``evaluate``'s ``rep``);
+- ``drop``: DROP-score, percent of source words dropped, from one eflomal word alignment of each side
+  (source-reference, source-output) with the word aligner ``align_model`` (``evaluate``'s ``drop``; as there,
+  an output identical to its reference reuses the reference's links);
+- ``length_ratio``: output words / reference words over the joined inputs (Moses-tokenized words);
+- ``dropped_sentences``: percent of joined inputs in which a whole sentence was dropped: one of its K
+  source sentences has fewer than 20 % of its words linked to any output word in the same source-output
+  alignment (:mod:`scanmt.metrics.stress`, :data:`~scanmt.metrics.stress.DROPPED_COVERAGE`).
+
+Without ``align_model`` there is no alignment: ``drop`` and ``dropped_sentences`` are None (``n/a`` in the
+table, a note says why).  The tokenized joined source is its sentences' tokenized words one after another
+(on Multi30k the same as tokenizing the joined line), so a sentence's words are known exactly.
+
+Written into the folder ``out`` (made by this command; a rerun replaces the files it writes), all at once
+at the end (:func:`scanmt.io.atomic_outputs`): ``stress.json`` (every number, the command line, K values,
+models), ``stress.png`` (one panel per metric, x = K, one line per model), the joined inputs
+``k{K}.src.{src}`` and ``k{K}.ref.{tgt}``, and each model's output ``{name}.k{K}.hyp.{tgt}``, so that
+``scanmt evaluate --hyp DIR/NAME.kK.hyp.en --ref DIR/kK.ref.en --src DIR/kK.src.de --align-model A``
+gives the same BLEU and REP (and DROP up to the aligner's randomness).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from scanmt.api.decode import DecodeOverrides
+from scanmt.api.requests import CommandRequest, option
+from scanmt.errors import ConfigError, DataError
+from scanmt.io import atomic_outputs, check_output_dir, check_parallel, read_lines, write_lines
+
+if TYPE_CHECKING:
+    from scanmt.decoding.translator import Translator
+
+#: the metrics of every model and K, in the table's and the figure's order: (key, column, panel title)
+METRICS = (
+    ("bleu", "BLEU", "BLEU (sacreBLEU)"),
+    ("rep", "REP", "REP (lower is better)"),
+    ("drop", "DROP", "DROP % (lower is better)"),
+    ("length_ratio", "len", "output / reference length"),
+    ("dropped_sentences", "dropS%", "inputs dropping a sentence %"),
+)
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+JSON_FILE, PNG_FILE = "stress.json", "stress.png"
+
+
+def default_name(model: str) -> str:
+    """A model's label from its path: the run folder for ``RUN/best.pt`` or ``RUN/last.pt``, else the file stem."""
+    p = Path(model)
+    return p.parent.name if p.name in ("best.pt", "last.pt") and p.parent.name not in ("", ".", "..") else p.stem
+
+
+@dataclass(frozen=True)
+class StressRequest(CommandRequest):
+    """``scanmt stress``: translate ``src`` joined K sentences at a time with each ``model``, score against
+    ``ref`` joined alike, write everything into the folder ``out`` (see the module docstring)."""
+
+    COMMAND = "stress"
+    #: checkpoints (``best.pt`` of runs), compared side by side
+    model: tuple[str, ...]
+    src: Path
+    ref: Path
+    out: Path
+    #: sentences joined into one input, one test per value
+    k: tuple[int, ...] = (1, 2, 3, 4)
+    #: the models' labels (one per model); () : from their paths (:func:`default_name`)
+    names: tuple[str, ...] = ()
+    beam: int | None = option(None, key="decode.beam")
+    batch_size: int | None = option(None, key="decode.batch_size")
+    #: word-level aligner of ``align`` (ALIGN_DIR or ALIGN_DIR/word) for DROP and dropped sentences
+    align_model: Path | None = None
+    max_source_len: int | None = option(None, key="decode.max_source_len")
+    device: str = "cpu"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.model:
+            raise ConfigError("--model: give at least one checkpoint")
+        if not self.k:
+            raise ConfigError("--k: give at least one K (sentences joined into one input)")
+        for k in self.k:
+            if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+                raise ConfigError(f"--k must be whole numbers >= 1, got {k!r}")
+        if len(set(self.k)) != len(self.k):
+            raise ConfigError(f"--k {' '.join(map(str, self.k))}: give each K once")
+        self.model_names()
+
+    def model_names(self) -> list[str]:
+        """The models' labels, checked: one per model, distinct, usable in file names."""
+        if self.names and len(self.names) != len(self.model):
+            raise ConfigError(f"--names: {len(self.names)} name(s) for {len(self.model)} model(s) (--model): give one "
+                              "name per model")
+        names = list(self.names) or [default_name(m) for m in self.model]
+        for name in names:
+            if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
+                raise ConfigError(f"--names {name!r}: a name is letters, digits and . _ + - (it names files)")
+        twice = next((n for n in names if names.count(n) > 1), None)
+        if twice is not None:
+            how = "--names" if self.names else "their paths (the run folders)"
+            raise ConfigError(f"two models are named {twice} by {how}: give each model its own name with --names")
+        return names
+
+    def decode_overrides(self) -> DecodeOverrides:
+        return DecodeOverrides(batch_size=self.batch_size, max_source_len=self.max_source_len)
+
+
+Scores = dict[str, float | None]
+
+
+@dataclass
+class StressResult:
+    """Scores by model name and K (:data:`METRICS` keys; None: not measured) and what was written."""
+
+    names: list[str]
+    ks: list[int]
+    #: name -> K -> metric -> value
+    scores: dict[str, dict[int, Scores]]
+    #: K -> joined inputs scored
+    inputs: dict[int, int]
+    out: Path
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_json(self, request: StressRequest) -> dict[str, Any]:
+        """``stress.json``: the request, the K values, the models and every number."""
+        return {
+            "command": request.command_line(), "k": self.ks, "names": self.names,
+            "models": {n: str(Path(m).resolve()) for n, m in zip(self.names, request.model)},
+            "src": str(request.src), "ref": str(request.ref),
+            "align_model": str(request.align_model) if request.align_model else None,
+            "inputs": {str(k): n for k, n in self.inputs.items()},
+            "scores": {n: {str(k): v for k, v in by_k.items()} for n, by_k in self.scores.items()},
+            "dropped_sentence_rule": "a source sentence with fewer than 20% of its words linked to the output",
+            "notes": self.notes, "seconds": round(self.seconds, 1),
+        }
+
+    def summary(self, request: StressRequest | None = None) -> str:
+        """What ``scanmt stress`` prints: the table (rows K, columns model x metric), notes, the files."""
+        lines = [f"scanmt stress: {len(self.names)} model(s), K = {' '.join(map(str, self.ks))}", format_table(self)]
+        lines += [f"note: {n}" for n in self.notes]
+        lines.append(f"written to {self.out}: {JSON_FILE}, {PNG_FILE}, joined inputs k*.src/ref, outputs NAME.k*.hyp")
+        return "\n".join(lines)
+
+
+def _cell(value: float | None, key: str) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:.3f}" if key == "length_ratio" else f"{value:.2f}"
+
+
+def format_table(result: StressResult) -> str:
+    """Rows K (with the number of joined inputs), one group of metric columns per model."""
+    heads = [c for _, c, _ in METRICS]
+    width = max(7, *(len(h) for h in heads))
+    group = len(heads) * (width + 1) - 1
+    names = "".join(f"  {n[:group]:<{group}}" for n in result.names)
+    lines = [f"{'':>3} {'':>6}{names}",
+             f"{'K':>3} {'inputs':>6}" + "".join("  " + " ".join(f"{h:>{width}}" for h in heads) for _ in result.names)]
+    for k in result.ks:
+        row = f"{k:>3} {result.inputs[k]:>6}"
+        for n in result.names:
+            row += "  " + " ".join(f"{_cell(result.scores[n][k].get(key), key):>{width}}" for key, _, _ in METRICS)
+        lines.append(row)
+    return "\n".join(lines)
+
+
+@dataclass
+class _Side:
+    """One K's joined test set: raw and tokenized lines, the source sentences' word counts, source-reference links."""
+
+    src: list[str]
+    ref: list[str]
+    src_tok: list[str]
+    ref_tok: list[str]
+    lengths: list[list[int]]
+    ref_links: list[set[tuple[int, int]]] | None = None
+
+
+def _join(src: list[str], ref: list[str], src_tok: list[str], ref_tok: list[str], k: int) -> _Side:
+    from scanmt.metrics.stress import join_groups
+
+    n = len(src) // k
+    lengths = [[len(src_tok[g * k + j].split()) for j in range(k)] for g in range(n)]
+    return _Side(join_groups(src, k), join_groups(ref, k), join_groups(src_tok, k), join_groups(ref_tok, k), lengths)
+
+
+def score_output(side: _Side, hyps: list[str], tgt_lang: str, aligner: Any) -> Scores:
+    """The :data:`METRICS` of one model's outputs ``hyps`` of one joined test set."""
+    from scanmt.api.evaluate_text import _align
+    from scanmt.data.tokenize import tokenize
+    from scanmt.metrics.bleu import detok_bleu
+    from scanmt.metrics.drop import drop_score
+    from scanmt.metrics.rep import rep_score
+    from scanmt.metrics.stress import dropped_sentences
+
+    hyp_tok = [tokenize(h, tgt_lang) if h.strip() else "" for h in hyps]
+    hyp_words, ref_words = [h.split() for h in hyp_tok], [r.split() for r in side.ref_tok]
+    scores: Scores = {
+        "bleu": detok_bleu(hyps, side.ref).score,
+        "rep": rep_score(hyp_words, ref_words),
+        "length_ratio": sum(map(len, hyp_words)) / max(1, sum(map(len, ref_words))),
+        "drop": None, "dropped_sentences": None,
+    }
+    if aligner is not None and side.ref_links is not None:
+        same = [h == r for h, r in zip(hyp_tok, side.ref_tok)]
+        src = [s.split() for s in side.src_tok]
+        links = _align(aligner, src, [[] if eq else w for w, eq in zip(hyp_words, same)])
+        links = [set(r) if eq else h for h, r, eq in zip(links, side.ref_links, same)]
+        scores["drop"] = drop_score(side.ref_links, links, [len(s) for s in src]).score
+        d = dropped_sentences(links, side.lengths)
+        scores["dropped_sentences"] = d.share
+        scores["sentences_dropped"], scores["sentences"] = d.dropped, d.sentences
+    return scores
+
+
+def _read_test_set(request: StressRequest) -> tuple[list[str], list[str]]:
+    src = read_lines(request.src, what="source file")
+    ref = read_lines(request.ref, what="reference file")
+    check_parallel(src, ref, request.src, request.ref)
+    too_big = [k for k in request.k if k > len(src)]
+    if too_big:
+        raise ConfigError(f"--k {too_big[0]}: more than the {len(src)} lines of {request.src}; no input would hold "
+                          f"{too_big[0]} sentences")
+    return src, ref
+
+
+def _load_models(request: StressRequest) -> list[Translator]:
+    """Every model, loaded before any work, checked to translate the same language pair."""
+    from scanmt.api.translate import load_translator
+
+    for m in request.model:
+        if not Path(m).is_file():
+            raise DataError(f"--model {m}: no such checkpoint file")
+    models = [load_translator(m, decode=request.decode_overrides(), device=request.device) for m in request.model]
+    pairs = {(tr.pipeline.src_lang, tr.pipeline.tgt_lang) for tr in models}
+    if len(pairs) > 1:
+        raise ConfigError(f"--model: the models translate different language pairs ({', '.join(sorted(map('-'.join, pairs)))}); "
+                          "compare models of one pair")
+    return models
+
+
+def stress(request: StressRequest) -> StressResult:
+    """Run a :class:`StressRequest`; every output is written at the end, together (see the module docstring)."""
+    from tqdm import tqdm
+
+    from scanmt.data.tokenize import tokenize_all
+
+    t0 = time.time()
+    out = check_output_dir(request.out, ours=lambda d: (d / JSON_FILE).is_file(), holds=f"a scanmt stress output "
+                           f"({JSON_FILE})")
+    src, ref = _read_test_set(request)
+    names, models = request.model_names(), _load_models(request)
+    sl, tl = models[0].pipeline.src_lang, models[0].pipeline.tgt_lang
+    aligner, notes = None, []
+    if request.align_model is not None:
+        from scanmt.api.evaluate_text import _load_word_aligner
+
+        aligner, _ = _load_word_aligner(request.align_model, sl, tl)
+    else:
+        notes.append("DROP and dropped sentences not measured (they need a word alignment): give --align-model")
+    src_tok, ref_tok = tokenize_all(src, sl), tokenize_all(ref, tl)
+    scores: dict[str, dict[int, Scores]] = {n: {} for n in names}
+    texts: dict[str, list[str]] = {}
+    with tqdm(total=len(request.k) * len(models), desc="stress", unit="test") as bar:
+        for k in request.k:
+            side = _join(src, ref, src_tok, ref_tok, k)
+            if aligner is not None:
+                from scanmt.api.evaluate_text import _align
+
+                side.ref_links = _align(aligner, [s.split() for s in side.src_tok], [r.split() for r in side.ref_tok])
+            texts[f"k{k}.src.{sl}"], texts[f"k{k}.ref.{tl}"] = side.src, side.ref
+            for name, tr in zip(names, models):
+                out_lines = tr.translate_lines(side.src, beam=request.beam, source=f"{name} K={k}")
+                hyps = [t.text for t in out_lines]
+                texts[f"{name}.k{k}.hyp.{tl}"] = hyps
+                scores[name][k] = score_output(side, hyps, tl, aligner)
+                bar.update()
+    inputs = {k: len(src) // k for k in request.k}
+    result = StressResult(names, list(request.k), scores, inputs, out, notes, time.time() - t0)
+    write_stress(request, result, texts)
+    return result
+
+
+def write_stress(request: StressRequest, result: StressResult, texts: dict[str, list[str]]) -> None:
+    """Every file of the stress test into ``result.out``, as one unit (:func:`scanmt.io.atomic_outputs`)."""
+    from scanmt.viz.stress_plot import plot_stress
+
+    out = result.out
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / name for name in texts] + [out / PNG_FILE, out / JSON_FILE]
+    panels = {title: {n: [result.scores[n][k][key] for k in result.ks] for n in result.names}
+              for key, _, title in METRICS}
+    with atomic_outputs(paths) as temp:
+        for name, lines in texts.items():
+            write_lines(temp[str(out / name)], lines)
+        plot_stress(panels, result.ks, temp[str(out / PNG_FILE)], title=f"coverage stress test: {request.src}")
+        with open(temp[str(out / JSON_FILE)], "w", encoding="utf-8") as fh:
+            json.dump(result.to_json(request), fh, indent=2, ensure_ascii=False)
+            fh.write("\n")

@@ -1,0 +1,92 @@
+"""``scanmt stress`` and ``api.stress`` end to end on a tiny model (K 1 2), and their one-line errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from scanmt import api
+from scanmt.api.stress import METRICS
+from scanmt.cli.main import main
+from scanmt.errors import ConfigError, DataError
+from tests.stress.conftest import N_LINES
+
+
+def _request(tmp: Path, ckpt: Path, out: Path, **kw) -> api.StressRequest:
+    return api.StressRequest(model=(str(ckpt), str(ckpt)), names=("a", "b"), src=tmp / "test.raw.de",
+                             ref=tmp / "test.raw.en", out=out, k=(1, 2), beam=1, **kw)
+
+
+def test_api_writes_every_model_and_k(stress_setup, tmp_path):
+    tmp, ckpt = stress_setup
+    request = _request(tmp, ckpt, tmp_path / "out", align_model=tmp / "align")
+    result = api.stress(request)
+    out = tmp_path / "out"
+    doc = json.loads((out / "stress.json").read_text(encoding="utf-8"))
+    assert doc["k"] == [1, 2] and doc["names"] == ["a", "b"] and doc["inputs"] == {"1": N_LINES, "2": N_LINES // 2}
+    assert doc["command"] == request.command_line() and doc["models"]["a"] == str(ckpt.resolve())
+    for name in ("a", "b"):
+        for k in ("1", "2"):
+            scores = doc["scores"][name][k]
+            assert all(isinstance(scores[key], float) for key, _, _ in METRICS), scores
+            assert 0 <= scores["dropped_sentences"] <= 100 and scores["sentences"] == N_LINES // int(k) * int(k)
+            hyp = (out / f"{name}.k{k}.hyp.en").read_text(encoding="utf-8").splitlines()
+            assert len(hyp) == N_LINES // int(k)
+    assert (out / "stress.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    joined = (out / "k2.src.de").read_text(encoding="utf-8").splitlines()
+    first = (tmp / "test.raw.de").read_text(encoding="utf-8").splitlines()[:2]
+    assert joined[0] == " ".join(first) and len(joined) == 4
+    text = result.summary(request)
+    assert "BLEU" in text and "dropS%" in text and "n/a" not in text
+    assert result.scores["a"][1]["bleu"] == doc["scores"]["a"]["1"]["bleu"]
+
+
+def test_cli_without_aligner_says_drop_is_not_measured(stress_setup, tmp_path, capsys):
+    tmp, ckpt = stress_setup
+    argv = ["stress", "--model", str(ckpt), "--src", str(tmp / "test.raw.de"), "--ref", str(tmp / "test.raw.en"),
+            "--k", "1", "2", "--beam", "1", "--out", str(tmp_path / "o")]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "n/a" in printed and "give --align-model" in printed and "run" in printed  # the default name: run folder
+    doc = json.loads((tmp_path / "o" / "stress.json").read_text(encoding="utf-8"))
+    assert doc["scores"]["run"]["2"]["drop"] is None and doc["scores"]["run"]["2"]["bleu"] >= 0
+    assert main(argv) == 0  # its own folder: written again
+
+
+def _cli_error(capsys, *argv: str) -> str:
+    assert main(["stress", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and err.startswith("scanmt stress: error: ")
+    return err
+
+
+def test_bad_inputs_get_one_line_errors(stress_setup, tmp_path, capsys):
+    tmp, ckpt = stress_setup
+    base = ["--model", str(ckpt), "--src", str(tmp / "test.raw.de")]
+    ok = [*base, "--ref", str(tmp / "test.raw.en")]
+    assert "--k must be whole numbers >= 1, got 0" in _cli_error(capsys, *ok, "--k", "1", "0", "--out", str(tmp_path / "a"))
+    with pytest.raises(ConfigError, match=r"--k must be whole numbers >= 1, got 0"):
+        api.StressRequest(model=(str(ckpt),), src=tmp / "test.raw.de", ref=tmp / "test.raw.en", out=tmp_path / "a", k=(0,))
+    short = tmp_path / "short.en"
+    short.write_text("one line\n", encoding="utf-8")
+    err = _cli_error(capsys, *base, "--ref", str(short), "--out", str(tmp_path / "b"))
+    assert f"has {N_LINES} lines but {short} has 1" in err
+    a_file = tmp_path / "file"
+    a_file.write_text("x\n")
+    assert "is a file, not a folder" in _cli_error(capsys, *ok, "--out", str(a_file))
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "keep.txt").write_text("x\n")
+    assert "not empty and does not hold a scanmt stress output" in _cli_error(capsys, *ok, "--out", str(other))
+    two = ["--model", str(ckpt), str(ckpt), *ok[2:]]
+    assert "1 name(s) for 2 model(s)" in _cli_error(capsys, *two, "--names", "x", "--out", str(tmp_path / "c"))
+    assert "two models are named run" in _cli_error(capsys, *two, "--out", str(tmp_path / "c"))
+    assert f"--k 10: more than the {N_LINES} lines" in _cli_error(capsys, *ok, "--k", "10", "--out", str(tmp_path / "c"))
+    assert "give each K once" in _cli_error(capsys, *ok, "--k", "2", "2", "--out", str(tmp_path / "c"))
+    assert "no such checkpoint" in _cli_error(capsys, *ok[2:], "--model", str(tmp_path / "no.pt"),
+                                              "--out", str(tmp_path / "c"))
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists() and not (tmp_path / "c").exists()
+    with pytest.raises(DataError, match="is a file, not a folder"):
+        api.stress(_request(tmp, ckpt, a_file))

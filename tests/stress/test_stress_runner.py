@@ -1,0 +1,99 @@
+"""The stress test as a grid run's step (``experiment run --stress-k``) and the report's table."""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+from pathlib import Path
+
+import pytest
+
+from scanmt.api import StressRequest
+from scanmt.cli.main import request_from_argv
+from scanmt.errors import ConfigError
+from scanmt.experiments import runner
+from scanmt.experiments.grid import load_grid
+from scanmt.experiments.report import SystemResults
+from scanmt.experiments.stress_report import stress_section
+from scanmt.presets import preset_path
+
+GRID = """
+name: g
+systems:
+  - name: softmax
+    set: [model.attention.transform=softmax, decode.beam=2]
+  - name: cov
+    set: [model.attention.transform=softmax, decode.beam=2, decode.coverage_eps=0.2]
+    reuse_model: softmax
+"""
+
+
+def plan(tmp_path: Path, data: Path, stress_k: tuple[int, ...] = (1, 2)) -> list[runner.RunSpec]:
+    grid_file = tmp_path / "g.yaml"
+    grid_file.write_text(GRID, encoding="utf-8")
+    grid = load_grid(grid_file)
+    out = tmp_path / "exp"
+    ctx = runner.RunContext(
+        out=out, preset=preset_path("cpu-small").resolve(), data_dir=data, src_lang="de", tgt_lang="en",
+        cli_set=["train.threads=1"], split="test", command="scanmt experiment run g.yaml", commit="abc",
+        align_model=data / "align", stress_k=stress_k,
+    )
+    return runner.plan_runs(grid, grid.systems, [1], ctx)
+
+
+def test_the_stress_step_is_a_typed_request_in_spec_and_command_file(tmp_path):
+    specs = plan(tmp_path, tmp_path / "data")
+    soft, cov = specs
+    assert soft.steps()[-1] == ("stress", soft.stress)
+    s = cov.stress
+    assert s.model == (str(Path(cov.model_from) / "best.pt"),) and s.names == ("cov",) and s.k == (1, 2)
+    assert s.out == cov.dir / "stress" and s.src == tmp_path / "data" / "test.raw.de" and s.beam == 2
+    assert runner.RunSpec.from_dict(soft.to_dict()).stress == soft.stress
+    steps = runner.device_steps(soft, "cuda")
+    assert dict(steps)["stress"].device == "cuda"
+    soft.dir.mkdir(parents=True)
+    runner.write_command_file(soft, steps, "cuda")
+    last = (soft.dir / "command.txt").read_text(encoding="utf-8").splitlines()[-1]
+    assert request_from_argv(shlex.split(last)[1:]) == dict(steps)["stress"]
+    assert plan(tmp_path, tmp_path / "data", ())[0].stress is None
+    assert runner.RunSpec.from_dict({**plan(tmp_path, tmp_path / "data", ())[0].to_dict()}).stress is None
+
+
+def test_a_finished_run_gets_the_stress_step_alone(tmp_path):
+    soft = plan(tmp_path, tmp_path / "data")[0]
+    run = soft.dir
+    (run / ".stages").mkdir(parents=True)
+    for stage in ("train", "translate", "evaluate"):
+        runner.write_json(runner.stage_marker(run, stage), {"seconds": 1})
+    runner.write_json(run / "metrics.json", {"test_sets": {}})
+    (run / "DONE").write_text("x\n")
+    assert runner.run_status(soft) == "resume" and "adding the stress test" in runner.resume_note(soft)
+    runner.write_json(runner.stage_marker(run, "stress"), {"seconds": 1, "k": [1, 2]})
+    assert runner.run_status(soft) == "done"
+    runner.write_json(runner.stage_marker(run, "stress"), {"seconds": 1, "k": [1]})  # other K values asked now
+    assert runner.run_status(soft) == "resume"
+
+
+@pytest.mark.parametrize("ks, message", [((0,), "--stress-k must be whole numbers >= 1, got 0"),
+                                         ((2, 2), "--stress-k 2 2: give each K once")])
+def test_bad_stress_k_is_refused_before_the_plan(tmp_path, ks, message):
+    with pytest.raises(ConfigError, match=message):
+        plan(tmp_path, tmp_path / "data", ks)
+
+
+def test_the_step_runs_and_the_report_tables_it(tmp_path, stress_setup):
+    data, ckpt = stress_setup
+    soft = plan(tmp_path, data)[0]
+    soft.dir.mkdir(parents=True)
+    shutil.copy(ckpt, soft.dir / "best.pt")
+    seconds, result = runner._step(soft.stress, "stress")
+    assert isinstance(result.scores["softmax"][2]["bleu"], float)
+    m = runner.stress_metrics(soft)
+    assert m["k"] == [1, 2] and set(m["scores"]) == {"1", "2"} and m["scores"]["2"]["drop"] is not None
+    two = {**m, "scores": {k: {**v, "bleu": v["bleu"] + 2.0} for k, v in m["scores"].items()}}
+    lines = stress_section([SystemResults("softmax", "Softmax", [{"seed": 1, "stress": m}, {"seed": 2, "stress": two}]),
+                            SystemResults("cov", "Cov", [{"seed": 1}])])
+    text = "\n".join(lines)
+    assert "## Coverage stress test" in text and "| Softmax | 2 | 4 |" in text
+    assert f"{m['scores']['1']['bleu'] + 1.0:.2f} ± 1.41" in text and "| Cov |" not in text
+    assert stress_section([SystemResults("cov", "Cov", [{"seed": 1, "stress": None}])]) == []
