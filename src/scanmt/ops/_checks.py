@@ -136,6 +136,15 @@ def compute_dtype(*dtypes: torch.dtype) -> torch.dtype:
     return dt
 
 
+def require_bounds(name: str, u: Optional[object]) -> None:
+    """``TypeError`` naming the argument when a constrained op is called without bounds."""
+    if u is None:
+        raise TypeError(
+            f"{name}: u (the upper bounds) is required: pass a tensor broadcastable with z or a number "
+            f"(u >= 1 never binds), got None"
+        )
+
+
 def broadcast_inputs(
     name: str,
     z: Tensor,

@@ -158,7 +158,7 @@ class CSoftmaxFunction(_function.TransformFunction):
     """Autograd function for csoftmax on tensors already broadcast by the caller."""
 
     op_name, kernel = "csoftmax", "csoftmax_forward"  # the kernel's aux output: capped
-    bound_cap = 1.0
+    bound_cap, p_weighted = 1.0, True
 
     @classmethod
     def _solve(cls, z2: Tensor, zmax: Tensor, b: Optional[_checks.Bounds], k: _checks.Consts) -> _function.Solved:
