@@ -339,6 +339,30 @@ def test_errors_for_bad_arguments():
 
 
 @pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("op", ["csoftmax", "csparsemax"])
+def test_bad_bounds_raise_naming_the_argument(op, path):
+    """Issue 27, item 19: a missing ``u`` was a bare AssertionError; every bad ``u`` names it."""
+    z = torch.randn(2, 3)
+    with on_path(path):
+        with pytest.raises(TypeError, match=rf"^{op}: u \(the upper bounds\) is required"):
+            call(op, z, None)
+        with pytest.raises(TypeError, match=rf"^{op}: u must be a torch.Tensor or a real number, got list"):
+            call(op, z, [1.0, 1.0, 1.0])
+        with pytest.raises(TypeError, match=rf"^{op}: u must be a torch.Tensor or a real number, got bool"):
+            call(op, z, True)
+        with pytest.raises(ValueError, match=rf"^{op}: z of shape \(2, 3\) and u of shape \(2, 2\) cannot"):
+            call(op, z, torch.ones(2, 2))
+        with pytest.raises(ValueError, match=rf"^{op}: u contains NaN at an unmasked position in 1 of 2 rows"):
+            call(op, z, torch.tensor([[1.0, float("nan"), 1.0], [1.0, 1.0, 1.0]]))
+        with pytest.raises(ValueError, match=rf"^{op}: u contains NaN"):
+            call(op, z, float("nan"))
+        with pytest.raises(ValueError, match=rf"^{op}: u must be >= 0 .* the smallest is -0.5"):
+            call(op, z, torch.tensor([[1.0, -0.5, 1.0], [1.0, 1.0, 1.0]]))
+        with pytest.raises(ValueError, match=rf"^{op}: infeasible upper bounds in 2 of 2 rows"):
+            call(op, z, 0.1)
+
+
+@pytest.mark.parametrize("path", PATHS)
 def test_non_contiguous_inputs(path):
     with on_path(path):
         _non_contiguous_inputs()

@@ -224,3 +224,40 @@ def test_no_gradient_through_unbounded_entries(path):
             fn(z, u).backward(torch.randn(8, 10, dtype=torch.float64))
         assert torch.isfinite(u.grad).all() and torch.isfinite(z.grad).all()
         assert torch.equal(u.grad[:, -1], torch.zeros(8, dtype=torch.float64))
+
+
+# ----------------------------------------------------------------------------
+# double backward (issue 27, item 10): correct, never silently first-order
+# ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("op", ["softmax", "sparsemax", "csoftmax", "csparsemax"])
+def test_double_backward_is_correct(op, path):
+    """gradgradcheck in float64 (z and u), and a gradient penalty has its second-order term:
+    before the fix the gradient had no graph (``create_graph=True`` was ignored)."""
+    z, u = _rows_away_from_breakpoints("csparsemax" if op == "sparsemax" else op, 2, 5, seed=3)
+    fns = {"softmax": softmax, "sparsemax": sparsemax}
+
+    def transform(x: torch.Tensor, b: torch.Tensor = u) -> torch.Tensor:
+        return fns[op](x) if op in fns else {"csoftmax": csoftmax, "csparsemax": csparsemax}[op](x, b)
+
+    z.requires_grad_(True)
+    u = u.clamp(max=5.0).requires_grad_(op in ("csoftmax", "csparsemax"))
+    weights = torch.arange(5.0, dtype=z.dtype)
+    with on_path(path):
+        inputs = (z, u) if u.requires_grad else (z,)
+        assert torch.autograd.gradgradcheck(transform, inputs)
+        (g,) = torch.autograd.grad((transform(z, u) * weights).sum(), z, create_graph=True)
+        assert g.requires_grad
+        (h,) = torch.autograd.grad(g.pow(2).sum(), z)
+    # the penalty's gradient against finite differences of the first-order gradient
+    eps, dz = 1e-6, torch.randn_like(z)
+    with on_path(path):
+        def penalty(x: torch.Tensor) -> float:
+            x = x.detach().requires_grad_(True)
+            (gx,) = torch.autograd.grad((transform(x, u.detach()) * weights).sum(), x)
+            return float(gx.pow(2).sum())
+
+        fd = (penalty(z + eps * dz) - penalty(z - eps * dz)) / (2 * eps)
+    assert abs(float((h * dz).sum()) - fd) < 1e-5 * max(1.0, abs(fd))

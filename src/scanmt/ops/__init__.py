@@ -65,7 +65,10 @@ Gradients
 ---------
 Custom ``torch.autograd.Function``\\ s implement the closed-form backward passes
 (nothing is differentiated through a sort or a loop); gradients flow to ``z``
-and ``u``:
+and ``u``, and can be differentiated again (``create_graph=True``, gradient
+penalties, ``gradgradcheck`` passes in float64): softmax and csoftmax through the
+saved output ``p``, while sparsemax and csparsemax, piecewise linear, have a
+piecewise constant gradient whose derivative in ``z`` and ``u`` is 0:
 
 * sparsemax: ``dz = 1[S] (dp - mean_S dp)`` with ``S`` the support;
 * csoftmax (Martins and Kreutzer, 2017): with ``A`` the entries below their
@@ -103,7 +106,19 @@ errors
     ``u`` at an unmasked position, infeasible rows (the sum of ``u`` over the
     unmasked positions below ``1 - FEASIBILITY_TOL``; the message says how many
     rows and by how much) and shapes that do not broadcast; ``TypeError`` for
-    a non-floating ``z`` or a non-bool ``mask``.
+    a non-floating ``z``, a non-bool ``mask``, or a
+    constrained op called without ``u`` (``u=None``).
+huge scores
+    Every finite input (tested up to ``1e30`` in magnitude, float32 and float64, on the
+    native and the PyTorch paths) gives a finite point of the (bounded) simplex, the
+    same on both paths up to rounding: the transforms are invariant to adding a
+    constant to ``z``, and the thresholds are found on ``z - max(z)`` (exact near the
+    maximum, where the support of softmax and sparsemax lies).  Where the constrained
+    ops' mass sits far below a capped maximum (``z = [1e30, 0.3, 0]`` with ``u_1 = 0.5``
+    gives ``[0.5, 0.4, 0.1]``), ``z - max(z)`` has rounded it away: those rows are solved
+    again in frames centred at the threshold (``_checks.recentre``), in double precision.
+    Scores that the dtype cannot tell apart are equal: three float32 scores
+    ``1e8 + [1.2, 0.8, -0.2]`` are one number, and get 1/3 each.
 validation cost
     These checks cost a few reductions and one host synchronisation per call
     (on the CPU with the native kernel: nothing extra, the kernel checks).

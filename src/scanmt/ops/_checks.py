@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import numbers
-from typing import Iterator, Optional, Tuple
+from typing import Callable, Iterator, Optional, Tuple
 
 import torch
 from torch import Tensor
@@ -134,6 +134,15 @@ def compute_dtype(*dtypes: torch.dtype) -> torch.dtype:
     if dt in (torch.float16, torch.bfloat16) or not dt.is_floating_point:
         return torch.float32
     return dt
+
+
+def require_bounds(name: str, u: Optional[object]) -> None:
+    """``TypeError`` naming the argument when a constrained op is called without bounds."""
+    if u is None:
+        raise TypeError(
+            f"{name}: u (the upper bounds) is required: pass a tensor broadcastable with z or a number "
+            f"(u >= 1 never binds), got None"
+        )
 
 
 def broadcast_inputs(
@@ -332,6 +341,51 @@ def masked_scores(rows: Rows, z: Tensor, mask: Optional[Tensor], dtype: torch.dt
     if mask is not None:
         z2 = z2.masked_fill(~rows.take(mask), float("-inf"))
     return z2
+
+
+#: rows whose threshold lies further than this from max(z) (in units of the scores) are
+#: re-solved in a frame centred at the threshold (:func:`recentre`)
+RECENTRE_AT = 1024.0
+
+
+def recentre(
+    z2: Tensor, r: Tensor, bound: Tensor, margin: float, solve: Callable[[Tensor, Tensor], Tensor]
+) -> Tuple[Tensor, Tensor]:
+    """Re-solve rows in frames centred at their threshold; returns ``(x, t)``: the solution
+    is read off ``x - t`` (``p = clip(x - t, 0, u)``, or ``min(exp(x - t), u)``).
+
+    A threshold found in the frame ``z - max(z)`` is only as precise as that frame: an entry
+    far below the maximum is rounded there to ``eps |z - max(z)|``, so where the mass sits far
+    below a capped maximum (``z = [1e30, 0.3, 0]``) the entries that carry it are lost.
+    ``z2``: ``[R, J]`` scores of the rows to re-solve (``-inf`` = unusable) in their own
+    frame; ``r``: ``[R, 1]``, their threshold there to within ``bound``.  Each round,
+    in float64 (the compute dtype where a device lacks it), solves ``x = clamp(z - r, -B, B)``
+    with ``B`` the error bound of ``r`` plus ``margin``: an entry beyond ``B`` keeps its status
+    (capped above; zero, or negligible for csoftmax, below), and no value exceeds ``B``, so the
+    threshold ``t = solve(x, B)`` in that frame errs by at most ``4 J eps B``.  ``r`` is kept
+    as an unevaluated sum ``r_hi + r_lo`` (``r_hi`` the nearest number to it), so that
+    ``x = (z - r_hi) - r_lo`` is exact near the threshold however large ``r`` is; ``r += t``.
+    Rounds end once ``B`` is at most :data:`RECENTRE_AT` (three from 1e30 in float32).
+    """
+    dt = z2.dtype if z2.device.type == "mps" else torch.float64
+    J = z2.shape[-1]
+    z64, r_hi = z2.to(dt), r.to(dt).nan_to_num(nan=0.0)
+    r_lo = torch.zeros_like(r_hi)
+    usable = torch.gt(z64, float("-inf"))
+    B = bound.to(dt).add(margin)
+    shrink = 4.0 * J * torch.finfo(dt).eps
+    for _ in range(16):
+        x = torch.where(usable, torch.maximum(torch.minimum(z64 - r_hi - r_lo, B), -B), z64)
+        t = solve(x, B)
+        if float(B.amax()) <= RECENTRE_AT:
+            break
+        # r_hi + r_lo + t as r_hi + r_lo again, without rounding (Knuth's two-sum)
+        b = r_lo + t.nan_to_num(nan=0.0)
+        s = r_hi + b
+        bb = s - r_hi
+        r_hi, r_lo = s, (r_hi - (s - bb)) + (b - bb)
+        B = B.mul(shrink).add(margin)
+    return x, t
 
 
 def shift(z2: Tensor, zmax: Tensor, k: Consts) -> Tensor:

@@ -16,6 +16,13 @@ sparsemax, csoftmax and csparsemax, and a subclass supplies only its maths:
   ``p 1[A]`` for csoftmax) and ``C`` the capped set (``_free_set``),
   ``m = sum(w dp) / sum(w)``, ``dz = w (dp - m)`` and ``du = 1[C] (dp - m)``
   (``m = 0`` where ``A`` carries no weight).  softmax overrides ``_vjp``.
+  Under ``create_graph=True`` (a gradient penalty, ``gradgradcheck``) the backward
+  is computed out of place from the saved *output* ``p`` where the weights are ``p``
+  (softmax, csoftmax: ``p`` on the free set is smooth in ``z`` and ``u``, so the
+  second-order terms come from autograd through this ``Function`` again) and with
+  the sets held fixed (their derivative is 0 almost everywhere: sparsemax and
+  csparsemax are piecewise linear, so their gradient is piecewise constant and is
+  linked to ``z`` and ``u`` with a zero derivative).
 """
 
 from __future__ import annotations
@@ -91,6 +98,9 @@ class TransformFunction(torch.autograd.Function):
     op_name: ClassVar[str]
     #: ``None``: unconstrained (no ``u``); else the cap of :class:`._checks.Bounds`
     bound_cap: ClassVar[Optional[float]] = None
+    #: the free-set weights ``w`` are ``p`` itself (softmax, csoftmax) rather than 0/1: the
+    #: double backward then differentiates through the saved output
+    p_weighted: ClassVar[bool] = False
     #: the function of ``_kernels.cpp`` with this transform's forward pass (``None``: none);
     #: ``kernel(z, mask) -> (p, n_invalid)`` without bounds, else
     #: ``kernel(z, u, mask, FEASIBILITY_TOL, NEGATIVE_TOL) -> (p, aux, n_invalid)``
@@ -105,7 +115,7 @@ class TransformFunction(torch.autograd.Function):
             cls.op_name, z, None if cls.bound_cap is None else u, mask, dim
         )
         if cls.bound_cap is not None:
-            assert u is not None
+            _checks.require_bounds(cls.op_name, u)
         if z.numel() == 0:  # nothing to normalise; keeps the graph for autograd
             return (z * 0 if u is None else z * 0 + u * 0).to(out_dtype)
         return cls.apply(z, u, mask, dim, validate, out_dtype)
@@ -128,8 +138,12 @@ class TransformFunction(torch.autograd.Function):
             solved = cls._torch_forward(rows, z, u, mask, cdt, validate)
         p, saved = solved
         ctx.rows, ctx.z_dtype, ctx.u_dtype = rows, z.dtype, None if u is None else u.dtype
-        ctx.save_for_backward(*saved)
-        return rows.give(p, out_dtype)
+        out = rows.give(p, out_dtype)
+        # the output (p-weighted ops) or the inputs: what a double backward differentiates through
+        linked = (out,) if cls.p_weighted else ((z,) if u is None else (z, u))
+        ctx.n_linked = len(linked)
+        ctx.save_for_backward(*saved, *linked)
+        return out
 
     @classmethod
     def _native_forward(
@@ -163,7 +177,7 @@ class TransformFunction(torch.autograd.Function):
         zmax = z2.amax(-1, keepdim=True)
         b = None
         if cls.bound_cap is not None:
-            assert u is not None
+            _checks.require_bounds(cls.op_name, u)
             b = _checks.Bounds(z2, u, mask, rows, k, validate, cap=cls.bound_cap)
         if validate:
             _checks.raise_if_invalid(cls.op_name, zmax, k, b)
@@ -196,11 +210,39 @@ class TransformFunction(torch.autograd.Function):
         return dz, du
 
     @classmethod
+    def _vjp_differentiable(
+        cls, g: Tensor, saved: Tuple[Tensor, ...], p: Optional[Tensor], need_z: bool, need_u: bool
+    ) -> Tuple[Optional[Tensor], Optional[Tensor]]:
+        """:meth:`_vjp` out of place, for ``create_graph=True``: the sets are held fixed (detached)
+        and, for the p-weighted ops, ``w = p 1[A]`` is taken from the output ``p`` (``[rows, J]``,
+        linked to the graph), so that autograd differentiates the result again."""
+        w, capped = cls._free_set(*saved)  # type: ignore[attr-defined]
+        if p is not None:
+            w = p * torch.gt(w, 0).to(p.dtype)
+        m = (w * g).sum(-1, keepdim=True) / w.sum(-1, keepdim=True).clamp(min=torch.finfo(w.dtype).tiny)
+        gm = g - m
+        dz = w * gm if need_z else None
+        du = gm * capped if need_u and capped is not None else None
+        return dz, du
+
+    @classmethod
     def backward(cls, ctx: Any, grad: Tensor):  # type: ignore[override]
-        saved = ctx.saved_tensors
+        n = len(ctx.saved_tensors) - ctx.n_linked
+        saved, linked = ctx.saved_tensors[:n], ctx.saved_tensors[n:]
         rows: _checks.Rows = ctx.rows
+        need_z, need_u = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
         g = rows.take(grad, saved[0].dtype)
-        dz, du = cls._vjp(g, saved, ctx.needs_input_grad[0], ctx.needs_input_grad[1])
+        if not torch.is_grad_enabled():  # the usual first-order backward: in place, fast
+            dz, du = cls._vjp(g, saved, need_z, need_u)
+            dz = None if dz is None else rows.give(dz, ctx.z_dtype)
+            du = None if du is None else rows.give(du, ctx.u_dtype)
+            return dz, du, None, None, None, None
+        p = rows.take(linked[0], saved[0].dtype) if cls.p_weighted else None
+        dz, du = cls._vjp_differentiable(g, saved, p, need_z, need_u)
         dz = None if dz is None else rows.give(dz, ctx.z_dtype)
         du = None if du is None else rows.give(du, ctx.u_dtype)
+        if not cls.p_weighted:  # piecewise constant in z and u: linked to them with derivative 0
+            ones = torch.ones((), dtype=torch.bool, device=grad.device)
+            dz = None if dz is None else dz + linked[0].masked_fill(ones, 0.0).to(dz.dtype)
+            du = None if du is None else du + linked[1].masked_fill(ones, 0.0).to(du.dtype)
         return dz, du, None, None, None, None

@@ -19,7 +19,8 @@
 //   3. the exact threshold, with every pass over a row written so that the
 //      compiler vectorises it (reductions under `omp simd`, selects instead of
 //      branches):
-//      * sparsemax: Newton's method from the left on the convex
+//      * sparsemax: on z - max(z) (exact near the maximum, where the support
+//        lies, however large z is), Newton's method from the left on the convex
 //        f(tau) = sum max(z - tau, 0) - 1 (Michelot's algorithm); a step that
 //        stays on the linear piece it started from is the root and ends it.
 //      * csparsemax: f(tau) = sum clip(z - tau, 0, c) - 1, c = min(u, 2), is
@@ -27,7 +28,9 @@
 //        bracket search (Illinois regula falsi, with bisection if it stalls)
 //        where every pass also returns the slope of f and the breakpoints
 //        around the point, so that a Newton step that stays on that piece is
-//        the exact root and ends the search.
+//        the exact root and ends the search.  Rows with scores beyond
+//        kRecentreAt are solved again in frames centred at tau
+//        (csparsemax_recentre), where the entries near it are exact.
 //      * csoftmax: the greedy capping of Martins and Kreutzer on
 //        exp(z - max z) (an exp accurate to 1 ulp that vectorises), recentred
 //        where the free mass underflows.
@@ -88,6 +91,8 @@ constexpr int kMaxSteps = 100;    // sparsemax, csparsemax: passes before the so
 constexpr int kMaxRounds = 16;    // csoftmax: capping rounds before the sort
 constexpr double kRecentre = 1e-250;  // csoftmax: a free mass below this is recomputed
 constexpr int64_t kWideJ = 32;        // rows at least this long use the AVX-512 clones
+constexpr double kRecentreAt = 1024.0;  // csparsemax: rows with scores beyond this are re-solved near tau
+constexpr double kEps = std::numeric_limits<double>::epsilon();
 
 // exp(x) for x <= 0, to 1 ulp; 0 for x below -708 (where exp(x) < 3.3e-308:
 // no subnormals).  Cody-Waite reduction x = k ln2 + r, |r| <= ln2 / 2, and the
@@ -290,12 +295,23 @@ double sparsemax_tau_sort(Work& w) {
   return tau;
 }
 
-// tau for the gathered entries (m > 0): Newton's method from the left.
+// Subtracts max(z) from the gathered scores: near the maximum, where the support of
+// sparsemax lies, z - max(z) is exact however large z is (zmax - 1/3 is not, at 1e18).
+SCANMT_INLINE void shift_to_max(Work& w) {
+  double* z = w.z;
+  const double zm = w.have_extremes ? w.zmax : vmax(z, w.m);
+#pragma omp simd
+  for (int64_t k = 0; k < w.m; ++k) z[k] -= zm;
+  w.zmax = 0.0;
+  w.have_extremes = true;
+}
+
+// tau for the gathered entries (m > 0, shifted by shift_to_max): Newton's method from the left.
 SCANMT_INLINE double sparsemax_tau(Work& w) {
   const double* z = w.z;
   const int64_t m = w.m;
-  // f >= 0 at max(z) - 1: the max alone has mass 1
-  double tau = (w.have_extremes ? w.zmax : vmax(z, m)) - 1.0;
+  // f >= 0 at max(z) - 1 = -1: the max alone has mass 1
+  double tau = -1.0;
   for (int step = 0; step < w.max_steps; ++step) {
     double s = 0.0, n = 0.0, above = kInf;
 #pragma omp simd reduction(+ : s, n) reduction(min : above)
@@ -377,6 +393,7 @@ SCANMT_INLINE int64_t sparsemax_body(const Args<T>& a, int64_t b, int64_t e) {
       std::fill(p, p + J, T(0));
       return;
     }
+    shift_to_max(w);
     const double tau = sparsemax_tau(w);
     const double* z = w.z;
     if (w.dense) {
@@ -518,6 +535,55 @@ SCANMT_INLINE double csparsemax_tau(Work& w) {
   return csparsemax_tau_sort(w);
 }
 
+// The frame of a row for csparsemax_recentre: the scores z0 minus r_hi + r_lo, clamped to
+// [-B, B], with the breakpoints x - c and the extremes.
+SCANMT_INLINE void csp_frame(Work& w, const double* z0, double r_hi, double r_lo, double B) {
+  double* x = w.z;
+  const double* c = w.c;
+  double* zc = w.zc;
+  double hi = -kInf, lo = kInf;
+#pragma omp simd reduction(max : hi) reduction(min : lo)
+  for (int64_t k = 0; k < w.m; ++k) {
+    double v = (z0[k] - r_hi) - r_lo;
+    v = v < B ? v : B;
+    v = v > -B ? v : -B;
+    const double b = v - c[k];
+    x[k] = v;
+    zc[k] = b;
+    hi = hi > v ? hi : v;
+    lo = lo < b ? lo : b;
+  }
+  w.zmax = hi;
+  w.zc_min = lo;
+  w.have_extremes = true;
+}
+
+// tau of a row with scores beyond kRecentreAt, given tau found in the scores' own frame,
+// where it is only as precise as their largest magnitude (at 1e18, tau = max z - 1/3 is
+// not a double; at z = [1e30, 0.3, 0], 0.3 and 0 are lost next to 1e30).  Solved again in
+// frames centred at tau, as in scanmt.ops._checks.recentre: r = r_hi + r_lo (unevaluated,
+// so that x = (z - r_hi) - r_lo is exact near tau), x clamped to [-B, B] with B the error
+// bound of r plus a margin (an entry beyond B stays capped above, zero below); each
+// solve errs by at most 4 m eps B, which bounds the next B.  The final frame is left in
+// w.z (the scores in w.e) and tau in it is returned.
+SCANMT_INLINE double csparsemax_recentre(Work& w, double tau) {
+  const double big = std::max(std::max(std::fabs(w.zmax), std::fabs(w.zc_min)), std::fabs(tau));
+  const double shrink = 4.0 * static_cast<double>(w.m) * kEps, margin = 4.0;
+  double B = big * shrink + margin, r_hi = tau, r_lo = 0.0, t = 0.0;
+  std::swap(w.z, w.e);  // keep the scores; w.z receives the frame
+  for (int round = 0; round < 16; ++round) {
+    csp_frame(w, w.e, r_hi, r_lo, B);
+    t = csparsemax_tau(w);
+    if (B <= kRecentreAt) break;
+    // r_hi + r_lo + t as r_hi + r_lo again, without rounding (Knuth's two-sum)
+    const double b = r_lo + t, sum = r_hi + b, bb = sum - r_hi;
+    r_lo = (r_hi - (sum - bb)) + (b - bb);
+    r_hi = sum;
+    B = B * shrink + margin;
+  }
+  return t;
+}
+
 // Rows [b, e) of csparsemax; returns the number of invalid rows.
 template <typename T>
 SCANMT_INLINE int64_t csparsemax_body(const Args<T>& a, int64_t b, int64_t e) {
@@ -531,7 +597,6 @@ SCANMT_INLINE int64_t csparsemax_body(const Args<T>& a, int64_t b, int64_t e) {
       std::fill(p, p + J, T(0));
       std::fill(x, x + J, ninf);  // unusable: never free, never capped
     }
-    const double* z = w.z;
     const double* c = w.c;
     if (!(w.usum > 1.0)) {  // p = u (tight or fully masked): every usable entry capped
       for (int64_t k = 0; k < w.m; ++k) {
@@ -541,7 +606,9 @@ SCANMT_INLINE int64_t csparsemax_body(const Args<T>& a, int64_t b, int64_t e) {
       }
       return;
     }
-    const double tau = csparsemax_tau(w);
+    double tau = csparsemax_tau(w);
+    if (std::fabs(w.zmax) > kRecentreAt || std::fabs(w.zc_min) > kRecentreAt) tau = csparsemax_recentre(w, tau);
+    const double* z = w.z;
     if (w.dense) {
 #pragma omp simd
       for (int64_t k = 0; k < J; ++k) {

@@ -22,13 +22,15 @@ exactly, on ``z - max(z)``, by one of three algorithms (the choice is speed):
 * ``_logz_sort`` (other devices, and the fallback): sort by key, take the prefix
   sums of ``u`` and the suffix ``logcumsumexp`` of ``z``, and count the sorted
   entries that violate their bound when all before them are capped (a monotone
-  test); no data-dependent control flow, hence no host synchronisation.
+  test); no data-dependent control flow.
 
-The first two work with ``exp(z - max z)``.  Where the mass sits far below a
-capped maximum (``t < -8`` in float32, e.g. ``|z| ~ 1e4``), ``z - max(z)`` rounds
-too coarsely and underflows; the *polish* re-centres at ``r = max(z) + t``, where
-the entries that carry mass are exact, and corrects ``t`` in closed form from the
-capped and free sets found there.  The sort path always polishes.
+All work on ``z - max z``.  Where the mass sits far below a capped maximum (``t < -8``
+in float32, ``-1e6`` in float64, e.g. ``|z| ~ 1e4``, or ``z = [1e30, 0.3, 0]``),
+``z - max(z)`` rounds the entries that carry it too coarsely: those rows are solved
+again in float64, from ``max(z)``, in frames centred ever closer at the threshold
+(:func:`._checks.recentre`), by bisection on ``sum_j min(u_j, exp(x_j - t)) = 1``
+evaluated directly (``_logz_bisect``; the sort's keys ``z - log u`` lose ``log u`` at
+``|z| ~ 1e16``).  Finding such rows costs one host synchronisation.
 
 Backward (Martins and Kreutzer, 2017; the talk states it):
 ``m = sum_{A} p_j dp_j / sum_{A} p_j``, ``dz = 1[A] p (dp - m)`` and
@@ -39,6 +41,7 @@ is never counted as binding.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Optional, Tuple
 
 import torch
@@ -102,6 +105,30 @@ def _logz_dense(zs: Tensor, uc: Tensor, k: _checks.Consts) -> Tensor:
     return torch.where(torch.gt(budget, k.zero), t, k.ninf)
 
 
+def _logz_bisect(x: Tensor, B: Tensor, uc: Tensor) -> Tensor:
+    """``log Z`` of recentred rows (:func:`._checks.recentre`, ``x`` in ``[-B, B]``, the root in
+    it), by bisection on ``phi(t) = sum_j min(u_j, exp(x_j - t))``, evaluated directly (every
+    term is exact to rounding at any ``t``; the sort's keys ``x - log u`` are not, once
+    ``ulp(x)`` exceeds ``|log u|``), then in closed form from the capped and free sets there:
+    ``log Z = logsumexp_free(x) - log(1 - sum_capped u)``.  For the rare rows with scores
+    beyond ``RECENTRE_AT`` only.
+    """
+    lo, hi = -B, B.clone()
+    tol = torch.finfo(x.dtype).eps * 4
+    for _ in range(2200):  # enough to halve 2 * 1.8e308 down to eps
+        mid = (lo + hi) * 0.5
+        above = torch.ge(torch.minimum(torch.exp(x - mid), uc).sum(-1, keepdim=True), 1.0)
+        lo, hi = torch.where(above, mid, lo), torch.where(above, hi, mid)
+        if not bool(torch.gt(hi - lo, tol * torch.maximum(hi.abs(), torch.ones_like(hi))).any()):
+            break
+    # capped for every t in [lo, hi] (u = 0 included: key +inf); an entry at its bound
+    # within the bracket counts as free (p is continuous there)
+    capped = torch.gt(x - torch.log(uc), hi)
+    budget = 1.0 - torch.where(capped, uc, 0.0).sum(-1, keepdim=True)
+    t = torch.logsumexp(torch.where(capped, float("-inf"), x), -1, keepdim=True) - torch.log(budget)
+    return torch.minimum(torch.maximum(t.nan_to_num(nan=0.0), lo), hi)
+
+
 def _logz_iter(zs: Tensor, uc: Tensor, live: Tensor, k: _checks.Consts) -> Tensor:
     """Exact ``log Z`` per row by greedy capping (see the module docstring).
 
@@ -134,31 +161,11 @@ def _logz_iter(zs: Tensor, uc: Tensor, live: Tensor, k: _checks.Consts) -> Tenso
     return t
 
 
-def _polish(z2: Tensor, r: Tensor, b: _checks.Bounds, solved: Tensor, k: _checks.Consts) -> Tensor:
-    """``p`` from ``r``, an approximation of ``max(z) + log Z`` in the caller's frame.
-
-    ``zs = z - max(z)`` is rounded to ``ulp(max z - z)``, coarse for uncapped entries
-    far below a capped maximum (``|z| ~ 1e4`` in float32: a relative error of 1e-3
-    in ``p``).  At ``r`` the entries that carry mass are represented exactly; with
-    ``F`` the free entries there and ``C`` the capped ones, ``log Z`` is corrected in
-    closed form: ``sum_C u + exp(-d) sum_F exp(z - r) = 1``.
-    """
-    # free entries have q <= 1 (up to rounding): clamping q keeps q * 0 finite
-    q = torch.sub(z2, r).exp_().clamp_(max=k.two)
-    # compare with uv, not uc = min(u, 1): a bound above 1 never binds
-    free = _checks.gt_float(b.uv, q).mul_(solved)
-    s_all = torch.minimum(q, b.uc).sum(-1, keepdim=True)  # sum_F q + sum_C u
-    s_free = (q * free).sum(-1, keepdim=True)
-    scale = (k.one - s_all + s_free).clamp_(min=k.zero).div_(s_free.clamp(min=k.tiny)).clamp_(max=k.big)
-    # p = q * scale on free entries, u on capped ones: min(2 + free * (q * scale - 2), u)
-    return torch.minimum(q.mul_(scale).sub_(k.two).mul_(free).add_(k.two), b.uc)
-
-
 class CSoftmaxFunction(_function.TransformFunction):
     """Autograd function for csoftmax on tensors already broadcast by the caller."""
 
     op_name, kernel = "csoftmax", "csoftmax_forward"  # the kernel's aux output: capped
-    bound_cap = 1.0
+    bound_cap, p_weighted = 1.0, True
 
     @classmethod
     def _solve(cls, z2: Tensor, zmax: Tensor, b: Optional[_checks.Bounds], k: _checks.Consts) -> _function.Solved:
@@ -173,22 +180,28 @@ class CSoftmaxFunction(_function.TransformFunction):
             t = _logz_iter(zs, b.uc, live, k)
         else:
             t = _logz_sort(zs, b.uc)
+        # the dense path's free mass underflowed (nan), or its capped set took the whole
+        # budget (-inf: p = u would then overshoot where the others have room): iterate
+        if method == "dense" and bool(torch.isnan(t).logical_or_(torch.eq(t, k.ninf)).logical_and_(live).any()):
+            t = _logz_iter(zs, b.uc, live, k)
         solved = torch.gt(t, k.ninf).logical_and_(live)
-        if method == "sort":
-            polish = True  # no data-dependent branch (no host synchronisation)
-        else:
-            # exact in the frame of zs; re-centre (polish) only where zs = z - max(z)
-            # rounds coarsely (the mass sits far below a capped maximum), or where the
-            # dense path's free mass underflowed (t = nan: then iterate first)
-            polish = bool(torch.ge(t, -k.polish_at).logical_not_().logical_and_(live).any())
-            if polish and method == "dense" and bool(torch.isnan(t).logical_and_(live).any()):
-                t = _logz_iter(zs, b.uc, live, k)
-                solved = torch.gt(t, k.ninf).logical_and_(live)
-        if polish:
-            p = _polish(z2, torch.where(solved, zmax + t, k.fmin).clamp_(min=k.fmin), b, solved, k)
-        else:
-            # unsolved rows: exp(z - fmin) = inf, p = u
-            p = torch.minimum(zs.sub_(torch.where(solved, t, k.fmin)).exp_(), b.uc)
+        # exact in the frame of zs, except where zs = z - max(z) rounds coarsely (the mass
+        # sits far below a capped maximum): those rows are solved again in frames centred at t
+        far = torch.lt(t, -k.polish_at).logical_and_(solved).reshape(-1)
+        p_far = None
+        if bool(far.any()):
+            rows = far.nonzero().reshape(-1)
+            z_f, uc_f = z2[rows], b.uc[rows].double()
+            # from max(z), with a bound that holds everything: the sorted keys' decisions err
+            # by the gaps between the scores there, not by eps times them
+            # (twice the largest |z - max z|, which is rounded in zs)
+            bound = torch.where(z_f > k.ninf, zs[rows].abs(), k.zero).amax(-1, keepdim=True).double().mul_(2.0)
+            x, t_x = _checks.recentre(z_f, zmax[rows], bound, 64.0, partial(_logz_bisect, uc=uc_f))
+            p_far = torch.minimum(x.sub_(t_x).exp_(), uc_f).to(zs.dtype)
+        # unsolved rows: exp(z - fmin) = inf, p = u
+        p = torch.minimum(zs.sub_(torch.where(solved, t, k.fmin)).exp_(), b.uc)
+        if p_far is not None:
+            p[rows] = p_far
         # capped for the backward pass: the bound binds (u = 0 included)
         notcapped = _checks.gt_float(b.uv, p)
         if b.usable is None:

@@ -40,10 +40,13 @@ is found exactly by one of three algorithms (same results; the choice is speed):
 
 Each ends with one *Newton finish* on the piece found, ``tau <- tau + (sum_j
 clip(z_j - tau, 0, u_j) - 1) / #free``, computed from ``x = z - tau`` without
-cancellation, so that ``sum(p) = 1`` to rounding.  Where ``tau`` is large
-compared with the free entries' spacing (``|z| ~ 1e4`` with the top entries
-capped), ``z - max(z)`` rounds too coarsely; the *polish* re-centres at
-``r = max(z) + tau``, where the entries near ``tau`` are exact, and finishes there.
+cancellation, so that ``sum(p) = 1`` to rounding.  All work on ``z - max z``, exact
+near the maximum.  Where ``tau`` lies far below it (``tau < -8`` in float32, ``-1e6``
+in float64: the top entries capped and the mass far below them, ``|z| ~ 1e4``, or
+``z = [1e30, 0.3, 0]``), ``z - max(z)`` rounds the entries near ``tau`` too coarsely:
+those rows are solved again by the sort in float64 frames centred ever closer at
+``tau`` (:func:`._checks.recentre`), then finished there.  Finding such rows costs one
+host synchronisation.
 
 Backward (paper, Proposition 1): with the free set ``A = {j : 0 < p_j < u_j}``,
 the capped set ``A_R = {j : p_j = u_j, z_j > tau}`` (this includes entries with
@@ -78,7 +81,7 @@ def _dense(z2: Tensor, uc: Tensor, k: _checks.Consts) -> Tensor:
     the largest breakpoint where ``f >= 0`` and ``hi`` the smallest where ``f < 0``,
     ``f`` is linear on ``[lo, hi]`` and ``tau = lo + f(lo) (hi - lo) / (f(lo) - f(hi))``
     (nan where no breakpoint has ``f >= 0``, i.e. ``sum(u)`` exceeds 1 by rounding
-    only: the caller then sets ``p = u``).  Works on the unshifted scores; the
+    only: the caller then sets ``p = u``).  Works on the shifted scores; the
     Newton finish makes it exact.
     """
     zc = torch.clamp(z2, min=k.fmin4)  # masked entries: finite, far below everything
@@ -97,34 +100,43 @@ def _dense(z2: Tensor, uc: Tensor, k: _checks.Consts) -> Tensor:
 def _tau_sort(zs: Tensor, uc: Tensor) -> Tensor:
     """``tau`` per row by sorting the ``2J`` breakpoints.
 
-    ``zs``: ``[R, J]`` shifted scores (``-inf`` = unusable), ``uc``: bounds in
-    ``[0, 2]`` (0 where unusable).  Rows must satisfy ``sum(uc) > 1``.
+    ``zs``: ``[R, J]`` scores (``-inf`` = unusable), ``uc``: bounds in ``[0, 2]`` (0 where
+    unusable).  Rows must satisfy ``sum(uc) > 1``.  ``f`` is -1 at the largest breakpoint
+    and grows by ``n (v_k - v_{k+1})`` between consecutive ones, ``n`` the number of free
+    entries there: a sum of nonnegative terms, so no cancellation, whatever the magnitude
+    of the scores (the sums of ``z`` over the free entries, minus ``n v``, cancel at 1e30);
+    and ``f + 1`` lies between the sum of the bounds of the capped entries and that of all
+    entries above (which keeps the rise of an entry right where ``z - u`` rounds).
     """
     R, J = zs.shape
     fmin = torch.finfo(zs.dtype).min
-    zero = torch.zeros((), dtype=zs.dtype, device=zs.device)
     usable = zs > float("-inf")
-    zf = torch.where(usable, zs, zero)
     # breakpoints: z_j (entry j becomes free as tau decreases past it) and
     # z_j - u_j (entry j becomes capped); unusable entries sort last with no effect
     vals = torch.cat([zs, zs - uc], dim=-1).clamp(min=fmin)
     one = usable.to(zs.dtype)
     d_n = torch.cat([one, -one], dim=-1)
-    d_z = torch.cat([zf, -zf], dim=-1)
     d_u = torch.cat([torch.zeros_like(uc), uc], dim=-1)
     v, idx = torch.sort(vals, dim=-1, descending=True)
-    n = d_n.gather(-1, idx).cumsum(-1)
-    sz = d_z.gather(-1, idx).cumsum(-1)
-    su = d_u.gather(-1, idx).cumsum(-1)
-    # f at each breakpoint (non-decreasing along the sorted order); n * v with n = 0 is 0
-    f = su + sz - 1.0 - torch.where(n != 0, n * v, zero)
+    n = d_n.gather(-1, idx).cumsum(-1)  # free entries just below each breakpoint
+    # f at each breakpoint (non-decreasing along the sorted order); a gap with n = 0 adds 0
+    rise = torch.where(n[:, :-1] != 0, n[:, :-1] * (v[:, :-1] - v[:, 1:]), torch.zeros((), dtype=zs.dtype))
+    f = torch.cat([torch.full((R, 1), -1.0, dtype=zs.dtype, device=zs.device), rise.cumsum(-1).sub_(1.0)], -1)
+    # at least the bounds of the capped entries and at most those of all entries above: where
+    # z - u rounds (u below ulp(z)), the rise between z and z - u is not u
+    d_above = torch.cat([uc, torch.zeros_like(uc)], dim=-1)
+    f = torch.minimum(f, d_above.gather(-1, idx).cumsum(-1).sub_(1.0))
+    f = torch.maximum(f, d_u.gather(-1, idx).cumsum(-1).sub_(1.0))
     kk = (f < 0).sum(-1, keepdim=True)  # first breakpoint with f >= 0 (always >= 1: f(max z) = -1)
     kk = kk.clamp(1, 2 * J - 1)
-    # the root lies in [v_k, v_{k-1}], on the piece described by the sums after k-1 events
+    # the root lies in [v_k, v_{k-1}], where f falls with slope -n from f(v_{k-1}) < 0
     km1 = kk - 1
-    tau = (su.gather(-1, km1) + sz.gather(-1, km1) - 1.0) / n.gather(-1, km1).clamp(min=1.0)
+    n_piece = n.gather(-1, km1)
     lo, hi = v.gather(-1, kk), v.gather(-1, km1)
-    return torch.minimum(torch.maximum(tau, lo), hi)
+    tau = hi + f.gather(-1, km1) / n_piece.clamp(min=1.0)
+    # a flat piece (no free entry) holds the root only where rounding merged breakpoints
+    # (z and z - u at |z| ~ 1e30): f steps up at its lower end
+    return torch.where(n_piece > 0, torch.minimum(torch.maximum(tau, lo), hi), lo)
 
 
 def _tau_newton(zs: Tensor, uc: Tensor, usable: Optional[Tensor], live: Tensor, k: _checks.Consts) -> Tensor:
@@ -215,18 +227,6 @@ def _finish(x: Tensor, uc: Tensor, k: _checks.Consts) -> Tensor:
     return x.sub_(f.div_(free.sum(-1, keepdim=True).clamp_(min=k.one)))
 
 
-def _polish(z2: Tensor, r: Tensor, uc: Tensor, live: Tensor, k: _checks.Consts) -> Tensor:
-    """``z - tau`` from ``r``, an approximation of ``tau`` in the caller's frame.
-
-    Re-centring at ``r`` represents the entries near ``tau`` exactly even when
-    capped entries lie far above them (``|z| ~ 1e4`` in float32).  Two Newton steps:
-    the first from a point that may be off by ``ulp(r)``, the second on the piece
-    the first one found.  Rows that are not ``live`` get ``z - fmin`` (``p = u``).
-    """
-    r = torch.where(live, r, k.fmin).nan_to_num_(nan=k.fmin_py).clamp_(min=k.fmin)
-    return _finish(_finish(z2 - r, uc, k), uc, k)
-
-
 class CSparsemaxFunction(_function.TransformFunction):
     """Autograd function for csparsemax on tensors already broadcast by the caller."""
 
@@ -247,27 +247,36 @@ class CSparsemaxFunction(_function.TransformFunction):
         assert b is not None
         live = torch.gt(b.usum, k.one)  # rows with sum(u) <= 1 (tight, fully masked) get p = u
         R, J = z2.shape
-        method = _checks.choose_method(z2, max(R * J * J * 2, 1), DENSE_MAX_WORK, ITER_MIN_NUMEL)
+        zs = _checks.shift(z2, zmax, k)
+        method = _checks.choose_method(zs, max(R * J * J * 2, 1), DENSE_MAX_WORK, ITER_MIN_NUMEL)
         if method == "dense":
-            tau = _dense(z2, b.uc, k)  # unshifted; nan where sum(u) exceeds 1 by rounding only
-            x = _finish(z2 - torch.where(live, tau, k.fmin).nan_to_num_(nan=k.fmin_py).clamp_(min=k.fmin), b.uc, k)
-            # a second step where |tau| is large enough for its rounding to matter
-            if bool(torch.gt(tau.abs(), k.polish_at).logical_and_(live).any()):
-                x = _finish(x, b.uc, k)
+            tau = _dense(zs, b.uc, k)
+            # nan where no breakpoint has f >= 0: sum(u) exceeds 1 by rounding only, or the
+            # breakpoints z - u rounded away (|z| ~ 1e30): the sort decides
+            nan = torch.isnan(tau).logical_and_(live).reshape(-1)
+            if bool(nan.any()):
+                tau[nan] = _tau_sort(zs[nan], b.uc[nan])
+        elif method == "iter":
+            tau = _tau_newton(zs, b.uc, b.usable, live, k)
         else:
-            zs = _checks.shift(z2, zmax, k)
-            if method == "iter":
-                tau = _tau_newton(zs, b.uc, b.usable, live, k)
-                # re-centre (polish) only where zs = z - max(z) rounds coarsely (free
-                # entries far below max z); otherwise one exact Newton step in zs's frame
-                polish = bool(torch.lt(tau, -k.polish_at).logical_and_(live).any())
-            else:
-                tau = _tau_sort(zs, b.uc)
-                polish = True
-            if polish:
-                x = _polish(z2, zmax + tau, b.uc, live, k)
-            else:
-                x = _finish(zs.sub_(torch.where(live, tau, k.fmin).clamp_(min=k.fmin)), b.uc, k)
+            tau = _tau_sort(zs, b.uc)
+        # where tau lies far below max(z), zs = z - max(z) may have rounded the entries near
+        # it: solve those rows again in frames centred at tau
+        far = torch.lt(tau, -k.polish_at).logical_and_(live).reshape(-1)
+        x_far = None
+        if bool(far.any()):
+            rows = far.nonzero().reshape(-1)
+            # (tau again by the sort: where breakpoints merged in zs's rounding, the others
+            # may interpolate across the lost rise; the sort keeps it, see _tau_sort)
+            z_f, uc_f, tau_f = z2[rows], b.uc[rows].double(), _tau_sort(zs[rows], b.uc[rows])
+            scale = torch.where(z_f > k.ninf, zs[rows].abs(), k.zero).amax(-1, keepdim=True) + zmax[rows].abs()
+            # the sort errs by at most 4 J eps times the magnitudes it worked with
+            bound = (scale + tau_f.abs()).mul_(4.0 * J * torch.finfo(zs.dtype).eps)
+            xr, t = _checks.recentre(z_f, zmax[rows] + tau_f, bound, 4.0, lambda xf, B: _tau_sort(xf, uc_f))
+            x_far = _finish(_finish(xr - t, uc_f, k), uc_f, k).to(zs.dtype)
+        x = _finish(zs.sub_(torch.where(live, tau, k.fmin).nan_to_num_(nan=k.fmin_py).clamp_(min=k.fmin)), b.uc, k)
+        if x_far is not None:
+            x[rows] = x_far
         p = torch.clamp(x, min=k.zero, max=b.uc)
         return p, (x, b.uv)
 

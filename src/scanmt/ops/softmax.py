@@ -19,7 +19,7 @@ from . import _checks, _function
 class SoftmaxFunction(_function.TransformFunction):
     """Masked softmax; ``dz = p * (dp - sum(p * dp))``."""
 
-    op_name = "softmax"
+    op_name, p_weighted = "softmax", True
 
     @classmethod
     def _solve(cls, z2: Tensor, zmax: Tensor, b: Optional[_checks.Bounds], k: _checks.Consts) -> _function.Solved:
@@ -27,6 +27,10 @@ class SoftmaxFunction(_function.TransformFunction):
         # the row sum is >= 1 unless the row is fully masked (then e == 0 and p == 0)
         p = e.div_(e.sum(-1, keepdim=True).clamp_(min=k.one))
         return p, (p,)
+
+    @staticmethod
+    def _free_set(p: Tensor) -> Tuple[Tensor, Optional[Tensor]]:  # type: ignore[override]
+        return p.clone(), None  # every entry is free (used by the double backward)
 
     @classmethod
     def _vjp(
