@@ -36,7 +36,7 @@ def _damaged(tmp_path, attention) -> dict[str, str]:
     return paths
 
 
-def test_damaged_attention_files_areassert_one_line_error(tmp_path, attention, capsys):
+def test_damaged_attention_files_are_one_line(tmp_path, attention, capsys):
     """Item 14: an empty or truncated ``.npz`` gave ``BadZipFile`` or ``EOFError``."""
     for name, path in _damaged(tmp_path, attention).items():
         assert_one_line_error(capsys, ["evaluate", "--attention", path], f"{path}: ")
