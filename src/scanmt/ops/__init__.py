@@ -154,7 +154,8 @@ tensor([[1., 0., 0.]])
 from ._checks import FEASIBILITY_TOL, NEGATIVE_TOL
 from .csoftmax import csoftmax
 from .csparsemax import csparsemax
-from .modules import CSoftmax, CSparsemax, Softmax, Sparsemax
+from .entmax import centmax, entmax15, entmax_bisect
+from .modules import CEntmax, CSoftmax, CSparsemax, Entmax15, EntmaxBisect, Softmax, Sparsemax
 from .softmax import softmax
 from .sparsemax import sparsemax
 
@@ -173,10 +174,16 @@ __all__ = [
     "sparsemax",
     "csoftmax",
     "csparsemax",
+    "entmax15",
+    "entmax_bisect",
+    "centmax",
     "Softmax",
     "Sparsemax",
     "CSoftmax",
     "CSparsemax",
+    "Entmax15",
+    "EntmaxBisect",
+    "CEntmax",
     "FEASIBILITY_TOL",
     "NEGATIVE_TOL",
 ]
