@@ -71,9 +71,9 @@ Gradient with respect to alpha
 On ``S``, ``log p_j = log(b (z_j - t)) / b``; differentiating in ``b`` with ``t = t(b)``
 (``s_j = log p_j``)
 
-    dp_j/db = (1/b) [ g_j z_j - p_j s_j - g_j (t + b dt/db) ]... = (1/b) (q_j - g_j c),
+    dp_j/db = (1/b) [ g_j (z_j - t - b dt/db) - p_j s_j ] = (1/b) (q_j - g_j c),
 
-with ``q_j = g_j z_j - p_j s_j`` and ``c`` fixed by ``sum_S dp/db = 0`` (capped and zero entries
+with ``q_j = g_j z_j - p_j s_j``, ``c = t + b dt/db`` fixed by ``sum_S dp/db = 0`` (capped and zero entries
 do not move), ``c = sum_S q / sum_S g``.  So ``dalpha = sum_S v dp/db = (1/b) sum_S q (v - m)``
 (``sum_S g (v - m) = 0``).  On ``S``, ``g_j z_j = (p_j + g_j t b) / b``, and the ``g_j`` part drops
 out of ``sum_S q (v - m)`` for the same reason, so
