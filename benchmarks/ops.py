@@ -286,12 +286,78 @@ def bars(results: List[Dict[str, object]]) -> str:
     return "\n".join(lines)
 
 
+# ----------------------------------------------------------------------------
+# alpha-entmax: entmax15, entmax_bisect, centmax against the entmax package
+# ----------------------------------------------------------------------------
+
+
+def entmax_candidates(rows: int) -> Dict[str, Tuple[Callable, bool]]:
+    """name -> (fn(z, u), uses_u); alpha = 1.5 throughout, as one number (``a=1.5``) and as a
+    learned per-row tensor (``a[rows]``: the gradient to alpha is computed too)."""
+    a_ours = torch.full((rows, 1), 1.5, requires_grad=True)
+    a_ref = torch.full((rows, 1), 1.5, requires_grad=True)
+    c: Dict[str, Tuple[Callable, bool]] = {
+        "entmax15": (lambda z, u: sops.entmax15(z), False),
+        "entmax_bisect a=1.3": (lambda z, u: sops.entmax_bisect(z, 1.3), False),
+        "entmax_bisect a[rows]": (lambda z, u: sops.entmax_bisect(z, a_ours), False),
+        "centmax a=1.3": (lambda z, u: sops.centmax(z, u, 1.3), True),
+        "centmax a[rows]": (lambda z, u: sops.centmax(z, u, a_ours), True),
+    }
+    if entmax is not None:
+        c["entmax.entmax15"] = (lambda z, u: entmax.entmax15(z, -1), False)
+        c["entmax.entmax_bisect a=1.3"] = (lambda z, u: entmax.entmax_bisect(z, 1.3, -1), False)
+        c["entmax.entmax_bisect a[rows]"] = (lambda z, u: entmax.entmax_bisect(z, a_ref, -1), False)
+    return c
+
+
+#: op -> the entmax package's function it is compared with
+ENTMAX_REFERENCE = {
+    "entmax15": "entmax.entmax15",
+    "entmax_bisect a=1.3": "entmax.entmax_bisect a=1.3",
+    "entmax_bisect a[rows]": "entmax.entmax_bisect a[rows]",
+    "centmax a=1.3": "entmax.entmax_bisect a=1.3",
+    "centmax a[rows]": "entmax.entmax_bisect a[rows]",
+}
+
+
+def run_entmax(regime: str, reps: int, budget: float, shapes=SHAPES) -> List[Dict[str, object]]:
+    results = []
+    for rows, J in shapes:
+        z, u = make_inputs(rows, J, regime)
+        calls = {name: _runner(fn, z, u if uses_u else None) for name, (fn, uses_u) in entmax_candidates(rows).items()}
+        results.append({"shape": (rows, J), "times": time_interleaved(calls, reps, budget)})
+    return results
+
+
+def table_entmax(results: List[Dict[str, object]], regime: str) -> str:
+    lines = [
+        f"alpha-entmax, u regime: {regime} (centmax is compared with the unconstrained entmax.entmax_bisect)",
+        "",
+        "| shape (rows x J) | op | fwd+bwd (us) | reference | reference (us) | op / reference |",
+        "| --- | --- | ---: | --- | ---: | ---: |",
+    ]
+    for res in results:
+        t = res["times"]  # type: ignore[index]
+        rows, J = res["shape"]  # type: ignore[misc]
+        for name, ref in ENTMAX_REFERENCE.items():
+            sec = t[name]
+            if ref in t:
+                lines.append(f"| {rows} x {J} | {name} | {sec * 1e6:.1f} | {ref} | {t[ref] * 1e6:.1f} | "
+                             f"{sec / t[ref]:.2f} |")
+            else:
+                lines.append(f"| {rows} x {J} | {name} | {sec * 1e6:.1f} | n/a | | |")
+    return "\n".join(lines)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer and shorter repetitions")
     ap.add_argument("--regime", choices=["nmt", "tight", "both"], default="both")
     ap.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (default 1)")
     ap.add_argument("--no-native", action="store_true", help="the pure PyTorch algorithms (no native kernels)")
+    ap.add_argument("--ops", choices=["all", "classic", "entmax"], default="all",
+                    help="classic: softmax, sparsemax, csoftmax, csparsemax; entmax: entmax15, entmax_bisect, "
+                         "centmax against the entmax package")
     ap.add_argument(
         "--shapes", default=None, help="comma-separated RxJ shapes (default: " + ",".join(f"{r}x{j}" for r, j in SHAPES) + ")"
     )
@@ -321,11 +387,17 @@ def main(argv: Optional[List[str]] = None) -> int:
             print(f"# native kernels: {how} in {inf['seconds']:.1f} s ({inf['path']})")
     regimes = ["nmt", "tight"] if args.regime == "both" else [args.regime]
     for regime in regimes:
-        results = run(regime, reps, budget, shapes)
-        print()
-        print(table(results, regime))
-        print()
-        print(bars(results))
+        if args.ops in ("all", "classic"):
+            results = run(regime, reps, budget, shapes)
+            print()
+            print(table(results, regime))
+            print()
+            print(bars(results))
+        if args.ops in ("all", "entmax"):
+            if entmax is None:
+                print("# entmax is not installed (pip install entmax): the reference columns are skipped")
+            print()
+            print(table_entmax(run_entmax(regime, reps, budget, shapes), regime))
     return 0
 
 

@@ -24,6 +24,8 @@ PLACED = {
     "scanmt.io": "base",
     "scanmt.processes": "base",
     "scanmt.config": "base",
+    # every closed set of config values, declared once (imports only scanmt.errors)
+    "scanmt.choices": "base",
     "scanmt.presets": "base",
     # the fertility rules are pure (they import only scanmt.errors): config.py checks them when a Config is built
     "scanmt.fertility.rules": "base",

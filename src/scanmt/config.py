@@ -23,6 +23,21 @@ from typing import Any, Callable, Optional, Sequence
 
 import yaml
 
+from scanmt.choices import (
+    ARCHS,
+    BOUNDED_MODES,
+    COVERAGE_TYPES,
+    LOGGERS,
+    NORMALIZATIONS,
+    OPTIMIZERS,
+    PENALTY_MODES,
+    PRECISIONS,
+    PREDICTOR_LEVELS,
+    SCALINGS,
+    SCORES,
+    TRANSFORMS,
+    check_choice,
+)
 from scanmt.errors import ConfigError
 from scanmt.fertility.rules import check_attention, check_sink
 from scanmt.io import load_yaml, read_text
@@ -94,8 +109,6 @@ class CoverageConfig:
     fertility_scale: float = 2.0
 
 
-#: values of ``model.transformer.bounded``: which cross-attention heads of a Transformer take fertility bounds
-BOUNDED_MODES: tuple[str, ...] = ("all", "last_layer", "one_head", "shared")
 
 
 @dataclass
@@ -226,17 +239,20 @@ class DecodeConfig:
     max_source_len: int = 1000
 
 
-ARCHS: tuple[str, ...] = ("lstm", "transformer")
-PRECISIONS: tuple[str, ...] = ("fp32", "bf16")
-NORMALIZATIONS: tuple[str, ...] = ("tokens", "sents")
-COVERAGE_TYPES: tuple[str, ...] = ("none", "linguistic", "linguistic_fertility", "nn", "nn_gru")
-PENALTY_MODES: tuple[str, ...] = ("rescore", "step")
+# the valid values of the keys with a closed set of them are declared in scanmt.choices (ARCHS ...)
+
+
+def check_attention_choices(a: "AttentionConfig", prefix: str = "model.attention") -> None:
+    """Raise :class:`ConfigError` for an unknown ``transform``, ``score`` or ``scaling`` (the fertility
+    strategy is checked with the transform's rules, :func:`scanmt.fertility.rules.check_strategy`)."""
+    check_choice(f"{prefix}.transform", a.transform, tuple(TRANSFORMS), "transform")
+    check_choice(f"{prefix}.score", a.score, SCORES, "score")
+    check_choice(f"{prefix}.scaling", a.scaling, SCALINGS, "scaling")
 
 
 def check_arch(m: "ModelConfig") -> None:
     """Raise :class:`ConfigError` for an unknown ``model.arch`` or a key its architecture does not have."""
-    if m.arch not in ARCHS:
-        raise ConfigError(f"model.arch: unknown architecture {m.arch!r} (known: {', '.join(ARCHS)})")
+    check_choice("model.arch", m.arch, ARCHS, "architecture")
     if m.arch == "transformer" and m.coverage.type != "none":
         raise ConfigError(
             f"model.coverage.type={m.coverage.type}: Tu et al.'s CovVector is a recurrent mechanism of the lstm "
@@ -261,8 +277,7 @@ def check_transformer(m: "ModelConfig") -> None:
         raise ConfigError(
             f"{p}.heads={t.heads} must divide d_model (model.hidden_size={m.hidden_size})"
         )
-    if t.bounded not in BOUNDED_MODES:
-        raise ConfigError(f"{p}.bounded: unknown mode {t.bounded!r} (known: {', '.join(BOUNDED_MODES)})")
+    check_choice(f"{p}.bounded", t.bounded, BOUNDED_MODES, "mode")
     if m.attention.score != "general":
         raise ConfigError(
             f"model.attention.score={m.attention.score}: a transformer's attention scores are scaled dot "
@@ -277,8 +292,7 @@ def check_transformer(m: "ModelConfig") -> None:
 
 def check_coverage_config(c: "CoverageConfig", prefix: str = "model.coverage") -> None:
     """Raise :class:`ConfigError` naming the key for a bad ``model.coverage`` section."""
-    if c.type not in COVERAGE_TYPES:
-        raise ConfigError(f"{prefix}.type: unknown coverage model {c.type!r} (known: {', '.join(COVERAGE_TYPES)})")
+    check_choice(f"{prefix}.type", c.type, COVERAGE_TYPES, "coverage model")
     check_ranges(c, "model.coverage", prefix=prefix)
     if c.type in ("linguistic", "linguistic_fertility") and c.dim != 1:
         raise ConfigError(
@@ -426,18 +440,16 @@ def _is_int_field(section: Any, key: str) -> bool:
 def check_train_config(t: "TrainConfig", prefix: str = "train") -> None:
     """Raise :class:`ConfigError` naming the key for a ``train`` value out of its range or unknown."""
     check_ranges(t, "train", prefix=prefix)
-    if t.precision not in PRECISIONS:
-        raise ConfigError(f"{prefix}.precision: unknown precision {t.precision!r} (known: {', '.join(PRECISIONS)})")
-    if t.normalization not in NORMALIZATIONS:
-        raise ConfigError(f"{prefix}.normalization: unknown normalization {t.normalization!r} "
-                          f"(known: {', '.join(NORMALIZATIONS)})")
+    check_choice(f"{prefix}.optimizer", t.optimizer, OPTIMIZERS, "optimizer")
+    check_choice(f"{prefix}.precision", t.precision, PRECISIONS, "precision")
+    check_choice(f"{prefix}.normalization", t.normalization, NORMALIZATIONS, "normalization")
+    check_choice(f"{prefix}.logger", t.logger, LOGGERS, "logger")
 
 
 def check_penalty_config(d: Any, prefix: str = "decode") -> None:
     """Raise :class:`ConfigError` naming the key for bad length/coverage penalty settings (of a
     :class:`DecodeConfig`, or anything with its penalty fields)."""
-    if d.penalty_mode not in PENALTY_MODES:
-        raise ConfigError(f"{prefix}.penalty_mode: unknown mode {d.penalty_mode!r} (known: {', '.join(PENALTY_MODES)})")
+    check_choice(f"{prefix}.penalty_mode", d.penalty_mode, PENALTY_MODES, "mode")
     check_ranges(d, "decode", PENALTY_RANGE_KEYS, prefix)
 
 
@@ -487,6 +499,7 @@ class Config:
         cfg = _build(cls, d, "")
         check_sections(cfg)
         check_coverage_config(cfg.model.coverage)
+        check_attention_choices(cfg.model.attention)
         check_arch(cfg.model)
         check_train_config(cfg.train)
         check_decode_config(cfg.decode)
@@ -649,8 +662,7 @@ def _predictor_train_defaults() -> "TrainConfig":
     return TrainConfig(optimizer="adam", lr=0.002, epochs=8, patience=2, lr_decay_start=6, label_smoothing=0.0)
 
 
-#: fertility targets of the predictor (PredictorConfig.level)
-PREDICTOR_LEVELS: tuple[str, ...] = ("subword", "word")
+#: fertility targets of the predictor (PredictorConfig.level): scanmt.choices.PREDICTOR_LEVELS
 
 
 @dataclass
@@ -683,8 +695,7 @@ class PredictorConfig:
         cfg = _build(cls, d, "")
         check_ranges(cfg.data, "data")
         check_train_config(cfg.train)
-        if cfg.level not in PREDICTOR_LEVELS:
-            raise ConfigError(f"level: unknown fertility level {cfg.level!r} (known: {', '.join(PREDICTOR_LEVELS)})")
+        check_choice("level", cfg.level, PREDICTOR_LEVELS, "fertility level")
         return cfg
 
 

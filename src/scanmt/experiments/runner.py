@@ -378,17 +378,13 @@ def _load_config(ctx: RunContext, overrides: list[str], where: str):
 
 
 def _check_config(cfg, where: str, tune: bool, auto_predictor: Path | None = None) -> None:
-    """Checks the trainer would only make after data loading: transform, the grid's fertility limits, tuning needs.
+    """Checks the trainer would only make after data loading: the grid's fertility limits, tuning needs.
 
-    The fertility cross-field rules (transform and strategy, exhaustion) were checked when the
-    config was built (:mod:`scanmt.fertility.rules`).
+    The transform (and every other closed choice, :mod:`scanmt.choices`) and the fertility
+    cross-field rules (transform and strategy, exhaustion) were checked when the config was built.
     """
     from scanmt.fertility.rules import ORACLE
-    from scanmt.model.transforms import names
-
     att = cfg.model.attention
-    if att.transform not in names():
-        raise GridError(f"{where}: model.attention.transform={att.transform!r} is unknown (known: {', '.join(names())})")
     strategy = att.fertility.strategy
     if strategy == ORACLE:
         raise GridError(f"{where}: model.attention.fertility.strategy=actual (oracle) needs reference alignments "

@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import torch
 
-from scanmt.config import PREDICTOR_LEVELS
+from scanmt.choices import PREDICTOR_LEVELS
 from scanmt.data.dataset import collate
 from scanmt.data.fertility import Fertilities, Link, alignment_counts, check_value
 from scanmt.data.vocab import Vocab

@@ -1,15 +1,14 @@
 """The cross-field rules of fertility and attention: the base-level half of :mod:`scanmt.fertility`.
 
-This module imports only :mod:`scanmt.errors`, so that :mod:`scanmt.config` (base level) can
+This module imports only :mod:`scanmt.errors` and :mod:`scanmt.choices`, so that :mod:`scanmt.config` (base level) can
 check the rules once, when a :class:`~scanmt.config.Config` is built
 (:func:`check_attention`).  The rest of the package (providers, the sink, the predictor
 network) sits between ``data`` and ``model``.
 
 The rules, for ``model.attention``:
 
-- which transforms are **constrained** (take fertility upper bounds ``u``) is declared here
-  and nowhere else (:data:`CONSTRAINED_TRANSFORMS`; a transform registered later declares
-  itself through :func:`declare_transform`);
+- which transforms are **constrained** (take fertility upper bounds ``u``) is declared once,
+  immutably, in :data:`scanmt.choices.TRANSFORMS` (:data:`CONSTRAINED_TRANSFORMS` here is that set);
 - a constrained transform needs a fertility strategy (:data:`STRATEGIES`); an unconstrained
   one takes none (``fertility.strategy = none``);
 - the exhaustion bonus ``z + c * u`` needs a constrained transform (it reads ``u``);
@@ -27,32 +26,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from scanmt.choices import CONSTRAINED_TRANSFORMS, NO_STRATEGY, STRATEGIES, TRANSFORMS
 from scanmt.errors import ConfigError
 
 #: the config section of the fertility bounds
 FERTILITY_KEY = "model.attention.fertility"
-#: the fertility strategies (``none`` aside, for unconstrained transforms)
-STRATEGIES: tuple[str, ...] = ("constant", "guided", "predicted", "actual")
-#: the strategy of unconstrained transforms
-NO_STRATEGY = "none"
 #: the oracle strategy: bounds from each pair's own alignment, so translation needs explicit fertilities
 ORACLE = "actual"
 
-#: transforms that take fertility upper bounds (the one declaration; see :func:`declare_transform`)
-CONSTRAINED_TRANSFORMS: set[str] = {"csoftmax", "csparsemax"}
-
-
-def declare_transform(name: str, constrained: bool) -> None:
-    """Record whether the transform ``name`` is constrained (for transforms registered by plug-ins)."""
-    if constrained:
-        CONSTRAINED_TRANSFORMS.add(name)
-    else:
-        CONSTRAINED_TRANSFORMS.discard(name)
-
 
 def is_constrained(transform: str) -> bool:
-    """Whether ``transform`` takes fertility upper bounds."""
-    return transform in CONSTRAINED_TRANSFORMS
+    """Whether ``transform`` takes fertility upper bounds (:data:`scanmt.choices.TRANSFORMS`)."""
+    return TRANSFORMS.get(transform, False)
 
 
 def check_strategy(transform: str, strategy: str) -> None:

@@ -37,13 +37,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from scanmt.errors import ConfigError
 from scanmt.fertility.rules import check_scaling
 from scanmt.model.bounds import BoundedTransform
-
-
-#: values of ``model.attention.scaling``
-SCALINGS: tuple[str, ...] = ("none", "sqrt", "learned", "cosine")
 
 
 class Attention(nn.Module):
@@ -60,8 +55,7 @@ class Attention(nn.Module):
         self.score = score
         #: the transform with the fertility bounds and the exhaustion bonus (scanmt.model.bounds)
         self.bounded = BoundedTransform(transform, exhaustion)
-        if scaling not in SCALINGS:
-            raise ConfigError(f"model.attention.scaling: unknown scaling {scaling!r} (known: {', '.join(SCALINGS)})")
+        # score and scaling are among scanmt.choices' (checked when the Config was built)
         check_scaling(score, scaling)
         self.scaling = scaling
         #: fixed multiplier of the scores (``sqrt``); ``learned`` starts its scale at the same 1/sqrt(d)
@@ -73,12 +67,10 @@ class Attention(nn.Module):
         self.probe: list[torch.Tensor] | None = None
         if score == "general":
             self.W = nn.Linear(memory_size, query_size, bias=False)
-        elif score == "mlp":
+        else:  # mlp
             self.U = nn.Linear(memory_size, query_size, bias=True)
             self.Wq = nn.Linear(query_size, query_size, bias=False)
             self.v = nn.Linear(query_size, 1, bias=False)
-        else:
-            raise ConfigError(f"model.attention.score: unknown score {score!r} (known: general, mlp)")
 
     def keys(self, memory: torch.Tensor) -> torch.Tensor:
         """``[B, S, Hm]`` -> ``[B, S, Hq]`` projected memory (computed once per sentence)."""

@@ -2,12 +2,14 @@
 
 Every entry maps scores ``z [B, S]``, upper bounds ``u [B, S]`` (or None) and a
 boolean ``mask [B, S]`` (True = may receive attention) to a distribution
-``p [B, S]``.  ``constrained`` transforms need fertility bounds; which ones are is
-declared in :mod:`scanmt.fertility.rules` (:data:`~scanmt.fertility.rules.CONSTRAINED_TRANSFORMS`).
+``p [B, S]``.  The names, and which ones are ``constrained`` (need fertility bounds), are
+declared once in :data:`scanmt.choices.TRANSFORMS`; this registry binds a function to each
+declared name (:func:`register` refuses any other name), and
+``tests/model/test_transforms_registry.py`` checks that every declared name has one.
 
-New transforms plug in with :func:`register` (``constrained`` declares them to the rules)::
+A new transform is declared in :mod:`scanmt.choices` and bound here::
 
-    register("entmax15", lambda z, u, mask: my_entmax(z, mask))
+    register("entmax15", lambda z, u, mask: ops.entmax15(z, mask=mask))
 """
 
 from __future__ import annotations
@@ -18,8 +20,8 @@ from typing import Callable, Optional
 import torch
 
 from scanmt import ops
+from scanmt.choices import TRANSFORMS
 from scanmt.errors import ConfigError
-from scanmt.fertility.rules import declare_transform, is_constrained
 
 TransformFn = Callable[[torch.Tensor, Optional[torch.Tensor], torch.Tensor], torch.Tensor]
 
@@ -35,11 +37,13 @@ class Transform:
 _REGISTRY: dict[str, Transform] = {}
 
 
-def register(name: str, fn: TransformFn, *, constrained: bool | None = None) -> None:
-    """Add ``name``; ``constrained`` (when given) is declared to :mod:`scanmt.fertility.rules`, else taken from it."""
-    if constrained is not None:
-        declare_transform(name, constrained)
-    _REGISTRY[name] = Transform(name, fn, is_constrained(name))
+def register(name: str, fn: TransformFn) -> None:
+    """Bind ``fn`` to the declared transform ``name`` (``ValueError`` for a name :data:`scanmt.choices.TRANSFORMS`
+    does not declare)."""
+    if name not in TRANSFORMS:
+        raise ValueError(f"transform {name!r} is not declared in scanmt.choices.TRANSFORMS "
+                         f"(declared: {', '.join(TRANSFORMS)}): declare it there first")
+    _REGISTRY[name] = Transform(name, fn, TRANSFORMS[name])
 
 
 def get_transform(name: str) -> Transform:
@@ -57,5 +61,6 @@ def names() -> list[str]:
 
 register("softmax", lambda z, u, mask: ops.softmax(z, None, dim=-1, mask=mask))
 register("sparsemax", lambda z, u, mask: ops.sparsemax(z, dim=-1, mask=mask))
+register("entmax15", lambda z, u, mask: ops.entmax15(z, dim=-1, mask=mask))
 register("csoftmax", lambda z, u, mask: ops.csoftmax(z, u, dim=-1, mask=mask))
 register("csparsemax", lambda z, u, mask: ops.csparsemax(z, u, dim=-1, mask=mask))

@@ -32,7 +32,18 @@ In neural machine translation the bounds are ``u = f - beta``: a fertility ``f``
 per source word minus the attention ``beta`` it has received so far, so a word
 cannot be attended to more than ``f`` times in total.
 
-``Sparsemax(dim)``, ``CSoftmax(dim)`` and ``CSparsemax(dim)`` (and ``Softmax``) are
+``entmax15(z, dim=-1, mask=None)``, ``entmax_bisect(z, alpha, dim=-1, mask=None)`` and ``centmax(z, u, alpha, dim=-1, mask=None)``
+    alpha-entmax, ``argmax_p p.z + H_alpha(p)`` with the Tsallis entropy (Peters, Niculae and
+    Martins, 2019), and its constrained form with ``p <= u``:
+    ``p_j = min(u_j, [(alpha - 1)(z_j - t)]_+^(1/(alpha - 1)))``.  entmax15 is exact by sorting;
+    the other two bisect on ``t`` in float64 for any ``alpha >= 1`` (a number, or a tensor with
+    one value per row, which receives a gradient).  ``alpha = 1`` is softmax / csoftmax and
+    ``alpha = 2`` sparsemax / csparsemax.  Masks, fully masked rows, bounds and errors as below;
+    the derivation of the forward pass, the backward pass and the gradient to ``alpha`` is in
+    :mod:`scanmt.ops.entmax`.  No native kernels (the PyTorch algorithms run everywhere).
+
+``Sparsemax(dim)``, ``CSoftmax(dim)`` and ``CSparsemax(dim)`` (and ``Softmax``, ``Entmax15``,
+``EntmaxBisect(alpha)``, ``CEntmax(alpha)``) are
 ``nn.Module`` wrappers: ``Sparsemax()(z, mask=None)``,
 ``CSoftmax()(z, u, mask=None)``, ``CSparsemax()(z, u, mask=None)``.
 
@@ -154,7 +165,8 @@ tensor([[1., 0., 0.]])
 from ._checks import FEASIBILITY_TOL, NEGATIVE_TOL
 from .csoftmax import csoftmax
 from .csparsemax import csparsemax
-from .modules import CSoftmax, CSparsemax, Softmax, Sparsemax
+from .entmax import centmax, entmax15, entmax_bisect
+from .modules import CEntmax, CSoftmax, CSparsemax, Entmax15, EntmaxBisect, Softmax, Sparsemax
 from .softmax import softmax
 from .sparsemax import sparsemax
 
@@ -173,10 +185,16 @@ __all__ = [
     "sparsemax",
     "csoftmax",
     "csparsemax",
+    "entmax15",
+    "entmax_bisect",
+    "centmax",
     "Softmax",
     "Sparsemax",
     "CSoftmax",
     "CSparsemax",
+    "Entmax15",
+    "EntmaxBisect",
+    "CEntmax",
     "FEASIBILITY_TOL",
     "NEGATIVE_TOL",
 ]

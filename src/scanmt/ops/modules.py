@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Union
 
 from torch import Tensor, nn
 
 from .csoftmax import csoftmax
 from .csparsemax import csparsemax
+from .entmax import centmax, entmax15, entmax_bisect
 from .softmax import softmax
 from .sparsemax import sparsemax
 
@@ -50,3 +51,35 @@ class CSparsemax(_Transform):
 
     def forward(self, z: Tensor, u: Tensor, mask: Optional[Tensor] = None) -> Tensor:
         return csparsemax(z, u, self.dim, mask, validate=self.validate)
+
+
+class Entmax15(_Transform):
+    """``entmax15(z, dim=self.dim, mask=mask)``; see :func:`scanmt.ops.entmax15`."""
+
+    def forward(self, z: Tensor, mask: Optional[Tensor] = None) -> Tensor:
+        return entmax15(z, self.dim, mask, validate=self.validate)
+
+
+class EntmaxBisect(_Transform):
+    """``entmax_bisect(z, alpha, dim=self.dim, mask=mask)`` with a fixed ``alpha`` given here, or
+    one passed to ``forward`` (e.g. a learned parameter); see :func:`scanmt.ops.entmax_bisect`."""
+
+    def __init__(self, alpha: float = 1.5, dim: int = -1, *, validate: bool = True) -> None:
+        super().__init__(dim, validate=validate)
+        self.alpha = alpha
+
+    def forward(self, z: Tensor, mask: Optional[Tensor] = None, alpha: Union[float, Tensor, None] = None) -> Tensor:
+        return entmax_bisect(z, self.alpha if alpha is None else alpha, self.dim, mask, validate=self.validate)
+
+
+class CEntmax(_Transform):
+    """``centmax(z, u, alpha, dim=self.dim, mask=mask)``; see :func:`scanmt.ops.centmax`."""
+
+    def __init__(self, alpha: float = 1.5, dim: int = -1, *, validate: bool = True) -> None:
+        super().__init__(dim, validate=validate)
+        self.alpha = alpha
+
+    def forward(
+        self, z: Tensor, u: Tensor, mask: Optional[Tensor] = None, alpha: Union[float, Tensor, None] = None
+    ) -> Tensor:
+        return centmax(z, u, self.alpha if alpha is None else alpha, self.dim, mask, validate=self.validate)

@@ -1,0 +1,61 @@
+"""Every closed set of values a config key may take, declared once and immutable (base level).
+
+:class:`scanmt.config.Config` checks each of these keys when it is built (:func:`check_choice`
+names the key, the value and the valid choices), so a bad value fails before a run folder,
+data or fertility set-up is touched.  The rest of the package (the transforms registry, the
+fertility rules, the model builders) reads the declarations from here and does not check again.
+
+This module imports only :mod:`scanmt.errors`.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+from typing import Any, Collection, Mapping
+
+from scanmt.errors import ConfigError
+
+#: ``model.attention.transform``: name -> whether it is constrained (takes fertility upper bounds ``u``).
+#: The registry (:mod:`scanmt.model.transforms`) binds a function to each name and to no other.
+TRANSFORMS: Mapping[str, bool] = MappingProxyType({
+    "softmax": False,
+    "sparsemax": False,
+    "entmax15": False,
+    "csoftmax": True,
+    "csparsemax": True,
+})
+#: the constrained transforms (from :data:`TRANSFORMS`)
+CONSTRAINED_TRANSFORMS: frozenset[str] = frozenset(name for name, c in TRANSFORMS.items() if c)
+#: ``model.attention.score``
+SCORES: tuple[str, ...] = ("general", "mlp")
+#: ``model.attention.scaling``
+SCALINGS: tuple[str, ...] = ("none", "sqrt", "learned", "cosine")
+#: ``model.attention.fertility.strategy`` of constrained transforms (``none``: :data:`NO_STRATEGY`)
+STRATEGIES: tuple[str, ...] = ("constant", "guided", "predicted", "actual")
+#: the strategy of unconstrained transforms
+NO_STRATEGY = "none"
+#: ``model.coverage.type``
+COVERAGE_TYPES: tuple[str, ...] = ("none", "linguistic", "linguistic_fertility", "nn", "nn_gru")
+#: ``model.arch``
+ARCHS: tuple[str, ...] = ("lstm", "transformer")
+#: ``model.transformer.bounded``: which cross-attention heads of a Transformer take fertility bounds
+BOUNDED_MODES: tuple[str, ...] = ("all", "last_layer", "one_head", "shared")
+#: ``train.precision``
+PRECISIONS: tuple[str, ...] = ("fp32", "bf16")
+#: ``train.normalization``
+NORMALIZATIONS: tuple[str, ...] = ("tokens", "sents")
+#: ``train.optimizer``
+OPTIMIZERS: tuple[str, ...] = ("sgd", "adam")
+#: ``train.logger``
+LOGGERS: tuple[str, ...] = ("csv", "tensorboard", "none")
+#: ``decode.penalty_mode``
+PENALTY_MODES: tuple[str, ...] = ("rescore", "step")
+#: the fertility predictor's ``level``
+PREDICTOR_LEVELS: tuple[str, ...] = ("subword", "word")
+
+
+def check_choice(key: str, value: Any, choices: Collection[str], what: str = "value") -> None:
+    """:class:`ConfigError` naming ``key``, ``value`` (a ``what``) and the valid ``choices`` unless
+    ``value`` is one of them."""
+    if value not in choices:
+        raise ConfigError(f"{key}: unknown {what} {value!r} (known: {', '.join(choices)})")

@@ -1,0 +1,484 @@
+"""alpha-entmax and its constrained form: ``entmax15``, ``entmax_bisect`` and ``centmax``.
+
+Definitions
+-----------
+With the Tsallis entropy ``H_a(p) = sum_j (p_j - p_j^a) / (a (a - 1))`` (``a > 1``;
+Shannon's entropy at ``a -> 1``), alpha-entmax is (Peters, Niculae and Martins, 2019;
+Blondel et al.'s Fenchel-Young losses)
+
+    entmax_a(z) = argmax_{p in simplex}  p . z + H_a(p),
+
+and its constrained form, with per-position upper bounds ``u``, is
+
+    centmax_a(z, u) = argmax_{p in simplex, p <= u}  p . z + H_a(p).
+
+``a = 1`` is softmax / csoftmax (``argmin KL(p || softmax(z))``, with or without ``p <= u``),
+``a = 2`` is sparsemax / csparsemax (``argmin ||p - z||^2``): the existing ops are the special
+cases, and ``centmax`` with a Python number ``alpha`` of exactly 1 or 2 *calls* them.
+
+Forward (the KKT conditions)
+----------------------------
+Write ``b = a - 1 > 0``.  The Lagrangian of ``centmax`` is
+``p.z + H_a(p) - lam (sum p - 1) + sum_j mu_j p_j - sum_j nu_j (p_j - u_j)``
+with ``mu, nu >= 0``.  ``dH_a/dp_j = (1 - a p_j^b) / (a b)``, so stationarity is
+``p_j^b = b z_j - tau + b (mu_j - nu_j)`` with ``tau = b lam - 1/a``, and complementary
+slackness leaves three cases per entry: ``p_j = 0`` (``mu_j >= 0``), ``p_j = u_j``
+(``nu_j >= 0``) and, in between, ``p_j^b = b z_j - tau``.  In one formula, with the threshold
+written in the units of ``z`` (``t = tau / b``):
+
+    p_j = min(u_j, [b (z_j - t)]_+^(1/b)),      t such that  sum_j p_j = 1.
+
+``phi(t) = sum_j min(u_j, [b (z_j - t)]_+^(1/b))`` is continuous and non-increasing, from
+``sum_j u_j`` (every entry capped) to 0 (every entry zero), so ``t`` exists when
+``sum(u) >= 1``, and ``p`` is unique (the objective is strictly concave).  Algorithms:
+
+* ``entmax15`` (``a = 1.5``, no bounds): exact, by sorting (Peters et al., Algorithm 2):
+  with ``x = (z - max z) / 2`` sorted in decreasing order and support size ``k``,
+  ``tau_k = mean_k - sqrt(max(0, (1 - k (mean2_k - mean_k^2)) / k))`` (``mean2`` the mean of
+  the squares); the support is the largest ``k`` with ``tau_k <= x_k``, ``p = [x - tau]_+^2``.
+  Entries below ``max(x) - 1`` are never in the support, so ``x`` is clamped at ``-2`` (no
+  overflow of the squares at huge scores).  No data-dependent control flow.
+* ``entmax_bisect`` and ``centmax``: bisection on ``t``, in float64 (the power ``1/b``
+  amplifies the relative error of ``b (z - t)`` by ``1/b``), on ``z - max(z)``.  Without
+  bounds ``t`` lies in ``[-1/b, -(1/n)^b / b]`` (``n`` usable entries: the maximum gets 1,
+  resp. at most ``1/n``), so 60 halvings reach rounding; with bounds the bracket is
+  ``[min_j (z_j - u_j^b / b), 0]`` (every entry capped, resp. none positive) and the number
+  of halvings grows with its width (one host synchronisation to read it).  The result is
+  finished exactly: without bounds ``p / sum(p)``; with bounds the free entries are rescaled
+  to the budget ``1 - sum_capped u`` and clipped at ``u``.
+* a row whose ``a`` is within ``ALPHA_ONE_TOL`` (1e-6) of 1 is solved as ``a = 1`` (by
+  softmax / csoftmax); a Python ``alpha`` of exactly 1 or 2 calls softmax / csoftmax /
+  sparsemax / csparsemax.
+
+Backward (implicit differentiation of the KKT system)
+-----------------------------------------------------
+Fix the sets ``S = {0 < p < u}`` (free), ``C = {p = u}`` (capped; ``u = 0`` included) and the
+zero set; they are locally constant almost everywhere.  On ``S``, ``p_j^b = b (z_j - t)``, so
+
+    b p_j^(b-1) dp_j = b (dz_j - dt)   =>   dp_j = g_j (dz_j - dt),   g_j = p_j^(2-a),
+
+on ``C`` ``dp_j = du_j``, and elsewhere ``dp_j = 0``.  ``sum dp = 0`` fixes
+``dt = (sum_S g dz + sum_C du) / sum_S g``.  Hence, for an output gradient ``v`` and
+``m = sum_S g v / sum_S g`` (``m = 0`` where ``S`` is empty, as for the other ops),
+
+    dz = 1[S] g (v - m),        du = 1[C] (v - m).
+
+``a = 1`` gives csoftmax's backward (``g = p``), ``a = 2`` csparsemax's (``g = 1[S]``),
+``a = 1.5`` entmax15's (``g = sqrt(p)``).
+
+Gradient with respect to alpha
+------------------------------
+On ``S``, ``log p_j = log(b (z_j - t)) / b``; differentiating in ``b`` with ``t = t(b)``
+(``s_j = log p_j``)
+
+    dp_j/db = (1/b) [ g_j (z_j - t - b dt/db) - p_j s_j ] = (1/b) (q_j - g_j c),
+
+with ``q_j = g_j z_j - p_j s_j``, ``c = t + b dt/db`` fixed by ``sum_S dp/db = 0`` (capped and zero entries
+do not move), ``c = sum_S q / sum_S g``.  So ``dalpha = sum_S v dp/db = (1/b) sum_S q (v - m)``
+(``sum_S g (v - m) = 0``).  On ``S``, ``g_j z_j = (p_j + g_j t b) / b``, and the ``g_j`` part drops
+out of ``sum_S q (v - m)`` for the same reason, so
+
+    dalpha = (1/b) sum_S (v_j - m) (p_j / b - p_j s_j).
+
+(Without bounds and with ``sum p = 1`` this is entmax's ``d_alpha``.)  As written it cancels
+terms of size ``1/b^2`` down to ``O(1)``; it is evaluated, in float64, as
+``sum_S (v - m) (A / b - p s) / b`` with ``A_j = p_j - g_j P / G`` (``P = sum_S p``,
+``G = sum_S g``; ``sum_S (v - m) p = sum_S (v - m) A``) computed without cancellation as
+``A_j = -p_j expm1(r_j)``, ``r_j = -b s_j - log1p(sum_S (p / P) expm1(-b s))``: its error is
+``O(eps / b)``.  At ``a = 1`` (``b -> 0``) the limit is
+
+    dp_j/da = -(1/2) p_j (s_j^2 - sum_S p s^2 / P)   on S,
+
+used for the rows solved as ``a = 1``.
+
+Double backward: the backward is written with differentiable operations of the saved output
+``p`` and of ``alpha`` (the sets held fixed), so ``create_graph=True`` works.
+
+Semantics (masks, ``-inf``, fully masked rows, bounds, errors, half precision) are those of the
+other ops (see :mod:`scanmt.ops`); in addition ``alpha`` must be finite and ``>= 1`` (``ValueError``
+naming the smallest value), a number or a tensor broadcastable to the shape of ``z`` with size 1
+along ``dim`` (one ``alpha`` per row: per head, per layer...).
+
+Huge scores: the thresholds are found on ``z - max(z)`` in float64.  Where ``centmax``'s
+threshold lies far below the maximum (``(a - 1) t < -FAR``: bounds binding at the top and the
+mass far below them, ``z = [1e30, 0.3, 0]`` with ``u_1 = 0.5``), ``z - max(z)`` has rounded the
+entries that carry the mass: those rows are solved again in frames centred at the threshold
+(:func:`._checks.recentre`, as csoftmax and csparsemax do).  There are no compiled kernels for
+these ops: the PyTorch algorithms run everywhere.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any, Optional, Tuple
+
+import torch
+from torch import Tensor
+
+from . import _checks, _function
+from .csoftmax import csoftmax
+from .csparsemax import csparsemax
+from .softmax import softmax
+from .sparsemax import sparsemax
+
+#: rows whose alpha is within this of 1 are solved (and differentiated) as alpha = 1
+ALPHA_ONE_TOL = 1e-6
+#: bisection steps beyond those that shrink the bracket to the scale 1/b of the free entries
+BISECT_STEPS = 60
+#: most bisection steps in one call (float64 from 1e308 down to rounding)
+MAX_BISECT_STEPS = 2200
+#: rows whose threshold lies below ``-FAR / (alpha - 1)`` (units of ``z - max z``) are re-solved
+#: in recentred frames (float64: below it the rounding of ``z - max z`` costs < 1e-10)
+FAR = 1e6
+
+
+# ----------------------------------------------------------------------------
+# entmax15: sort-based, on the shared TransformFunction
+# ----------------------------------------------------------------------------
+
+
+def _entmax15_sort(zs: Tensor, k: _checks.Consts) -> Tensor:
+    """``p`` of 1.5-entmax for shifted scores ``zs = z - max z`` (``-inf`` = unusable)."""
+    usable = torch.gt(zs, k.ninf)
+    x = torch.where(usable, (zs * k.half).clamp(min=-2.0), k.ninf)
+    xs, _ = torch.sort(x, dim=-1, descending=True)
+    us = torch.gt(xs, k.ninf)
+    xf = torch.where(us, xs, k.zero)
+    rho = k.arange1(zs.shape[-1])
+    mean = xf.cumsum(-1) / rho
+    mean_sq = (xf * xf).cumsum(-1) / rho
+    ss = rho * (mean_sq - mean * mean)
+    delta = ((1.0 - ss) / rho).clamp(min=0.0)
+    tau = mean - torch.sqrt(delta)
+    support = torch.le(tau, xs).logical_and_(us).sum(-1, keepdim=True).clamp(min=1)
+    tau_star = tau.gather(-1, support - 1)
+    p = torch.clamp(x - tau_star, min=0.0)
+    p = p * p
+    # exact to rounding: rows sum to 1 (fully masked rows stay 0)
+    return p / p.sum(-1, keepdim=True).clamp(min=k.tiny)
+
+
+class Entmax15Function(_function.TransformFunction):
+    """1.5-entmax; backward with ``w = sqrt(p)`` on the support."""
+
+    op_name, p_weighted = "entmax15", True
+
+    @classmethod
+    def _solve(cls, z2: Tensor, zmax: Tensor, b: Optional[_checks.Bounds], k: _checks.Consts) -> _function.Solved:
+        p = _entmax15_sort(_checks.shift(z2, zmax, k), k)
+        return p, (p,)
+
+    @staticmethod
+    def _free_set(p: Tensor) -> Tuple[Tensor, Optional[Tensor]]:  # type: ignore[override]
+        return torch.sqrt(p), None  # g = p^(2 - 1.5) on the support, 0 elsewhere
+
+    @classmethod
+    def _vjp_differentiable(
+        cls, g: Tensor, saved: Tuple[Tensor, ...], p: Optional[Tensor], need_z: bool, need_u: bool
+    ) -> Tuple[Optional[Tensor], Optional[Tensor]]:
+        assert p is not None
+        pos = torch.gt(p, 0)
+        w = torch.where(pos, torch.where(pos, p, 1.0).sqrt(), 0.0)  # no inf derivative at p = 0
+        m = (w * g).sum(-1, keepdim=True) / w.sum(-1, keepdim=True).clamp(min=torch.finfo(w.dtype).tiny)
+        return (w * (g - m) if need_z else None), None
+
+
+def entmax15(z: Tensor, dim: int = -1, mask: Optional[Tensor] = None, *, validate: bool = True) -> Tensor:
+    """1.5-entmax of ``z`` along ``dim`` (exact, by sorting): ``p = [z/2 - tau]_+^2``.
+
+    Args:
+        z: scores, any floating dtype (half precision is computed in float32).
+        dim: the dimension that sums to 1.
+        mask: optional bool tensor broadcastable to ``z`` (True = may receive attention);
+            masked positions (and ``z == -inf``) get 0 and a zero gradient; a fully masked
+            row gives all zeros.
+        validate: check for NaN or +inf in ``z`` (one host synchronisation).
+
+    Raises:
+        ValueError: NaN or +inf at an unmasked position of ``z`` (if ``validate``).
+    """
+    return Entmax15Function.transform(z, None, dim, mask, validate)
+
+
+# ----------------------------------------------------------------------------
+# entmax_bisect and centmax: bisection, alpha differentiable
+# ----------------------------------------------------------------------------
+
+
+def _alpha_dtype(device: torch.device) -> torch.dtype:
+    return torch.float32 if device.type == "mps" else torch.float64
+
+
+def _powers(x: Tensor, beta: Tensor) -> Tensor:
+    """``[x]_+^(1/b)`` (0 where ``x <= 0``)."""
+    pos = torch.gt(x, 0)
+    return torch.where(pos, torch.exp(torch.log(torch.where(pos, x, 1.0)) / beta), 0.0)
+
+
+def _threshold(x: Tensor, uc: Optional[Tensor], beta: Tensor, live: Tensor, lo: Optional[Tensor] = None) -> Tensor:
+    """The threshold ``t`` (units of ``z``) of alpha-entmax (``uc is None``) or centmax by bisection:
+    ``x`` float64 scores (``-inf`` = unusable; the row maximum 0, or at most ``-lo`` for the
+    recentred rows), bounds ``uc`` in ``[0, 1]`` (0 where unusable), per-row ``beta``.
+    ``lo`` overrides the lower end of the bracket."""
+    usable = torch.gt(x, float("-inf"))
+    inv = 1.0 / beta
+    if uc is None:
+        n = usable.sum(-1, keepdim=True).clamp(min=1).to(x.dtype)
+        lo_, hi = -inv, -torch.pow(1.0 / n, beta) * inv
+    else:
+        key = torch.where(usable, x - torch.pow(uc, beta) * inv, float("inf"))
+        lo_ = torch.where(live, key.amin(-1, keepdim=True), -inv)
+        hi = torch.where(usable, x, float("-inf")).amax(-1, keepdim=True).clamp(min=lo_)
+    lo = lo_.clone() if lo is None else torch.minimum(lo, lo_)
+    hi = hi.clone()
+    # halvings: down to rounding at the scale 1/b of the free entries
+    steps = BISECT_STEPS
+    if uc is not None:
+        ratio = float(((hi - lo) * beta).amax().clamp(min=1.0))
+        steps = min(MAX_BISECT_STEPS, BISECT_STEPS + math.ceil(math.log2(ratio)))
+    for _ in range(steps):
+        mid = (lo + hi) * 0.5
+        q = _powers(beta * (x - mid), beta)
+        if uc is not None:
+            q = torch.minimum(q, uc)
+        above = torch.ge(q.sum(-1, keepdim=True), 1.0)
+        lo = torch.where(above, mid, lo)
+        hi = torch.where(above, hi, mid)
+    return (lo + hi) * 0.5
+
+
+def _finish(x: Tensor, t: Tensor, uc: Optional[Tensor], beta: Tensor, live: Tensor) -> Tensor:
+    """``p`` from the threshold ``t``, made exact to rounding: without bounds ``p / sum(p)``;
+    with bounds the free entries rescaled to the budget ``1 - sum_capped u``, clipped at ``u``.
+    Rows without ``live`` get 0 (the caller fills them)."""
+    q = _powers(beta * (x - t), beta)
+    if uc is None:
+        p = q / q.sum(-1, keepdim=True).clamp(min=torch.finfo(q.dtype).tiny)
+    else:
+        capped = torch.ge(q, uc) & torch.gt(x, float("-inf"))
+        p = torch.minimum(q, uc)
+        free = ~capped & torch.gt(p, 0)
+        budget = 1.0 - torch.where(capped, uc, 0.0).sum(-1, keepdim=True)
+        mass = torch.where(free, p, 0.0).sum(-1, keepdim=True)
+        scale = torch.where(torch.gt(mass, 0) & torch.gt(budget, 0), budget / mass.clamp(min=1e-300), 1.0)
+        p = torch.minimum(torch.where(free, p * scale, p), uc)
+    return torch.where(live, p, 0.0)
+
+
+def _solve(z2: Tensor, zmax: Tensor, zs: Tensor, uc: Optional[Tensor], beta: Tensor, live: Tensor) -> Tensor:
+    """``p`` on the shifted scores ``zs = z - max(z)``; rows whose threshold lies far below the
+    maximum (bounds binding at the top, huge scores: ``zs`` has rounded the entries that carry
+    the mass) are solved again in frames centred at the threshold (:func:`._checks.recentre`)."""
+    t = _threshold(zs, uc, beta, live)
+    p = _finish(zs, t, uc, beta, live)
+    if uc is None:
+        return p
+    far = torch.lt(t * beta, -FAR).logical_and_(live).reshape(-1)
+    if bool(far.any()):
+        rows = far.nonzero().reshape(-1)
+        z_f, uc_f, b_f = z2[rows], uc[rows], beta[rows]
+        scale = torch.where(z_f > float("-inf"), zs[rows].abs(), 0.0).amax(-1, keepdim=True)
+        bound = scale.mul(2.0).add(t[rows].abs())
+        margin = 1.0 / b_f + 4.0  # beyond it an entry is capped (above) or zero (below) anyway
+        live_f = live[rows]
+
+        def solve(x: Tensor, B: Tensor) -> Tensor:
+            return _threshold(x, uc_f, b_f, live_f, lo=-B - margin)
+
+        x, t_x = _checks.recentre(z_f, zmax[rows] + t[rows], bound, margin, solve)  # type: ignore[arg-type]
+        p[rows] = _finish(x, t_x, uc_f, b_f, live_f)
+    return p
+
+
+def _alpha_rows(alpha: Tensor, shape: torch.Size, dim: int) -> Tuple[Tensor, torch.Size]:
+    """``alpha`` expanded to ``shape`` with size 1 along ``dim``, and that shape."""
+    ashape = list(shape)
+    ashape[dim] = 1
+    return alpha.expand(ashape), torch.Size(ashape)
+
+
+class AlphaEntmaxFunction(torch.autograd.Function):
+    """entmax_bisect (``u is None``) and centmax; gradients to ``z``, ``u`` and ``alpha``.
+
+    ``apply(z, u, alpha, mask, dim, validate, out_dtype, name)`` with ``z``, ``u``, ``mask`` of one
+    shape and ``alpha`` of that shape with size 1 along ``dim``.
+    """
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx: Any, z: Tensor, u: Optional[Tensor], alpha: Tensor, mask: Optional[Tensor], dim: int,
+        validate: bool, out_dtype: torch.dtype, name: str,
+    ) -> Tensor:
+        rows = _checks.Rows(z.shape, dim)
+        dt = _alpha_dtype(z.device)
+        k = _checks.consts(dt, z.device)
+        z2 = _checks.masked_scores(rows, z, mask, dt)
+        zmax = z2.amax(-1, keepdim=True)
+        a2 = alpha.movedim(dim, -1).reshape(-1, 1).to(dt)
+        b = None
+        if u is not None:
+            b = _checks.Bounds(z2, u, mask, rows, k, validate, cap=1.0)
+        if validate:
+            _checks.raise_if_invalid(name, zmax, k, b)
+            bad = ~(torch.ge(a2, 1.0) & torch.lt(a2, float("inf")))
+            if bool(bad.any()):
+                worst = a2[bad].reshape(-1)[0]
+                raise ValueError(f"{name}: alpha must be finite and >= 1, got {float(worst):.6g} "
+                                 f"in {int(bad.sum())} of {a2.shape[0]} rows")
+        zs = _checks.shift(z2, zmax, k)
+        beta = a2 - 1.0
+        one = torch.lt(beta, ALPHA_ONE_TOL).reshape(-1)
+        live = torch.gt(zmax, k.ninf)
+        if b is not None:
+            live = live & torch.gt(b.usum, k.one)
+        p = _solve(z2, zmax, zs, None if b is None else b.uc, beta.clamp(min=ALPHA_ONE_TOL), live)
+        if b is not None:  # sum(u) <= 1 over the usable positions (or none usable): p = u
+            p = torch.where(live, p, b.uc)
+        if bool(one.any()):  # alpha = 1: softmax / csoftmax
+            idx = one.nonzero().reshape(-1)
+            if b is None:
+                p[idx] = softmax(z2[idx], validate=False)
+            else:
+                p[idx] = csoftmax(z2[idx], b.uv[idx].clamp(min=0.0), validate=False)
+        usable = torch.gt(z2, k.ninf)
+        out = rows.give(p, out_dtype)
+        ctx.rows, ctx.dim, ctx.dt = rows, dim, dt
+        ctx.z_dtype, ctx.u_dtype, ctx.a_dtype = z.dtype, None if u is None else u.dtype, alpha.dtype
+        ctx.a_shape = alpha.shape
+        uv = usable.to(dt) if b is None else b.uv  # unused without bounds
+        ctx.save_for_backward(out, alpha, uv, usable)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor):  # type: ignore[override]
+        out, alpha, uv, usable = ctx.saved_tensors
+        rows: _checks.Rows = ctx.rows
+        dt = ctx.dt
+        constrained = ctx.u_dtype is not None
+        need_z, need_u, need_a = ctx.needs_input_grad[0], ctx.needs_input_grad[1], ctx.needs_input_grad[2]
+        p = rows.take(out, dt)
+        v = rows.take(grad, dt)
+        a2 = alpha.movedim(ctx.dim, -1).reshape(-1, 1).to(dt)
+        beta = a2 - 1.0
+        pos = torch.gt(p, 0) & usable
+        if constrained:
+            free = pos & torch.lt(p, uv)
+            capped = usable & torch.ge(p, uv)
+        else:
+            free, capped = pos, None
+        ps = torch.where(free, p, 1.0)
+        s = torch.log(ps)  # log p on S, 0 elsewhere
+        g = torch.where(free, torch.exp((1.0 - beta) * s), 0.0)  # p^(2 - a) on S
+        G = g.sum(-1, keepdim=True)
+        tiny = torch.finfo(dt).tiny
+        m = torch.where(torch.gt(G, 0), (g * v).sum(-1, keepdim=True) / G.clamp(min=tiny), 0.0)
+        vm = torch.where(free, v - m, 0.0)
+        dz = rows.give(g * vm, ctx.z_dtype) if need_z else None
+        du = None
+        if need_u and capped is not None:
+            du = rows.give(torch.where(capped, v - m, 0.0), ctx.u_dtype)
+        da = None
+        if need_a:
+            pf = torch.where(free, p, 0.0)
+            P = pf.sum(-1, keepdim=True).clamp(min=tiny)
+            one = torch.lt(beta, ALPHA_ONE_TOL)
+            bb = beta.clamp(min=ALPHA_ONE_TOL)
+            # stable: A = p - g P / G = -p expm1(r), r = -b s - log1p(sum_S (p / P) expm1(-b s))
+            e1 = (pf / P * torch.expm1(-bb * s)).sum(-1, keepdim=True)
+            A = -pf * torch.expm1(-bb * s - torch.log1p(e1))
+            general = (vm * (A / bb - pf * s)).sum(-1, keepdim=True) / bb
+            # the limit at alpha = 1
+            ps2 = (pf * s * s).sum(-1, keepdim=True) / P
+            limit = (vm * (-0.5) * pf * (s * s - ps2)).sum(-1, keepdim=True)
+            da2 = torch.where(one, limit, general)
+            ashape = list(rows.moved_shape)
+            ashape[-1] = 1
+            da = da2.reshape(ashape).movedim(-1, ctx.dim).to(ctx.a_dtype)
+        return dz, du, da, None, None, None, None, None
+
+
+def _alpha_transform(
+    name: str, z: Tensor, u: Optional[object], alpha: Any, dim: int, mask: Optional[Tensor], validate: bool
+) -> Tensor:
+    z, u_t, mask, dim, out_dtype = _checks.broadcast_inputs(name, z, u, mask, dim)
+    if isinstance(alpha, numbers.Real) and not isinstance(alpha, bool):
+        alpha = torch.tensor(float(alpha), dtype=z.dtype if z.dtype.is_floating_point else torch.float32,
+                             device=z.device)
+    elif not isinstance(alpha, Tensor) or not alpha.dtype.is_floating_point:
+        what = f"dtype {alpha.dtype}" if isinstance(alpha, Tensor) else type(alpha).__name__
+        raise TypeError(f"{name}: alpha must be a real number or a floating-point tensor, got {what}")
+    if alpha.device != z.device:
+        raise ValueError(f"{name}: z is on {z.device} but alpha is on {alpha.device}")
+    try:
+        alpha_e, _ = _alpha_rows(alpha, z.shape, dim)
+    except RuntimeError:
+        ashape = list(z.shape)
+        ashape[dim] = 1
+        raise ValueError(f"{name}: alpha of shape {tuple(alpha.shape)} cannot be broadcast to {tuple(ashape)} "
+                         f"(the shape of z with size 1 along dim {dim}: one alpha per row)") from None
+    if z.numel() == 0:
+        return (z * 0 + alpha_e * 0 if u_t is None else z * 0 + u_t * 0 + alpha_e * 0).to(out_dtype)
+    return AlphaEntmaxFunction.apply(z, u_t, alpha_e, mask, dim, validate, out_dtype, name)
+
+
+def entmax_bisect(
+    z: Tensor, alpha: Any = 1.5, dim: int = -1, mask: Optional[Tensor] = None, *, validate: bool = True
+) -> Tensor:
+    """alpha-entmax of ``z`` along ``dim``, by bisection: ``p = [(a - 1) (z - t)]_+^(1/(a - 1))``.
+
+    Args:
+        z: scores, any floating dtype (computed in float64, returned in ``z``'s dtype).
+        alpha: a number ``>= 1`` or a floating tensor broadcastable to ``z``'s shape with size 1
+            along ``dim`` (one alpha per row); the gradient flows to it.  A number of exactly 1
+            or 2 gives :func:`softmax` / :func:`sparsemax`.
+        dim, mask, validate: as for the other ops (a fully masked row gives zeros).
+
+    Raises:
+        ValueError: NaN or +inf at an unmasked position of ``z``, ``alpha`` below 1, NaN or
+            infinite (if ``validate``), or shapes that do not broadcast.
+    """
+    if isinstance(alpha, numbers.Real) and not isinstance(alpha, bool) and float(alpha) in (1.0, 2.0):
+        if float(alpha) == 1.0:
+            return softmax(z, None, dim, mask, validate=validate)
+        return sparsemax(z, dim, mask, validate=validate)
+    return _alpha_transform("entmax_bisect", z, None, alpha, dim, mask, validate)
+
+
+def centmax(
+    z: Tensor, u, alpha: Any = 1.5, dim: int = -1, mask: Optional[Tensor] = None, *, validate: bool = True
+) -> Tensor:
+    """Constrained alpha-entmax: ``argmax p.z + H_alpha(p)`` s.t. ``p`` in the simplex, ``p <= u``.
+
+    ``p_j = min(u_j, [(a - 1) (z_j - t)]_+^(1/(a - 1)))`` with ``t`` such that ``sum(p) = 1``
+    (derivation in :mod:`scanmt.ops.entmax`).  ``alpha = 1`` is :func:`csoftmax`, ``alpha = 2``
+    :func:`csparsemax` (a number of exactly 1 or 2 calls them).
+
+    Args:
+        z: scores, any floating dtype (computed in float64, returned in the promoted dtype of
+            ``z`` and a floating ``u``).
+        u: upper bounds, broadcastable with ``z``; ``+inf`` means unbounded, ``u >= 1`` never
+            binds, ``u`` in ``[-1e-6, 0)`` is read as 0.
+        alpha: a number ``>= 1`` or a floating tensor broadcastable to ``z``'s shape with size 1
+            along ``dim`` (one alpha per row); the gradient flows to it.
+        dim: the dimension that sums to 1.
+        mask: optional bool tensor (True = may receive attention); masked positions (and
+            ``z == -inf``) get 0 and a zero gradient; a fully masked row gives all zeros.
+        validate: check inputs (one host synchronisation); False skips it.
+
+    Returns:
+        ``p``; ``0 <= p <= u``, rows sum to 1.  If the bounds over the unmasked positions sum
+        to at most 1 (within ``FEASIBILITY_TOL``), ``p = u`` there.
+
+    Raises:
+        ValueError: NaN or +inf in ``z``, NaN or negative ``u`` at an unmasked position,
+            infeasible rows (``sum(u) < 1 - 1e-5``), ``alpha`` below 1, NaN or infinite, or
+            shapes that do not broadcast.
+        TypeError: ``u`` is None.
+    """
+    _checks.require_bounds("centmax", u)
+    if isinstance(alpha, numbers.Real) and not isinstance(alpha, bool) and float(alpha) in (1.0, 2.0):
+        if float(alpha) == 1.0:
+            return csoftmax(z, u, dim, mask, validate=validate)
+        return csparsemax(z, u, dim, mask, validate=validate)
+    return _alpha_transform("centmax", z, u, alpha, dim, mask, validate)
