@@ -50,8 +50,10 @@ def test_none_is_the_raw_bilinear_score_and_has_no_extra_parameter():
 
 
 def test_bad_scaling_values_name_the_key():
-    with pytest.raises(ConfigError, match="model.attention.scaling"):
-        Attention(8, 8, "general", "softmax", scaling="tempered")
+    from scanmt.config import Config
+
+    with pytest.raises(ConfigError, match="model.attention.scaling"):  # refused when the config is built
+        Config.from_dict({"model": {"attention": {"scaling": "tempered"}}})
     with pytest.raises(ConfigError, match="cosine needs model.attention.score=general"):
         Attention(8, 8, "mlp", "softmax", scaling="cosine")
 
