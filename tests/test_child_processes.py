@@ -81,6 +81,14 @@ _train_all({name: tiny_config(data, **endless) for name in ("softmax", "sparsema
 """
 
 
+def _logged_updates(metrics: Path) -> bool:
+    """Whether a trainer's ``metrics.csv`` holds a logged update (a line after the header)."""
+    try:
+        return len(metrics.read_text(encoding="utf-8").splitlines()) > 1
+    except OSError:
+        return False
+
+
 def test_kill_9_of_the_demo_takes_its_trainers_along_and_they_save(small_data_dir, tmp_path):
     """Both trainers of a demo killed by SIGKILL kept running and writing into the output folder."""
     out = tmp_path / "demo"
@@ -88,7 +96,9 @@ def test_kill_9_of_the_demo_takes_its_trainers_along_and_they_save(small_data_di
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     trainers: list[int] = []
     try:
-        wait_for(lambda: all((out / n / "metrics.csv").exists() for n in ("softmax", "sparsemax")), 180,
+        # a logged update (log_every=1), not just the header: a trainer killed before its first update has
+        # nothing to save, and one still setting up has not installed its SIGTERM handler yet
+        wait_for(lambda: all(_logged_updates(out / n / "metrics.csv") for n in ("softmax", "sparsemax")), 180,
                  "both trainers to train")
         trainers = children(parent.pid, "spawn_main")
         assert len(trainers) == 2, trainers
@@ -101,3 +111,14 @@ def test_kill_9_of_the_demo_takes_its_trainers_along_and_they_save(small_data_di
             _reap(pid)
     for name in ("softmax", "sparsemax"):
         assert (out / name / "last.pt").exists(), f"{name} stopped without saving last.pt"
+
+
+def test_repeated_sigterms_of_a_parents_death_do_not_quit_at_once():
+    """A parent's death can send a child several SIGTERMs (one per parent thread it is handed to); after
+    the first, the trainer must go on saving rather than quit, while a real second SIGTERM still quits."""
+    from scanmt.processes import Interrupted, second_sigterm
+
+    orphaned = second_sigterm(parent=os.getppid() + 1)  # the parent it started with is gone
+    assert orphaned(signal.SIGTERM, None) is None
+    with pytest.raises(Interrupted):
+        second_sigterm(parent=os.getppid())(signal.SIGTERM, None)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import os
 import shlex
 import signal
@@ -52,6 +53,22 @@ def signal_name(signum: int) -> str:
 def raise_interrupted(signum: int, frame: Any) -> None:
     """A signal handler that raises :class:`Interrupted`."""
     raise Interrupted(signum)
+
+
+def second_sigterm(parent: int) -> Callable[[int, Any], None]:
+    """The handler of a SIGTERM that follows a first one: it raises :class:`Interrupted` (quit at once), unless
+    this process's parent ``parent`` has died since.  A parent's death sends its children one SIGTERM per
+    ``PR_SET_PDEATHSIG`` (:func:`die_with_parent`) for every thread of the parent that they are handed to as
+    it exits, so several can arrive within milliseconds; those repeat the first and are ignored (the
+    process goes on saving)."""
+
+    def handler(signum: int, frame: Any) -> None:
+        if os.getppid() != parent:
+            logging.getLogger(__name__).debug("another SIGTERM from the parent's death: ignored")
+            return
+        raise_interrupted(signum, frame)
+
+    return handler
 
 
 @contextlib.contextmanager

@@ -33,7 +33,7 @@ from tqdm import tqdm
 from scanmt.config import TrainConfig, check_train_config
 from scanmt.errors import ConfigError, DataError
 from scanmt.model.checkpoint import Checkpoint
-from scanmt.processes import Interrupted, raise_interrupted, signal_name, sigterm_interrupts
+from scanmt.processes import Interrupted, second_sigterm, signal_name, sigterm_interrupts
 from scanmt.training import distributed
 from scanmt.training.logger import MetricLogger
 from scanmt.training.run_dir import claim_run_dir
@@ -323,10 +323,12 @@ class TrainLoop:
                 yield
             return
 
+        parent = os.getppid()
+
         def first(signum: int, frame: Any) -> None:
             self.interrupted, self.stop_signal = True, signum
             signal.signal(signal.SIGINT, signal.default_int_handler)
-            signal.signal(signal.SIGTERM, raise_interrupted)
+            signal.signal(signal.SIGTERM, second_sigterm(parent))  # repeats from a parent's death are ignored
             again = "press Ctrl-C again" if signum == signal.SIGINT else f"send {signal_name(signum)} again"
             log.warning("%s: stopping after this update and saving last.pt; %s to quit at once (losing the %d "
                         "update(s) since the last checkpoint)", signal_name(signum), again,
