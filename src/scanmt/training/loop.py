@@ -377,9 +377,11 @@ class TrainLoop:
                     health = self.task.window_metrics(p.step, p.epoch) if hasattr(self.task, "window_metrics") else {}
                     vals.update(health)
                     postfix = {"loss": f"{vals['train/loss']:.3f}", f"{self.unit}/s": f"{rate:.0f}", "lr": f"{lr:g}"}
-                    if health:
+                    if "attn/support" in health:
                         postfix["support"] = f"{health['attn/support']:.2f}"
                         postfix["1hot"] = f"{100 * health['attn/one_hot']:.0f}%"
+                    if "attn/alpha" in health:  # a learned alpha (entmax / centmax)
+                        postfix["alpha"] = f"{health['attn/alpha']:.3f}"
                     bar.set_postfix(**postfix)
                     self.logger.log(p.step, vals)
                     win_units, win_loss, win_t = 0, 0.0, time.time()
