@@ -35,7 +35,8 @@ from scanmt.model.transforms import get_transform
 
 class LearnedAlpha(nn.Module):
     """A learned alpha of ``entmax`` / ``centmax`` (``model.attention.learn_alpha``): ``alpha = 1 + softplus(raw)``,
-    always above 1 (softmax's limit), starting at ``init`` (``model.attention.alpha``).
+    never below 1 (softmax's limit, where the ops compute softmax / csoftmax), starting at ``init``
+    (``model.attention.alpha``).
 
     ``shape`` is ``()`` for one alpha per model, ``(layers, heads)`` for one per Transformer cross-attention
     head.  Only models that learn alpha have this module, so the weights of every other model (and
