@@ -21,11 +21,19 @@ TRANSFORMS: Mapping[str, bool] = MappingProxyType({
     "softmax": False,
     "sparsemax": False,
     "entmax15": False,
+    "entmax": False,
     "csoftmax": True,
     "csparsemax": True,
+    "centmax": True,
 })
 #: the constrained transforms (from :data:`TRANSFORMS`)
 CONSTRAINED_TRANSFORMS: frozenset[str] = frozenset(name for name, c in TRANSFORMS.items() if c)
+#: the transforms with an alpha (``model.attention.alpha``, learnable with ``model.attention.learn_alpha``):
+#: alpha-entmax by bisection and its constrained form
+ALPHA_TRANSFORMS: frozenset[str] = frozenset({"entmax", "centmax"})
+#: ``model.attention.learn_alpha``: none (alpha fixed at ``model.attention.alpha``) | model (one learned alpha for
+#: the model's attention) | head (one per cross-attention head of every Transformer decoder layer)
+LEARN_ALPHA: tuple[str, ...] = ("none", "model", "head")
 #: ``model.attention.score``
 SCORES: tuple[str, ...] = ("general", "mlp")
 #: ``model.attention.scaling``

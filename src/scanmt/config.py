@@ -26,7 +26,9 @@ import yaml
 from scanmt.choices import (
     ARCHS,
     BOUNDED_MODES,
+    ALPHA_TRANSFORMS,
     COVERAGE_TYPES,
+    LEARN_ALPHA,
     LOGGERS,
     NORMALIZATIONS,
     OPTIMIZERS,
@@ -81,8 +83,17 @@ class FertilityConfig:
 class AttentionConfig:
     #: scores: "general" (Luong bilinear, z = s^T W h) or "mlp" (Bahdanau, v^T tanh(W s + U h))
     score: str = "general"
-    #: transform from the registry: softmax | sparsemax | csoftmax | csparsemax
+    #: transform from the registry: softmax | sparsemax | entmax15 | entmax (alpha-entmax, alpha below) |
+    #: csoftmax | csparsemax | centmax (constrained alpha-entmax with fertility bounds, alpha below)
     transform: str = "softmax"
+    #: alpha of entmax and centmax, in (1, 10] (1 would be softmax / csoftmax, 2 is sparsemax / csparsemax);
+    #: the initial value when learned (learn_alpha); ignored by the other transforms
+    alpha: float = 1.5
+    #: learn the alpha of entmax / centmax (refused with the other transforms): none (fixed at alpha) | model
+    #: (one alpha for the model's attention) | head (one per cross-attention head of every decoder layer;
+    #: transformer only). A learned alpha = 1 + softplus(a) stays above 1; the training log reports it
+    #: (attn/alpha, and attn/alpha_min, attn/alpha_max per head)
+    learn_alpha: str = "none"
     #: score scaling: none (the paper's raw scores) | sqrt (z / sqrt(d)) | learned (g z, g learned, 1/sqrt(d) at
     #: first) | cosine (g cos(s, W h), g learned; general only). Unscaled scores make sparse attention one-hot
     #: within a few Adam updates, after which it gets no gradient (docs/attention-recipe.md).
@@ -129,8 +140,8 @@ class TransformerConfig:
     decoder_layers: int = 3
     #: dropout on the attention weights (self- and cross-attention), in [0, 1)
     attention_dropout: float = 0.1
-    #: which cross-attention heads take the fertility bounds of a constrained transform (csoftmax, csparsemax;
-    #: the other heads use the unconstrained transform of the same family: softmax, sparsemax):
+    #: which cross-attention heads take the fertility bounds of a constrained transform (csoftmax, csparsemax,
+    #: centmax; the other heads use the unconstrained transform of the same family: softmax, sparsemax, entmax):
     #: all (every head of every decoder layer, each with its own cumulative attention) | last_layer (every
     #: head of the last decoder layer, each with its own cumulative attention) | one_head (head 0 of the last
     #: decoder layer only) | shared (every head of the last decoder layer, bounded by one cumulative attention:
@@ -248,6 +259,26 @@ def check_attention_choices(a: "AttentionConfig", prefix: str = "model.attention
     check_choice(f"{prefix}.transform", a.transform, tuple(TRANSFORMS), "transform")
     check_choice(f"{prefix}.score", a.score, SCORES, "score")
     check_choice(f"{prefix}.scaling", a.scaling, SCALINGS, "scaling")
+    check_choice(f"{prefix}.learn_alpha", a.learn_alpha, LEARN_ALPHA, "mode")
+
+
+def check_alpha(m: "ModelConfig") -> None:
+    """Raise :class:`ConfigError` for a learned alpha that the model cannot have: ``learn_alpha`` with a transform
+    without an alpha, or ``head`` without heads (the lstm architecture has one attention)."""
+    a = m.attention
+    if a.learn_alpha == "none":
+        return
+    if a.transform not in ALPHA_TRANSFORMS:
+        raise ConfigError(
+            f"model.attention.learn_alpha={a.learn_alpha}: only {' and '.join(sorted(ALPHA_TRANSFORMS))} have an alpha "
+            f"to learn, not model.attention.transform={a.transform} (set learn_alpha: none, or transform: entmax "
+            "or centmax)"
+        )
+    if a.learn_alpha == "head" and m.arch != "transformer":
+        raise ConfigError(
+            f"model.attention.learn_alpha=head: one alpha per attention head needs model.arch=transformer; the "
+            f"{m.arch} architecture has a single attention (use learn_alpha: model)"
+        )
 
 
 def check_arch(m: "ModelConfig") -> None:
@@ -372,7 +403,7 @@ RANGES: dict[str, dict[str, Range]] = {
         "layers": Range(1, 32),
         "dropout": Range(0, 1, high_open=True),
     },
-    "model.attention": {"exhaustion": Range(0, 100)},
+    "model.attention": {"exhaustion": Range(0, 100), "alpha": Range(1, 10, low_open=True)},
     "model.attention.fertility": {"value": Range(0, 1000, low_open=True), "add": Range(0, 1000)},
     "model.coverage": {"dim": Range(1, 1024), "fertility_scale": Range(0, 1000, low_open=True)},
     "model.transformer": {
@@ -501,6 +532,7 @@ class Config:
         check_coverage_config(cfg.model.coverage)
         check_attention_choices(cfg.model.attention)
         check_arch(cfg.model)
+        check_alpha(cfg.model)
         check_train_config(cfg.train)
         check_decode_config(cfg.decode)
         check_attention(cfg.model.attention)  # fertility and attention cross-field rules (scanmt.fertility.rules)
@@ -709,6 +741,7 @@ ARCHITECTURE_KEYS: tuple[str, ...] = (
     "model.share_embeddings",
     "model.attention.score",
     "model.attention.scaling",
+    "model.attention.learn_alpha",
     "model.coverage.type",
     "model.coverage.dim",
     "model.transformer.heads",

@@ -15,7 +15,7 @@ from scanmt.model.loss import nmt_loss
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here")
 
-TRANSFORMS = ["softmax", "sparsemax", "csoftmax", "csparsemax"]
+TRANSFORMS = ["softmax", "sparsemax", "csoftmax", "csparsemax", "entmax", "centmax"]
 
 
 def _model(transform: str, coverage: str = "none") -> LSTMModel:
@@ -24,6 +24,8 @@ def _model(transform: str, coverage: str = "none") -> LSTMModel:
     cfg.attention.transform = transform
     if transform.startswith("c"):
         cfg.attention.exhaustion = 0.2
+    if transform in ("entmax", "centmax"):  # a learned alpha (its gradient is compared too), not 1.5
+        cfg.attention.alpha, cfg.attention.learn_alpha = 1.7, "model"
     cfg.coverage.type = coverage
     return LSTMModel(cfg, 15).double()
 

@@ -19,7 +19,7 @@ from scanmt.model.loss import nmt_loss
 from scanmt.model.transformer import CrossAttention, TransformerModel
 
 V = 30
-TRANSFORMS = ("softmax", "sparsemax", "csoftmax", "csparsemax")
+TRANSFORMS = ("softmax", "sparsemax", "csoftmax", "csparsemax", "entmax", "centmax")
 CASES = [(t, m) for t in TRANSFORMS for m in BOUNDED_MODES]
 
 
@@ -106,7 +106,7 @@ def _record_cross(m: TransformerModel):
     return seen, handles
 
 
-@pytest.mark.parametrize("transform", ["csoftmax", "csparsemax"])
+@pytest.mark.parametrize("transform", ["csoftmax", "csparsemax", "centmax"])
 @pytest.mark.parametrize("bounded", BOUNDED_MODES)
 def test_bounded_heads_respect_their_bounds_and_padding_gets_nothing(transform, bounded):
     m = _model(transform, bounded)

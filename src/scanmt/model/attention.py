@@ -21,6 +21,10 @@ With fertility bounds ``u`` (constrained transforms), the exhaustion strategy
 adds ``c * u_j`` to the scores of real tokens (never the sink, whose bound is
 infinite): :class:`~scanmt.model.bounds.BoundedTransform`, shared with the Transformer.
 
+``entmax`` and ``centmax`` use ``model.attention.alpha``; with ``learn_alpha: model`` the module owns
+a :class:`~scanmt.model.bounds.LearnedAlpha` (``self.alpha``, ``alpha = 1 + softplus(raw)``, starting at
+``model.attention.alpha``) and passes it to the transform; without it there is no such parameter.
+
 With a coverage model (CovVector, :mod:`scanmt.model.coverage`), the term
 ``V C_{t-1,j}`` is added to the keys before scoring, for both scores and before
 any transform (padding stays masked)::
@@ -38,7 +42,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from scanmt.fertility.rules import check_scaling
-from scanmt.model.bounds import BoundedTransform
+from scanmt.model.bounds import BoundedTransform, LearnedAlpha
 
 
 class Attention(nn.Module):
@@ -50,11 +54,15 @@ class Attention(nn.Module):
         transform: str,
         exhaustion: float = 0.0,
         scaling: str = "none",
+        alpha: float = 1.5,
+        learn_alpha: bool = False,
     ):
         super().__init__()
         self.score = score
         #: the transform with the fertility bounds and the exhaustion bonus (scanmt.model.bounds)
-        self.bounded = BoundedTransform(transform, exhaustion)
+        self.bounded = BoundedTransform(transform, exhaustion, alpha)
+        #: the learned alpha of entmax / centmax (model.attention.learn_alpha: model), else None
+        self.alpha = LearnedAlpha(alpha) if learn_alpha else None
         # score and scaling are among scanmt.choices' (checked when the Config was built)
         check_scaling(score, scaling)
         self.scaling = scaling
@@ -89,10 +97,13 @@ class Attention(nn.Module):
         return z * self.fixed_scale if self.fixed_scale != 1.0 else z
 
     def reset_scale(self) -> None:
-        """Put the learned scale back at its initial value (after a uniform init of all parameters)."""
+        """Put the learned scale (and a learned alpha) back at its initial value (after a uniform init of all
+        parameters)."""
         if self.scaling in ("learned", "cosine"):
             with torch.no_grad():
                 self.log_scale.fill_(self._init_log_scale)
+        if self.alpha is not None:
+            self.alpha.reset_parameters()
 
     def forward(
         self,
@@ -122,6 +133,6 @@ class Attention(nn.Module):
         if self.probe is not None and z.requires_grad:
             z.retain_grad()
             self.probe.append(z)
-        alpha = self.bounded(z, mask, bounds)
-        context = torch.bmm(alpha.unsqueeze(1), memory).squeeze(1)
-        return context, alpha
+        attention = self.bounded(z, mask, bounds, self.alpha() if self.alpha is not None else None)
+        context = torch.bmm(attention.unsqueeze(1), memory).squeeze(1)
+        return context, attention

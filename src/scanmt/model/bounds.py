@@ -8,7 +8,13 @@ and the attention paid so far ``attention_sum`` (the paper's cumulative attentio
     p     = transform(z', u, mask)           # csoftmax / csparsemax: 0 <= p_j <= u_j, sum 1
     attention_sum' = attention_sum + p
 
-Unconstrained transforms (softmax, sparsemax) take no bounds: ``u`` is None and ``p = transform(z, mask)``.
+Unconstrained transforms (softmax, sparsemax, entmax15, entmax) take no bounds: ``u`` is None and
+``p = transform(z, mask)``.
+
+alpha-entmax (``entmax``) and its constrained form (``centmax``) take an ``alpha`` as well
+(:data:`scanmt.choices.ALPHA_TRANSFORMS`): the fixed ``model.attention.alpha`` held here, or a learned
+one (:class:`LearnedAlpha`, owned by the model: one per model, or one per Transformer head) passed to
+:meth:`BoundedTransform.forward`.
 The sink (:mod:`scanmt.fertility.sink`) is appended by the model's ``encode``; its infinite bound
 absorbs the attention that the real words' bounds no longer allow.  Leading dimensions are free
 (``[B, S]`` for the LSTM's one attention, ``[B, heads, S]`` for a Transformer's heads), as long as
@@ -17,21 +23,65 @@ absorbs the attention that the real words' bounds no longer allow.  Leading dime
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from scanmt.fertility.rules import check_exhaustion
 from scanmt.model.transforms import get_transform
 
 
-class BoundedTransform(nn.Module):
-    """The attention transform of ``model.attention.transform`` with fertility bounds and exhaustion ``c``."""
+class LearnedAlpha(nn.Module):
+    """A learned alpha of ``entmax`` / ``centmax`` (``model.attention.learn_alpha``): ``alpha = 1 + softplus(raw)``,
+    never below 1 (softmax's limit, where the ops compute softmax / csoftmax), starting at ``init``
+    (``model.attention.alpha``).
 
-    def __init__(self, transform: str, exhaustion: float = 0.0):
+    ``shape`` is ``()`` for one alpha per model, ``(layers, heads)`` for one per Transformer cross-attention
+    head.  Only models that learn alpha have this module, so the weights of every other model (and
+    checkpoints written before it existed) are unchanged.
+    """
+
+    def __init__(self, init: float, shape: tuple[int, ...] = ()):
+        super().__init__()
+        self.init = float(init)
+        self.raw = nn.Parameter(torch.empty(shape))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Put alpha back at ``init`` (after a uniform init of all parameters)."""
+        # the inverse of softplus: softplus(raw) = init - 1
+        with torch.no_grad():
+            self.raw.fill_(math.log(math.expm1(self.init - 1.0)))
+
+    def forward(self) -> torch.Tensor:
+        """alpha, of the module's shape."""
+        return 1.0 + F.softplus(self.raw)
+
+    def summary(self) -> dict[str, float]:
+        """``alpha`` (the mean over heads), and ``alpha_min``/``alpha_max`` when there are several (training logs)."""
+        with torch.no_grad():
+            a = self().detach().float()
+        out = {"alpha": float(a.mean())}
+        if a.numel() > 1:
+            out.update(alpha_min=float(a.min()), alpha_max=float(a.max()))
+        return out
+
+
+class BoundedTransform(nn.Module):
+    """The attention transform of ``model.attention.transform`` with fertility bounds and exhaustion ``c``.
+
+    ``alpha`` is the fixed alpha of the transforms that have one (``entmax``, ``centmax``; ignored by
+    the others); a learned alpha is given to :meth:`forward` instead.
+    """
+
+    def __init__(self, transform: str, exhaustion: float = 0.0, alpha: float = 1.5):
         super().__init__()
         self.transform = get_transform(transform)
         check_exhaustion(self.transform.name, exhaustion)
         self.exhaustion = exhaustion
+        self.alpha = float(alpha)
 
     @property
     def constrained(self) -> bool:
@@ -43,11 +93,17 @@ class BoundedTransform(nn.Module):
             return None
         return (fertility - attention_sum).clamp_min(0.0)
 
-    def forward(self, z: torch.Tensor, mask: torch.Tensor, bounds: torch.Tensor | None) -> torch.Tensor:
+    def forward(
+        self, z: torch.Tensor, mask: torch.Tensor, bounds: torch.Tensor | None, alpha: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """``z [..., S]`` scores, ``mask [..., S]``, ``bounds`` from :meth:`bounds` -> attention ``[..., S]``
-        (exactly 0 at masked columns)."""
+        (exactly 0 at masked columns).  ``alpha``: a learned alpha of an alpha transform (one value per row:
+        broadcastable to ``z`` with size 1 along the last dimension), else the fixed one is used."""
         if bounds is not None and self.exhaustion:
             z = z + self.exhaustion * torch.where(torch.isfinite(bounds), bounds, torch.zeros_like(bounds))
+        if self.transform.alpha:
+            return self.transform.fn(z, bounds if self.transform.constrained else None, mask,
+                                     self.alpha if alpha is None else alpha)
         return self.transform.fn(z, bounds if self.transform.constrained else None, mask)
 
     @staticmethod

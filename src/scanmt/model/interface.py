@@ -163,6 +163,12 @@ class NMTModel(nn.Module, abc.ABC):
         """Start (``on``) retaining the gradients of the reported attention's scores in the next
         forward pass, or stop and return the scores retained since (attention health)."""
 
+    def learned_alpha(self) -> dict[str, float]:
+        """The learned alpha of an ``entmax`` / ``centmax`` attention (``model.attention.learn_alpha``), for the
+        training log: ``{"alpha": mean}``, plus ``alpha_min`` and ``alpha_max`` when there is one per head;
+        ``{}`` when alpha is not learned."""
+        return {}
+
     # ------------------------------------------------------------------ shared by architectures
     def source_batch(
         self, src: torch.Tensor, src_len: torch.Tensor, fertility: torch.Tensor | None

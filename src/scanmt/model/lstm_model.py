@@ -17,7 +17,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from scanmt.config import ModelConfig
+from scanmt.config import ModelConfig, check_alpha
 from scanmt.data.vocab import PAD_ID
 from scanmt.errors import ConfigError
 from scanmt.model.attention import Attention
@@ -38,9 +38,10 @@ class LSTMModel(NMTModel):
         src_emb = nn.Embedding(vocab_size, cfg.emb_size, padding_idx=PAD_ID)
         tgt_emb = src_emb if cfg.share_embeddings else nn.Embedding(vocab_size, cfg.emb_size, padding_idx=PAD_ID)
         self.encoder = BiLSTMEncoder(src_emb, cfg.hidden_size, cfg.layers, cfg.dropout)
+        check_alpha(cfg)
         attention = Attention(
             cfg.hidden_size, cfg.hidden_size, cfg.attention.score, cfg.attention.transform, cfg.attention.exhaustion,
-            cfg.attention.scaling,
+            cfg.attention.scaling, cfg.attention.alpha, learn_alpha=cfg.attention.learn_alpha == "model",
         )
         coverage = build_coverage(cfg.coverage, cfg.hidden_size, cfg.hidden_size)
         self.decoder = Decoder(tgt_emb, cfg.hidden_size, cfg.layers, cfg.dropout, attention, coverage)
@@ -57,6 +58,10 @@ class LSTMModel(NMTModel):
                 self.encoder.emb.weight[PAD_ID].zero_()
                 self.decoder.emb.weight[PAD_ID].zero_()
             self.decoder.attention.reset_scale()
+
+    def learned_alpha(self) -> dict[str, float]:
+        alpha = self.decoder.attention.alpha
+        return alpha.summary() if alpha is not None else {}
 
     def probe_scores(self, on: bool) -> list[torch.Tensor]:
         attention = self.decoder.attention

@@ -19,10 +19,10 @@ every attention are ``q·k / sqrt(d_head)`` (``model.attention.score`` must be `
 Cross-attention and fertility bounds
 ------------------------------------
 The cross-attention heads use the transforms of the registry through
-:class:`~scanmt.model.bounds.BoundedTransform`.  With a constrained transform (csoftmax, csparsemax),
-``model.transformer.bounded`` says which heads take the bounds ``u = max(0, f - beta)`` (and the
+:class:`~scanmt.model.bounds.BoundedTransform`.  With a constrained transform (csoftmax, csparsemax,
+centmax), ``model.transformer.bounded`` says which heads take the bounds ``u = max(0, f - beta)`` (and the
 exhaustion bonus); the other heads use the unconstrained transform of the same family (softmax for
-csoftmax, sparsemax for csparsemax):
+csoftmax, sparsemax for csparsemax, entmax with the same alpha for centmax):
 
 * ``all``: every head of every decoder layer, each with its own cumulative attention ``beta``;
 * ``last_layer`` (default): every head of the last decoder layer, each with its own ``beta``;
@@ -31,9 +31,19 @@ csoftmax, sparsemax for csparsemax):
   the mean over that layer's heads (which is the reported attention, so ``beta = attention_sum``).
 
 With its own ``beta``, each bounded head attends to word ``j`` at most ``f_j`` times in total, so the
-reported attention (a mean over heads) does too.  With an unconstrained transform (softmax, sparsemax)
-every head uses it and ``bounded`` is ignored.  The sink column (appended by ``source_batch``, bound
-``inf``) absorbs what the bounds no longer allow.
+reported attention (a mean over heads) does too.  With an unconstrained transform (softmax, sparsemax,
+entmax15, entmax) every head uses it and ``bounded`` is ignored.  The sink column (appended by
+``source_batch``, bound ``inf``) absorbs what the bounds no longer allow.
+
+alpha of entmax / centmax
+-------------------------
+Every cross-attention head uses ``model.attention.alpha``, unless it is learned
+(``model.attention.learn_alpha``): the model then owns one :class:`~scanmt.model.bounds.LearnedAlpha`
+(``TransformerModel.cross_alpha``, ``alpha = 1 + softplus(raw)``), of shape ``()`` for ``model`` (one alpha for
+every head of every layer) or ``(decoder_layers, heads)`` for ``head`` (one per cross-attention head).
+A layer's per-head alphas are split like its heads (bounded heads first) and broadcast as one value per
+row of the scores (``[1, heads, 1, 1]`` against ``[N, heads, T, S']``).  The self-attention and the
+fused softmax layers have no alpha.
 
 The reported attention
 ----------------------
@@ -74,15 +84,15 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from scanmt.config import ModelConfig, check_transformer
+from scanmt.config import ModelConfig, check_alpha, check_transformer
 from scanmt.data.vocab import PAD_ID
 from scanmt.errors import ConfigError
 from scanmt.fertility.rules import is_constrained
-from scanmt.model.bounds import BoundedTransform
+from scanmt.model.bounds import BoundedTransform, LearnedAlpha
 from scanmt.model.interface import DecoderState, EncoderOutput, ForwardOutput, NMTModel, Step
 
 #: the unconstrained transform of a constrained transform's family (the heads without bounds)
-FAMILY: dict[str, str] = {"csoftmax": "softmax", "csparsemax": "sparsemax"}
+FAMILY: dict[str, str] = {"csoftmax": "softmax", "csparsemax": "sparsemax", "centmax": "entmax"}
 
 
 def unconstrained(transform: str) -> str:
@@ -185,7 +195,7 @@ class CrossAttention(nn.Module):
 
     def __init__(
         self, d: int, heads: int, dropout: float, transform: str, exhaustion: float,
-        n_bounded: int, shared: bool, reported: bool,
+        n_bounded: int, shared: bool, reported: bool, alpha: float = 1.5,
     ):
         super().__init__()
         self.d, self.heads = d, heads
@@ -197,8 +207,8 @@ class CrossAttention(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.n_bounded = n_bounded
         self.shared = shared
-        self.bounded = BoundedTransform(transform, exhaustion) if n_bounded else None
-        self.free = BoundedTransform(unconstrained(transform))
+        self.bounded = BoundedTransform(transform, exhaustion, alpha) if n_bounded else None
+        self.free = BoundedTransform(unconstrained(transform), alpha=alpha)
         self.explicit = reported or n_bounded > 0 or self.free.transform.name != "softmax"
         self.probe: list[torch.Tensor] | None = None
 
@@ -219,6 +229,7 @@ class CrossAttention(nn.Module):
         mask: torch.Tensor,
         fertility: torch.Tensor | None,
         sums: torch.Tensor | None,
+        alpha: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
         """One cross-attention sub-layer for ``T`` consecutive steps.
 
@@ -229,6 +240,7 @@ class CrossAttention(nn.Module):
             fertility: ``[N, S']`` bounds ``f`` (``inf`` at the sink, 0 at padding) or None.
             sums: cumulative attention before the first of the ``T`` steps of the bounded heads, ``[N, n_bounded, S']``
                 (``[N, 1, S']`` when ``shared``), or None without bounded heads.
+            alpha: the learned alpha of entmax / centmax: one (``[]``) or one per head (``[h]``); None: the fixed one.
 
         Returns:
             the output ``[N, T, d]``, the attention weights ``[N, h, T, S']`` (None when fused) and the
@@ -249,18 +261,22 @@ class CrossAttention(nn.Module):
                 self.probe.append(z)
             parts = []
             nb = self.n_bounded
+            a_bounded = a_free = alpha
+            if alpha is not None and alpha.dim():  # one per head: [h] -> [1, h, 1] (bounded, per step), [1, h, 1, 1]
+                a_bounded = alpha[:nb].to(ct).view(1, -1, 1)
+                a_free = alpha[nb:].to(ct).view(1, -1, 1, 1)
             if nb:
                 assert self.bounded is not None and sums is not None
                 f = fertility.to(ct).unsqueeze(1) if fertility is not None else None
                 mask3 = mask.unsqueeze(1)
                 rows = []
                 for z_t in z[:, :nb].unbind(2):  # the bounds of step t depend on the steps before it
-                    p_t = self.bounded(z_t, mask3, self.bounded.bounds(f, sums))  # [N, nb, S']
+                    p_t = self.bounded(z_t, mask3, self.bounded.bounds(f, sums), a_bounded)  # [N, nb, S']
                     sums = self.bounded.accumulate(sums, p_t.mean(1, keepdim=True) if self.shared else p_t)
                     rows.append(p_t)
                 parts.append(torch.stack(rows, dim=2))
             if nb < self.heads:
-                parts.append(self.free(z[:, nb:], mask4, None))
+                parts.append(self.free(z[:, nb:], mask4, None, a_free))
             p = torch.cat(parts, dim=1) if len(parts) > 1 else parts[0]
         ctx = torch.matmul(self.dropout(p).to(v.dtype), v)
         return self.out(merge_heads(ctx)), p, sums
@@ -311,10 +327,11 @@ class DecoderLayer(nn.Module):
         fertility: torch.Tensor | None,
         sums: torch.Tensor | None,
         past: tuple[torch.Tensor, torch.Tensor] | None,
+        alpha: torch.Tensor | None = None,
     ):
         h, kv = self.self_attn(self.norm_self(x), causal=True, past=past)
         x = x + self.dropout(h)
-        h, p, sums = self.cross(self.norm_cross(x), k, v, mask, fertility, sums)
+        h, p, sums = self.cross(self.norm_cross(x), k, v, mask, fertility, sums, alpha=alpha)
         x = x + self.dropout(h)
         x = x + self.dropout(self.ff(self.norm_ff(x)))
         return x, kv, p, sums
@@ -358,6 +375,7 @@ class TransformerModel(NMTModel):
     def __init__(self, cfg: ModelConfig, vocab_size: int):
         super().__init__(cfg, vocab_size)
         check_transformer(cfg)
+        check_alpha(cfg)
         t = cfg.transformer
         d = self.d = cfg.hidden_size
         self.heads = t.heads
@@ -381,9 +399,14 @@ class TransformerModel(NMTModel):
             cross = CrossAttention(
                 d, t.heads, t.attention_dropout, cfg.attention.transform, cfg.attention.exhaustion,
                 n_bounded, shared=t.bounded == "shared" and n_bounded > 0, reported=i == last,
+                alpha=cfg.attention.alpha,
             )
             layers.append(DecoderLayer(d, t.heads, t.ff_size, cfg.dropout, cross))
         self.decoder_layers = nn.ModuleList(layers)
+        #: the learned alpha of entmax / centmax (model.attention.learn_alpha: model or head), else None
+        learn = cfg.attention.learn_alpha
+        self.cross_alpha = None if learn == "none" else LearnedAlpha(
+            cfg.attention.alpha, () if learn == "model" else (t.decoder_layers, t.heads))
         self.decoder_norm = nn.LayerNorm(d)
         self.generator = nn.Linear(d, vocab_size)
         if cfg.tie_generator:
@@ -410,6 +433,11 @@ class TransformerModel(NMTModel):
             for emb in {id(e): e for e in (self.src_emb, self.tgt_emb)}.values():
                 nn.init.normal_(emb.weight, 0.0, self.d ** -0.5)
                 emb.weight[PAD_ID].zero_()
+        if self.cross_alpha is not None:
+            self.cross_alpha.reset_parameters()
+
+    def learned_alpha(self) -> dict[str, float]:
+        return self.cross_alpha.summary() if self.cross_alpha is not None else {}
 
     def probe_scores(self, on: bool) -> list[torch.Tensor]:
         """The last decoder layer's cross-attention scores ``[B, h, T, S']`` (always explicit, never fused)."""
@@ -440,11 +468,13 @@ class TransformerModel(NMTModel):
         layer's attention ``[N, h, T, S']``."""
         keys, values, sums = [], [], []
         p = None
+        alpha = self.cross_alpha() if self.cross_alpha is not None else None  # [] or [layers, heads]
         for i, layer in enumerate(self.decoder_layers):
             shared = layer.cross.shared
             s = state.attention_sum.unsqueeze(1) if shared else state.head_sums[i]
             past = (state.self_keys[i], state.self_values[i]) if cached else None
-            x, (k, v), p, s = layer(x, enc.cross_keys[i], enc.cross_values[i], enc.mask, enc.fertility, s, past)
+            a = alpha[i] if alpha is not None and alpha.dim() else alpha
+            x, (k, v), p, s = layer(x, enc.cross_keys[i], enc.cross_values[i], enc.mask, enc.fertility, s, past, a)
             keys.append(k)
             values.append(v)
             sums.append(None if shared else s)

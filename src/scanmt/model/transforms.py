@@ -10,6 +10,12 @@ declared name (:func:`register` refuses any other name), and
 A new transform is declared in :mod:`scanmt.choices` and bound here::
 
     register("entmax15", lambda z, u, mask: ops.entmax15(z, mask=mask))
+
+The transforms of :data:`scanmt.choices.ALPHA_TRANSFORMS` (``entmax``, ``centmax``) take a fourth
+argument, their ``alpha``: a number (``model.attention.alpha``) or a tensor with one value per row
+(size 1 along the last dimension, broadcastable to ``z``: a learned alpha, per model or per head),
+through which the gradient flows.  They are registered with ``alpha=True``, and
+:class:`~scanmt.model.bounds.BoundedTransform` passes them the alpha it holds or is given.
 """
 
 from __future__ import annotations
@@ -20,10 +26,11 @@ from typing import Callable, Optional
 import torch
 
 from scanmt import ops
-from scanmt.choices import TRANSFORMS
+from scanmt.choices import ALPHA_TRANSFORMS, TRANSFORMS
 from scanmt.errors import ConfigError
 
-TransformFn = Callable[[torch.Tensor, Optional[torch.Tensor], torch.Tensor], torch.Tensor]
+#: ``fn(z, u, mask)``, or ``fn(z, u, mask, alpha)`` for the transforms with an alpha
+TransformFn = Callable[..., torch.Tensor]
 
 
 @dataclass(frozen=True)
@@ -32,6 +39,8 @@ class Transform:
     fn: TransformFn
     #: True if the transform takes upper bounds u (needs fertility)
     constrained: bool
+    #: True if ``fn`` takes a fourth argument, alpha (:data:`scanmt.choices.ALPHA_TRANSFORMS`)
+    alpha: bool = False
 
 
 _REGISTRY: dict[str, Transform] = {}
@@ -43,7 +52,7 @@ def register(name: str, fn: TransformFn) -> None:
     if name not in TRANSFORMS:
         raise ValueError(f"transform {name!r} is not declared in scanmt.choices.TRANSFORMS "
                          f"(declared: {', '.join(TRANSFORMS)}): declare it there first")
-    _REGISTRY[name] = Transform(name, fn, TRANSFORMS[name])
+    _REGISTRY[name] = Transform(name, fn, TRANSFORMS[name], name in ALPHA_TRANSFORMS)
 
 
 def get_transform(name: str) -> Transform:
@@ -64,3 +73,5 @@ register("sparsemax", lambda z, u, mask: ops.sparsemax(z, dim=-1, mask=mask))
 register("entmax15", lambda z, u, mask: ops.entmax15(z, dim=-1, mask=mask))
 register("csoftmax", lambda z, u, mask: ops.csoftmax(z, u, dim=-1, mask=mask))
 register("csparsemax", lambda z, u, mask: ops.csparsemax(z, u, dim=-1, mask=mask))
+register("entmax", lambda z, u, mask, alpha: ops.entmax_bisect(z, alpha, dim=-1, mask=mask))
+register("centmax", lambda z, u, mask, alpha: ops.centmax(z, u, alpha, dim=-1, mask=mask))

@@ -107,6 +107,19 @@ class Progress:
     window_seconds: float = 0.0
 
 
+def progress_postfix(vals: dict[str, float], unit: str) -> dict[str, str]:
+    """What the progress bar shows of a logging window's metrics: loss, rate, lr, the attention's support and
+    one-hot share, and a learned alpha (entmax / centmax)."""
+    postfix = {"loss": f"{vals['train/loss']:.3f}", f"{unit}/s": f"{vals[f'train/{unit}_per_s']:.0f}",
+               "lr": f"{vals['train/lr']:g}"}
+    if "attn/support" in vals:
+        postfix["support"] = f"{vals['attn/support']:.2f}"
+        postfix["1hot"] = f"{100 * vals['attn/one_hot']:.0f}%"
+    if "attn/alpha" in vals:
+        postfix["alpha"] = f"{vals['attn/alpha']:.3f}"
+    return postfix
+
+
 class TrainLoop:
     def __init__(self, task: Task, cfg: TrainConfig, out_dir: str | Path, *, resume: bool = False,
                  dist: distributed.DistInfo | None = None, unit: str = "tok"):
@@ -378,11 +391,7 @@ class TrainLoop:
                     vals["train/rss_mb"] = resident_mb()
                     health = self.task.window_metrics(p.step, p.epoch) if hasattr(self.task, "window_metrics") else {}
                     vals.update(health)
-                    postfix = {"loss": f"{vals['train/loss']:.3f}", f"{self.unit}/s": f"{rate:.0f}", "lr": f"{lr:g}"}
-                    if health:
-                        postfix["support"] = f"{health['attn/support']:.2f}"
-                        postfix["1hot"] = f"{100 * health['attn/one_hot']:.0f}%"
-                    bar.set_postfix(**postfix)
+                    bar.set_postfix(**progress_postfix(vals, self.unit))
                     self.logger.log(p.step, vals)
                     win_units, win_loss, win_t = 0, 0.0, time.time()
                 validate = c.valid_every and p.step % c.valid_every == 0

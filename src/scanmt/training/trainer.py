@@ -110,10 +110,12 @@ class NMTTask:
             self.health.add_score_grads(scores)
 
     def window_metrics(self, step: int, epoch: int) -> dict[str, float]:
-        """Attention health of the batches since the last call (logged with the training loss)."""
+        """Attention health of the batches since the last call, and the learned alpha of entmax / centmax
+        (``attn/alpha``; ``attn/alpha_min``, ``attn/alpha_max`` per head) after them (logged with the training loss)."""
         metrics = self.health.summary()
         self.health.check(metrics, step, epoch)
         self.health.reset()
+        metrics.update({f"attn/{k}": v for k, v in self.model.learned_alpha().items()})
         return metrics
 
     def sequences(self, batch: Batch) -> int:
