@@ -26,6 +26,10 @@ TRANSFORMS: Mapping[str, bool] = MappingProxyType({
 })
 #: the constrained transforms (from :data:`TRANSFORMS`)
 CONSTRAINED_TRANSFORMS: frozenset[str] = frozenset(name for name, c in TRANSFORMS.items() if c)
+#: ``model.output``: the mapping from the generator's scores to the next word's distribution (softmax, or a
+#: sparse one trained with its Fenchel-Young loss: :mod:`scanmt.model.output`); ``entmax`` takes
+#: ``model.output_alpha``
+OUTPUTS: tuple[str, ...] = ("softmax", "sparsemax", "entmax15", "entmax")
 #: ``model.attention.score``
 SCORES: tuple[str, ...] = ("general", "mlp")
 #: ``model.attention.scaling``
