@@ -372,7 +372,8 @@ class TrainLoop:
                     lr = self.optimizer.param_groups[0]["lr"]  # the lr of the last update (warm-up included)
                     vals = {"train/loss": tot_loss / max(tot_units, 1), f"train/{self.unit}_per_s": rate,
                             "train/lr": lr}
-                    vals["train/ppl"] = math.exp(min(vals["train/loss"], 50.0))
+                    if getattr(self.task, "reports_perplexity", True):  # not for a Fenchel-Young loss
+                        vals["train/ppl"] = math.exp(min(vals["train/loss"], 50.0))
                     vals["train/rss_mb"] = resident_mb()
                     health = self.task.window_metrics(p.step, p.epoch) if hasattr(self.task, "window_metrics") else {}
                     vals.update(health)
