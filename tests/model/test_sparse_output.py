@@ -236,6 +236,17 @@ def test_tiny_models_train_and_translate_with_a_sparse_output(small_data_dir, tm
     assert stats.sentences == 2 and 1 <= stats.mean_support <= len(tr.pipeline.vocab)
     forced = tr.force(["ein mann ."], ["a man ."])
     assert not math.isnan(forced[0].hypothesis.log_prob)  # -inf where a reference word has probability 0
+    if arch == "lstm" and output == "sparsemax":  # the command's summary line
+        from scanmt import api
+
+        src = tmp_path / "in.de"
+        src.write_text("ein mann fährt fahrrad .\n\nzwei hunde .\n", encoding="utf-8")
+        request = api.TranslateRequest(model=str(tmp_path / "run" / "best.pt"), input=str(src),
+                                       output=str(tmp_path / "out.en"), beam=2)
+        result = api.translate_file(request)
+        assert result.output == "sparsemax" and result.search_stats.sentences == 2  # the empty line left out
+        assert f"  output sparsemax: mean support {result.search_stats.mean_support:.2f} words per step; search " \
+               f"exact for {result.search_stats.exact}/2 sentences" in result.summary(request)
 
 
 def test_softmax_validation_keeps_perplexity(small_data_dir, tmp_path):

@@ -72,6 +72,7 @@ Softmax gives every word probability, so only case 2 can make its search exact (
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -359,9 +360,10 @@ class _Live:
     def mark_exact(self, penalties: Penalties) -> None:
         """Set ``exact`` on every finished hypothesis (module docstring: exact search)."""
         plain = not penalties.length_alpha and not penalties.coverage_beta
+        dropped, lost = self.dropped.tolist(), self.lost.tolist()
         for b, hyps in enumerate(self.finished):
-            best = max((h.score for h in hyps), default=-torch.inf)
-            exact = not bool(self.dropped[b]) or (plain and best >= float(self.lost[b]))
+            best = max((h.score for h in hyps), default=-math.inf)
+            exact = not dropped[b] or (plain and best >= lost[b])
             for h in hyps:
                 h.exact = exact
 
