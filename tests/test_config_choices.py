@@ -27,6 +27,7 @@ CASES = [
      ("none",) + choices.STRATEGIES),
     ([], "model.coverage.type", choices.COVERAGE_TYPES),
     ([], "model.arch", choices.ARCHS),
+    ([], "model.output", choices.OUTPUTS),
     (["model.arch=transformer", "model.emb_size=32", "model.hidden_size=32", "model.attention.scaling=sqrt"], "model.transformer.bounded",
      choices.BOUNDED_MODES),
     ([], "train.precision", choices.PRECISIONS),

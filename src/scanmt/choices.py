@@ -34,6 +34,10 @@ ALPHA_TRANSFORMS: frozenset[str] = frozenset({"entmax", "centmax"})
 #: ``model.attention.learn_alpha``: none (alpha fixed at ``model.attention.alpha``) | model (one learned alpha for
 #: the model's attention) | head (one per cross-attention head of every Transformer decoder layer)
 LEARN_ALPHA: tuple[str, ...] = ("none", "model", "head")
+#: ``model.output``: the mapping from the generator's scores to the next word's distribution (softmax, or a
+#: sparse one trained with its Fenchel-Young loss: :mod:`scanmt.model.output`); ``entmax`` takes
+#: ``model.output_alpha``
+OUTPUTS: tuple[str, ...] = ("softmax", "sparsemax", "entmax15", "entmax")
 #: ``model.attention.score``
 SCORES: tuple[str, ...] = ("general", "mlp")
 #: ``model.attention.scaling``

@@ -31,6 +31,7 @@ from scanmt.choices import (
     LEARN_ALPHA,
     LOGGERS,
     NORMALIZATIONS,
+    OUTPUTS,
     OPTIMIZERS,
     PENALTY_MODES,
     PRECISIONS,
@@ -168,6 +169,13 @@ class ModelConfig:
     tie_generator: bool = False
     #: share source and target embeddings (the subword vocabulary is joint)
     share_embeddings: bool = False
+    #: the output layer's distribution over the next word: softmax (cross-entropy) | sparsemax | entmax15 |
+    #: entmax (alpha = model.output_alpha). The sparse ones give tokens exactly zero probability and train with
+    #: their Fenchel-Young loss (scanmt.model.output); validation then reports that loss and token accuracy
+    #: instead of perplexity. The default must stay "softmax": checkpoints written before this key load with it.
+    output: str = "softmax"
+    #: alpha of model.output: entmax, in (1, 10] (1.5 is entmax15, 2 sparsemax); other outputs ignore it
+    output_alpha: float = 1.5
     attention: AttentionConfig = field(default_factory=AttentionConfig)
     coverage: CoverageConfig = field(default_factory=CoverageConfig)
     #: the transformer's keys (model.arch: transformer); configs without this section load with its defaults
@@ -282,8 +290,10 @@ def check_alpha(m: "ModelConfig") -> None:
 
 
 def check_arch(m: "ModelConfig") -> None:
-    """Raise :class:`ConfigError` for an unknown ``model.arch`` or a key its architecture does not have."""
+    """Raise :class:`ConfigError` for an unknown ``model.arch`` or ``model.output``, or a key its architecture does
+    not have."""
     check_choice("model.arch", m.arch, ARCHS, "architecture")
+    check_choice("model.output", m.output, OUTPUTS, "output")
     if m.arch == "transformer" and m.coverage.type != "none":
         raise ConfigError(
             f"model.coverage.type={m.coverage.type}: Tu et al.'s CovVector is a recurrent mechanism of the lstm "
@@ -402,6 +412,7 @@ RANGES: dict[str, dict[str, Range]] = {
         "hidden_size": Range(1, MAX_WIDTH),
         "layers": Range(1, 32),
         "dropout": Range(0, 1, high_open=True),
+        "output_alpha": Range(1, 10, low_open=True, note="1 would be softmax: use model.output: softmax"),
     },
     "model.attention": {"exhaustion": Range(0, 100), "alpha": Range(1, 10, low_open=True)},
     "model.attention.fertility": {"value": Range(0, 1000, low_open=True), "add": Range(0, 1000)},

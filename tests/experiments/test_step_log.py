@@ -74,8 +74,11 @@ def test_evaluate_step_logs_the_table(tmp_path, capsys):
 
 @pytest.mark.parametrize("force", [False, True])
 def test_translate_summary(force):
+    from scanmt.decoding.search import Hypothesis
+
     class T:  # a translation as far as the summary reads it
         pieces = ["a", "b"]
+        hypothesis = Hypothesis([1, 2], -1.0, -1.0, None, support=[3, 2, 1], exact=True)
 
     decode = DecodeConfig()
     request = api.TranslateRequest(model="m.pt", input="-", output="o.en", attention_out="o.npz",
@@ -87,4 +90,6 @@ def test_translate_summary(force):
                         f"  decoding: beam 5, length alpha {decode.length_alpha:g}, coverage beta "
                         f"{decode.coverage_beta:g} (eps {decode.coverage_eps:g}), penalties: {decode.penalty_mode}, "
                         f"output length 1 to 2 x source + 10")
-    assert lines[2:] == ["  time: 2.0 s, 1.0 sentences/s, 3 tokens/s", "  attention: o.npz"]
+    search = [] if force else ["  output softmax: mean support 2.00 words per step; search exact for 2/2 sentences "
+                               "(100.0%)"]
+    assert lines[2:] == ["  time: 2.0 s, 1.0 sentences/s, 3 tokens/s", *search, "  attention: o.npz"]

@@ -44,13 +44,16 @@ class TrainResult:
     tokens: int
     best_bleu: float
     best_step: int
-    #: the last validation perplexity (None before any validation)
+    #: the last validation perplexity (None before any validation, and for a sparse model.output)
     last_valid_ppl: float | None
     #: this process reports (the main process of a distributed run, or the only one)
     is_main: bool
     #: processes of a distributed run (1 when not distributed) and the largest weight difference between replicas
     world_size: int
     replica_divergence: float | None
+    #: a sparse model.output: the last validation's Fenchel-Young loss per token and token accuracy (else None)
+    last_valid_fy_loss: float | None = None
+    last_valid_accuracy: float | None = None
 
     @property
     def best_checkpoint(self) -> Path:
@@ -72,6 +75,9 @@ class TrainResult:
                          f"replicas {'in sync' if d == 0 else f'DIVERGED by {d:g}'}")
         if self.last_valid_ppl is not None:
             lines.append(f"  last valid ppl:   {self.last_valid_ppl:.2f}")
+        if self.last_valid_fy_loss is not None:
+            lines.append(f"  last valid:       Fenchel-Young loss {self.last_valid_fy_loss:.4f}, token accuracy "
+                         f"{100 * (self.last_valid_accuracy or 0.0):.2f}% (sparse output: no perplexity)")
         return "\n".join(lines)
 
 
@@ -92,14 +98,16 @@ def train(config: Config | TrainRequest, out: str | Path | None = None, *, resum
     trainer = Trainer(config, Path(out), resume=resume)
     p = trainer.train()
     dist = trainer.dist
+    last = p.history[-1] if p.history else {}
     result = TrainResult(
         out=trainer.out, stop_reason=trainer.stop_reason, step=p.step,
         epochs=p.epoch - (1 if p.batch_in_epoch == 0 else 0),
         parameters=sum(t.numel() for t in trainer.model.parameters()), seconds=p.elapsed, tokens=p.units,
         best_bleu=p.best_score, best_step=p.best_step,
-        last_valid_ppl=p.history[-1]["valid/ppl"] if p.history else None, is_main=dist.is_main,
+        last_valid_ppl=last.get("valid/ppl"), is_main=dist.is_main,
         world_size=dist.world_size if dist.enabled else 1,
         replica_divergence=trainer.replica_divergence if dist.enabled else None,
+        last_valid_fy_loss=last.get("valid/fy_loss"), last_valid_accuracy=last.get("valid/accuracy"),
     )
     distributed.teardown()
     return result

@@ -15,7 +15,7 @@ from scanmt.errors import ConfigError
 from scanmt.io import atomic_outputs, check_outputs, is_stdio, read_lines, write_lines
 
 if TYPE_CHECKING:
-    from scanmt.decoding.translator import Translation, Translator
+    from scanmt.decoding.translator import SearchStats, Translation, Translator
 
 
 @dataclass(frozen=True)
@@ -82,6 +82,15 @@ class TranslateResult:
     beam: int
     decode: DecodeConfig
     seconds: float
+    #: the model's ``model.output`` (softmax, sparsemax, entmax15, entmax)
+    output: str = "softmax"
+
+    @property
+    def search_stats(self) -> SearchStats:
+        """Mean output support, exact searches and forced ends of the translations (none for forced decoding)."""
+        from scanmt.decoding.translator import SearchStats
+
+        return SearchStats.of(self.translations)
 
     def summary(self, request: TranslateRequest) -> str:
         """The lines ``scanmt translate`` prints at its end: sentences, decoding settings, speed, attention file."""
@@ -99,6 +108,8 @@ class TranslateResult:
             f"  decoding: {mode}{pen}",
             f"  time: {dt:.1f} s, {len(out) / max(dt, 1e-9):.1f} sentences/s, {n_tok / max(dt, 1e-9):.0f} tokens/s",
         ]
+        if not request.force_target:
+            lines.append(f"  {self.search_stats.describe(self.output)}")
         if request.attention_out:
             lines.append(f"  attention: {request.attention_out}")
         return "\n".join(lines)
@@ -224,7 +235,7 @@ def translate_file(request: TranslateRequest) -> TranslateResult:
                                  max_len=request.max_len)
     dt = time.time() - t0
     write_outputs(request, out, tr)
-    return TranslateResult(out, beam, tr.decode, dt)
+    return TranslateResult(out, beam, tr.decode, dt, tr.model.cfg.output)
 
 
 def write_outputs(request: TranslateRequest, out: Sequence[Translation], tr: Translator) -> None:

@@ -34,10 +34,45 @@ penalties act:
   the same formula (so it equals its ranking score).
 
 With ``beam = 1`` and both penalties off, this is greedy search.
+
+Zero-probability words (``model.output``: sparsemax, entmax15, entmax; ``log P = -inf``)
+-----------------------------------------------------------------------------------------
+A sparse output gives most words exactly zero probability.  The rules:
+
+* an extension with a non-finite score (``-inf``, or NaN) is never finished nor kept: a beam
+  slot without a finite hypothesis holds ``-inf`` and is never extended into a result, so no
+  hypothesis or score is ever NaN or ``-inf``;
+* ``</s>`` stays reachable at the length limit: at a row's last step (only ``</s>`` allowed, see
+  :func:`_length_rules`) a ``</s>`` of zero probability is given ``log P = 0`` (the forced word
+  counts as certain): the hypothesis finishes with the ``log P`` of its words, and
+  ``Hypothesis.forced`` says so.  Softmax never gives ``-inf``, so nothing changes for it;
+* a sentence stops as soon as no finite extension that is not ``</s>`` is left (its beam cannot
+  continue).  If it has no finished hypothesis then, its best live hypothesis (highest ``log P``)
+  finishes with a forced ``</s>`` (``log P`` of its words, ``forced``), so every sentence gets a
+  translation; this can be shorter than ``decode.min_len`` when the only words with probability
+  were a ``</s>`` that ``min_len`` forbade.
+
+Exact search (Peters, Niculae and Martins, 2019: a sparse output sometimes makes beam search exact)
+------------------------------------------------------------------------------------------------
+``Hypothesis.exact`` says whether the search of its sentence was exact: whether its best finished
+hypothesis is the best of every output sequence of nonzero probability that the length rules allow
+(``score``; forced ``</s>`` as above).  A search step *drops* the finite extensions that it neither
+finishes nor keeps in the beam (those beyond the beam, and every unfinished extension of the step at
+which the sentence stops).  The search is exact when
+
+1. it dropped no finite extension: then it enumerated every sequence of nonzero probability, and the
+   finished set holds the best one whatever the penalties; or
+2. the ranking is plain ``log P`` (no length or coverage penalty: greedy search, or a beam with
+   ``length_alpha = coverage_beta = 0``) and the best finished ``log P`` is at least the highest
+   ``log P`` of any dropped extension: adding a word never raises ``log P``, so no completion of a
+   dropped prefix can beat it.
+
+Softmax gives every word probability, so only case 2 can make its search exact (rarely).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -89,6 +124,12 @@ class Hypothesis:
         attention: ``[len(tokens) + 1, S']`` attention rows (the ``</s>`` step last).
         attention_sum: ``[J]`` cumulative attention ``sum_t a_tj`` over the real source
             words (no ``<sink>``) when the hypothesis finished; what ``cp`` is computed from.
+        forced: it finished with a ``</s>`` of zero probability (at the length limit, or when its
+            sentence had no finite extension left; ``log_prob`` then sums its words only).
+        exact: whether the search of its sentence was exact (module docstring); None when the
+            hypothesis does not come from a search (forced decoding, an empty input).
+        support: the size of the output distribution's support (words of nonzero probability) at
+            each of its steps, ``</s>`` step included; None when not from a search.
     """
 
     tokens: list[int]
@@ -96,6 +137,9 @@ class Hypothesis:
     score: float
     attention: torch.Tensor
     attention_sum: torch.Tensor | None = None
+    forced: bool = False
+    exact: bool | None = None
+    support: list[int] | None = None
 
 
 def _max_lengths(src_len: torch.Tensor, a: float, b: int) -> torch.Tensor:
@@ -105,10 +149,12 @@ def _max_lengths(src_len: torch.Tensor, a: float, b: int) -> torch.Tensor:
 def _length_rules(logp: torch.Tensor, t: int, min_len: int, max_len: torch.Tensor) -> torch.Tensor:
     """``logp [N, V]`` of step ``t`` (``t`` tokens so far) under the length limits: rows at their
     maximum length ``max_len [N]`` may only produce ``</s>``; before ``min_len`` tokens the others
-    may not produce it (the maximum wins where it is the shorter)."""
+    may not produce it (the maximum wins where it is the shorter).  At the maximum, a ``</s>`` of zero
+    probability (``-inf``: a sparse output) gets ``log P = 0``, so that it stays reachable."""
     force = (t + 1) >= max_len
     not_eos = torch.arange(logp.size(1), device=logp.device) != EOS_ID
     logp = logp.masked_fill(force.unsqueeze(1) & not_eos.unsqueeze(0), -torch.inf)  # a new tensor
+    logp[:, EOS_ID] = logp[:, EOS_ID].masked_fill(force & torch.isneginf(logp[:, EOS_ID]), 0.0)
     if t < min_len:
         logp[:, EOS_ID] = logp[:, EOS_ID].masked_fill(~force, -torch.inf)
     return logp
@@ -142,7 +188,7 @@ def rescore(
         ]
         s, i = max(scored, key=lambda p: (p[0], -p[1]))  # first of equal scores, like the beam
         h = hyps[i]
-        out.append(Hypothesis(h.tokens, h.log_prob, s, h.attention, h.attention_sum))
+        out.append(Hypothesis(h.tokens, h.log_prob, s, h.attention, h.attention_sum, h.forced, h.exact, h.support))
     return out
 
 
@@ -202,13 +248,15 @@ class _Extensions:
     origin: torch.Tensor  # row of the parent hypothesis
     word: torch.Tensor  # the new word
     is_eos: torch.Tensor
+    index: torch.Tensor  # position in the sentence's [K * V] extensions
 
     @classmethod
     def top(cls, rank: torch.Tensor, cand: torch.Tensor, beam: _Beam) -> _Extensions:
         B, KV = rank.size(0) // beam.K, beam.K * beam.V
         top_r, top_i = rank.view(B, KV).topk(2 * beam.K, dim=1)
         word = top_i % beam.V
-        return cls(top_r, cand.view(B, KV).gather(1, top_i), top_i // beam.V + beam.offsets, word, word == EOS_ID)
+        return cls(top_r, cand.view(B, KV).gather(1, top_i), top_i // beam.V + beam.offsets, word, word == EOS_ID,
+                   top_i)
 
 
 @dataclass
@@ -225,6 +273,11 @@ class _Live:
     #: [B] sentences that still want hypotheses
     active: torch.Tensor
     finished: list[list[Hypothesis]]
+    #: [N, t] the output support size at each step so far
+    support: torch.Tensor
+    #: [B] whether a finite extension was dropped, and the highest log P of one (exactness)
+    dropped: torch.Tensor
+    lost: torch.Tensor
 
     @classmethod
     def start(cls, state: DecoderState, B: int, K: int, S: int, device: torch.device) -> _Live:
@@ -234,41 +287,85 @@ class _Live:
             scores, torch.full((B * K,), BOS_ID, dtype=torch.long, device=device),
             torch.empty(B * K, 0, dtype=torch.long, device=device), torch.empty(B * K, 0, S, device=device),
             state, torch.ones(B, dtype=torch.bool, device=device), [[] for _ in range(B)],
+            torch.empty(B * K, 0, dtype=torch.long, device=device), torch.zeros(B, dtype=torch.bool, device=device),
+            torch.full((B,), -torch.inf, device=device),
         )
 
-    def finish(self, ext: _Extensions, attention: torch.Tensor, beam: _Beam) -> None:
-        """Finish the ``</s>`` extensions ranked inside the top ``K`` of an active sentence;
-        ``attention [N, t+1, S']`` holds this step's rows."""
+    def _hypothesis(self, o: int, log_prob: float, attention: torch.Tensor, attention_sum: torch.Tensor,
+                    support: torch.Tensor, forced: bool, beam: _Beam) -> Hypothesis:
+        """Row ``o`` finished with ``</s>`` at this step (``attention [N, t+1, S']``, ``support [N, t+1]``)."""
+        hyp = Hypothesis(
+            self.tokens[o].tolist(), log_prob, 0.0, attention[o, :, : beam.n_src[o]].cpu(),
+            attention_sum[o, : beam.n_words[o]].clone(),  # this hypothesis' own, kept from now on
+            forced=forced, support=support[o].tolist(),
+        )
+        hyp.score = final_score(hyp, **beam.penalties.weights)
+        return hyp
+
+    def finish(self, ext: _Extensions, attention: torch.Tensor, support: torch.Tensor, zero_eos: torch.Tensor,
+               beam: _Beam) -> torch.Tensor:
+        """Finish the finite ``</s>`` extensions ranked inside the top ``K`` of an active sentence;
+        ``attention [N, t+1, S']`` and ``support [N, t+1]`` hold this step's rows, ``zero_eos [N]`` the rows
+        whose ``</s>`` had zero probability.  Then stop the sentences with no finite extension left but
+        ``</s>`` (finishing their best live hypothesis if they have none).  Returns the finished ``[B, 2K]``."""
         fin = ext.is_eos & (beam.ranks < beam.K) & self.active.unsqueeze(1) & torch.isfinite(ext.rank)
-        if not bool(fin.any()):
-            return
+        stuck = self.active & ~(~ext.is_eos & torch.isfinite(ext.rank)).any(1)  # nothing left to continue with
+        if not bool(fin.any()) and not bool(stuck.any()):
+            return fin
         attention_sum = self.state.attention_sum.float().cpu()
         for b, r in fin.nonzero().tolist():
             o = int(ext.origin[b, r])
-            hyp = Hypothesis(
-                self.tokens[o].tolist(), float(ext.score[b, r]), 0.0, attention[o, :, : beam.n_src[o]].cpu(),
-                attention_sum[o, : beam.n_words[o]].clone(),  # this hypothesis' own, kept from now on
-            )
-            hyp.score = final_score(hyp, **beam.penalties.weights)
-            self.finished[b].append(hyp)
+            self.finished[b].append(self._hypothesis(o, float(ext.score[b, r]), attention, attention_sum, support,
+                                                     bool(zero_eos[o]), beam))
+        for b in stuck.nonzero().flatten().tolist():
+            if not self.finished[b]:  # its best live hypothesis, with a forced </s>
+                k = int(self.scores[b].argmax())
+                o = b * beam.K + k
+                self.finished[b].append(self._hypothesis(o, float(self.scores[b, k]), attention, attention_sum,
+                                                         support, True, beam))
         n_fin = torch.tensor([len(f) for f in self.finished], device=self.active.device)
-        self.active = self.active & (n_fin < beam.K)
+        self.active = self.active & (n_fin < beam.K) & ~stuck
+        return fin
 
-    def advance(self, ext: _Extensions, attention: torch.Tensor, beam: _Beam, model: NMTModel) -> None:
-        """Continue with the ``K`` best non-``</s>`` extensions (reordering the state by the backpointers)."""
+    def advance(self, ext: _Extensions, attention: torch.Tensor, support: torch.Tensor, beam: _Beam,
+                model: NMTModel) -> torch.Tensor:
+        """Continue with the ``K`` best finite non-``</s>`` extensions (reordering the state by the
+        backpointers); returns those kept ``[B, 2K]``."""
         K, ranks = beam.K, beam.ranks
         key = torch.where(ext.is_eos | ~torch.isfinite(ext.rank), ranks + 2 * K, ranks)
         keep = key.argsort(dim=1)[:, :K]  # [B, K]
         origin = ext.origin.gather(1, keep).view(-1)
         word = ext.word.gather(1, keep).view(-1)
         score = ext.score.gather(1, keep)
-        self.scores = torch.where(
-            (key.gather(1, keep) < 2 * K) & self.active.unsqueeze(1), score, torch.full_like(score, -torch.inf)
-        )
+        kept = (key.gather(1, keep) < 2 * K) & self.active.unsqueeze(1)
+        self.scores = torch.where(kept, score, torch.full_like(score, -torch.inf))
         self.state = model.reorder(self.state, origin)
         self.tokens = torch.cat([self.tokens.index_select(0, origin), word.unsqueeze(1)], dim=1)
         self.attention = attention.index_select(0, origin)
+        self.support = support.index_select(0, origin)
         self.y = word
+        return torch.zeros_like(ext.is_eos).scatter_(1, keep, kept)
+
+    def account(self, was_active: torch.Tensor, used: torch.Tensor, ext: _Extensions, rank: torch.Tensor,
+                cand: torch.Tensor, beam: _Beam) -> None:
+        """Record the finite extensions of the sentences active at this step (``was_active [B]``) that were
+        neither finished nor kept (``used [B, 2K]``): whether there were any, and the highest ``log P``."""
+        B = was_active.size(0)
+        taken = torch.zeros(B, beam.K * beam.V, dtype=torch.bool, device=rank.device).scatter_(1, ext.index, used)
+        drop = torch.isfinite(rank.view(B, -1)) & ~taken & was_active.unsqueeze(1)
+        self.dropped |= drop.any(1)
+        best = torch.where(drop, cand.view(B, -1), torch.full_like(cand.view(B, -1), -torch.inf)).amax(1)
+        self.lost = torch.maximum(self.lost, best)
+
+    def mark_exact(self, penalties: Penalties) -> None:
+        """Set ``exact`` on every finished hypothesis (module docstring: exact search)."""
+        plain = not penalties.length_alpha and not penalties.coverage_beta
+        dropped, lost = self.dropped.tolist(), self.lost.tolist()
+        for b, hyps in enumerate(self.finished):
+            best = max((h.score for h in hyps), default=-math.inf)
+            exact = not dropped[b] or (plain and best >= lost[b])
+            for h in hyps:
+                h.exact = exact
 
 
 @torch.no_grad()
@@ -287,7 +384,7 @@ def search_encoded(
 
     Returns:
         every finished hypothesis per sentence, best first (usually ``settings.beam``; the
-        last step can finish a few more).
+        last step can finish a few more; at least one).
     """
     K, device, B = settings.beam, enc.memory.device, enc.mask.size(0)
     src_len = src_len.to(device)
@@ -306,12 +403,20 @@ def search_encoded(
     for t in range(int(max_len.max())):
         step = model.step(live.y, live.state, enc)
         live.state = step.state
-        logp = _length_rules(step.log_probs.float(), t, settings.min_len, spec.max_len)
+        raw = step.log_probs.float()
+        zero_eos = ((t + 1) >= spec.max_len) & torch.isneginf(raw[:, EOS_ID])  # forced </s> of zero probability
+        logp = _length_rules(raw, t, settings.min_len, spec.max_len)
         cand = live.scores.view(-1, 1) + logp  # [N, V] accumulated log P of every extension
-        ext = _Extensions.top(spec.rank(cand, live.state.attention_sum, t), cand, spec)
+        rank = spec.rank(cand, live.state.attention_sum, t)
+        ext = _Extensions.top(rank, cand, spec)
         attention = torch.cat([live.attention, step.attention.unsqueeze(1).float()], dim=1)  # [N, t+1, S']
-        live.finish(ext, attention, spec)
+        support = torch.cat([live.support, torch.isfinite(raw).sum(1, keepdim=True)], dim=1)  # [N, t+1]
+        was_active = live.active
+        used = live.finish(ext, attention, support, zero_eos, spec)
+        if bool(live.active.any()):
+            used = used | live.advance(ext, attention, support, spec, model)
+        live.account(was_active, used, ext, rank, cand, spec)
         if not bool(live.active.any()):
             break
-        live.advance(ext, attention, spec, model)
+    live.mark_exact(settings)
     return [sorted(f, key=lambda hyp: hyp.score, reverse=True) for f in live.finished]

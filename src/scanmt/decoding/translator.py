@@ -58,6 +58,42 @@ class Translation:
         return SentenceAttention(self.hypothesis.attention.numpy(), src, hyp, fert, sink=self.sink)
 
 
+@dataclass(frozen=True)
+class SearchStats:
+    """What the searches of some translations did (empty inputs and forced decoding left out).
+
+    ``mean_support``: the words of nonzero probability per output step (the ``</s>`` step included), over every
+    step of every output (the vocabulary size for softmax); ``exact``: sentences whose search was exact (Peters
+    et al.; :mod:`scanmt.decoding.search`); ``forced``: outputs that ended with a ``</s>`` of zero probability.
+    """
+
+    sentences: int
+    mean_support: float
+    exact: int
+    forced: int
+
+    @property
+    def exact_share(self) -> float:
+        """The share of the sentences whose search was exact (0 without sentences)."""
+        return self.exact / self.sentences if self.sentences else 0.0
+
+    @classmethod
+    def of(cls, translations: Sequence["Translation"]) -> "SearchStats":
+        hyps = [t.hypothesis for t in translations if t.hypothesis.support is not None]
+        steps = sum(len(h.support) for h in hyps)  # type: ignore[arg-type]
+        support = sum(sum(h.support) for h in hyps)  # type: ignore[arg-type]
+        return cls(len(hyps), support / steps if steps else 0.0, sum(bool(h.exact) for h in hyps),
+                   sum(h.forced for h in hyps))
+
+    def describe(self, output: str) -> str:
+        """One line of ``scanmt translate``'s summary."""
+        line = (f"output {output}: mean support {self.mean_support:.2f} words per step; search exact for "
+                f"{self.exact}/{self.sentences} sentences ({100 * self.exact_share:.1f}%)")
+        if self.forced:
+            line += f"; {self.forced} ended with a forced </s> of zero probability"
+        return line
+
+
 @dataclass
 class EncodedBatch:
     """One decoding batch encoded once (``positions`` index the ``ParallelData``)."""
@@ -263,7 +299,8 @@ class Translator:
         bar = tqdm(total=len(data), desc="forced decoding", unit="sent", disable=not progress, leave=False)
         for positions, batch, fert in self._batches(data):
             res = self.model(batch.src, batch.src_len, batch.tgt_in, fert)
-            logp = torch.log_softmax(res.logits.float(), -1).gather(2, batch.tgt_out.unsqueeze(2)).squeeze(2)
+            # model.output's log-probabilities: -inf where a sparse output gives a target word zero probability
+            logp = self.model.output_log_probs(res.logits.float()).gather(2, batch.tgt_out.unsqueeze(2)).squeeze(2)
             for row, p in enumerate(positions):
                 T = len(data.tgt[p]) + 1
                 S = sink_convention.columns(len(data.src[p]), self.model.sink)

@@ -31,6 +31,7 @@ from scanmt.config import ModelConfig
 from scanmt.errors import ConfigError
 from scanmt.fertility import sink as sink_convention
 from scanmt.fertility.rules import is_constrained
+from scanmt.model.output import output_log_probs
 
 T = TypeVar("T", "EncoderOutput", "DecoderState")
 
@@ -170,6 +171,11 @@ class NMTModel(nn.Module, abc.ABC):
         return {}
 
     # ------------------------------------------------------------------ shared by architectures
+    def output_log_probs(self, logits: torch.Tensor) -> torch.Tensor:
+        """``log p*`` of the next word from the generator's scores ``[.., V]`` under ``model.output``
+        (:mod:`scanmt.model.output`; ``-inf`` where a sparse output gives zero probability)."""
+        return output_log_probs(logits, self.cfg.output, self.cfg.output_alpha)
+
     def source_batch(
         self, src: torch.Tensor, src_len: torch.Tensor, fertility: torch.Tensor | None
     ) -> SourceBatch:

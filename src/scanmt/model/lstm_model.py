@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import torch
 from torch import nn
-from torch.nn import functional as F
 
 from scanmt.config import ModelConfig, check_alpha
 from scanmt.data.vocab import PAD_ID
@@ -112,5 +111,5 @@ class LSTMModel(NMTModel):
         return ForwardOutput(self.generator(hidden), torch.stack(attns, dim=1))
 
     def log_probs(self, h_tilde: torch.Tensor) -> torch.Tensor:
-        """``[..., H]`` -> log-probabilities ``[..., V]``."""
-        return F.log_softmax(self.generator(h_tilde), dim=-1)
+        """``[..., H]`` -> log-probabilities ``[..., V]`` (``model.output``: :meth:`output_log_probs`)."""
+        return self.output_log_probs(self.generator(h_tilde))

@@ -528,7 +528,7 @@ class TransformerModel(NMTModel):
             head_sums=tuple(sums),
         )
         logits = self.generator(h[:, 0])
-        return Step(F.log_softmax(logits.to(compute_dtype(logits.dtype)), dim=-1), attention, new)
+        return Step(self.output_log_probs(logits.to(compute_dtype(logits.dtype))), attention, new)
 
     def forward(
         self, src: torch.Tensor, src_len: torch.Tensor, tgt_in: torch.Tensor, fertility: torch.Tensor | None = None

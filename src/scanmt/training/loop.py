@@ -250,6 +250,13 @@ class TrainLoop:
             batches = batches[self.dist.rank : n : self.dist.world_size]
         return batches
 
+    def _perplexity(self, loss: float) -> dict[str, float]:
+        """``train/ppl`` of a mean loss per unit, unless the task's loss is not a cross-entropy
+        (``task.reports_perplexity`` False: the Fenchel-Young loss of a sparse output)."""
+        if not getattr(self.task, "reports_perplexity", True):
+            return {}
+        return {"train/ppl": math.exp(min(loss, 50.0))}
+
     # ----------------------------------------------------------- validation
     def _validate(self) -> None:
         p = self.progress
@@ -387,7 +394,7 @@ class TrainLoop:
                     lr = self.optimizer.param_groups[0]["lr"]  # the lr of the last update (warm-up included)
                     vals = {"train/loss": tot_loss / max(tot_units, 1), f"train/{self.unit}_per_s": rate,
                             "train/lr": lr}
-                    vals["train/ppl"] = math.exp(min(vals["train/loss"], 50.0))
+                    vals.update(self._perplexity(vals["train/loss"]))
                     vals["train/rss_mb"] = resident_mb()
                     health = self.task.window_metrics(p.step, p.epoch) if hasattr(self.task, "window_metrics") else {}
                     vals.update(health)

@@ -2,7 +2,11 @@
 
 Validation computes perplexity (teacher forcing) and greedy BLEU (sacreBLEU,
 detokenized) on the validation split; early stopping and ``best.pt`` follow
-BLEU, lr decay follows perplexity.  Constrained transforms get their fertility
+BLEU, lr decay follows perplexity.  A sparse output (``model.output`` other than
+softmax) trains with its Fenchel–Young loss (:mod:`scanmt.model.output`); its
+perplexity would be infinite as soon as a reference token gets zero probability,
+so validation reports the Fenchel–Young loss per token (``valid/fy_loss``, which lr
+decay follows) and token accuracy (``valid/accuracy``) instead.  Constrained transforms get their fertility
 bounds from :mod:`scanmt.training.fertility_setup`, and the fertility provider
 is stored in every checkpoint.
 """
@@ -31,6 +35,7 @@ from scanmt.fertility.providers import provider_state
 from scanmt.model.build import build_model
 from scanmt.model.interface import NMTModel
 from scanmt.model.loss import nmt_loss
+from scanmt.model.output import fy_loss, is_sparse, output_loss, token_accuracy
 from scanmt.ops import load_native_kernels
 from scanmt.training import distributed
 from scanmt.training.attention_health import AttentionHealth
@@ -71,8 +76,14 @@ def load_train_data(cfg: Config) -> TrainData:
     return TrainData(pipeline, train, valid, refs, training_digest(d, s, t))
 
 
+#: logged once when a run with a sparse output starts
+SPARSE_OUTPUT_NOTE = ("sparse output: perplexity is infinite when the reference gets zero probability; validation "
+                      "reports the Fenchel-Young loss and token accuracy")
+
+
 class NMTTask:
-    """Teacher-forced cross-entropy over token-bucketed batches; validation by perplexity and greedy BLEU."""
+    """Teacher-forced cross-entropy (a sparse output: its Fenchel–Young loss) over token-bucketed batches;
+    validation by perplexity (a sparse output: Fenchel–Young loss and token accuracy) and greedy BLEU."""
 
     score_key = "valid/bleu"
     decay_key = "valid/ppl"
@@ -81,6 +92,12 @@ class NMTTask:
         self.cfg = cfg
         self.data = data
         self.fertility = fertility
+        self.sparse_output = is_sparse(cfg.model.output)
+        #: whether exp(train/loss) is a perplexity (the loop logs train/ppl only then)
+        self.reports_perplexity = not self.sparse_output
+        if self.sparse_output:
+            self.decay_key = "valid/fy_loss"
+            log.info(SPARSE_OUTPUT_NOTE)
         self.model: NMTModel = build_model(cfg, len(data.pipeline.vocab))
         self.model.reset_parameters(cfg.train.param_init)
         transform = cfg.model.attention.transform
@@ -101,7 +118,9 @@ class NMTTask:
     def loss(self, net: torch.nn.Module, batch: Batch) -> tuple[torch.Tensor, int]:
         out = net(batch.src, batch.src_len, batch.tgt_in, batch.fertility)
         self.health.add(out.attention, batch.tgt_out != PAD_ID, batch.src_len)
-        return nmt_loss(out.logits, batch.tgt_out, self.cfg.train.label_smoothing), batch.n_tgt_tokens
+        m = self.cfg.model
+        return (output_loss(out.logits, batch.tgt_out, m.output, m.output_alpha, self.cfg.train.label_smoothing),
+                batch.n_tgt_tokens)
 
     def probe(self, on: bool) -> None:
         """Retain the attention scores' gradients of the next batch (``on``), or record their norm (``off``)."""
@@ -124,20 +143,31 @@ class NMTTask:
     def validate(self) -> dict[str, float]:
         device = next(self.model.parameters()).device
         valid = self.data.valid
-        total, n_tok = 0.0, 0
+        m = self.cfg.model
+        total, n_tok, correct = 0.0, 0, 0
         for batch in valid.iter_batches(valid.sequential_batches(64)):
             batch = batch.to(device)
             out = self.model(batch.src, batch.src_len, batch.tgt_in, batch.fertility)
-            total += float(nmt_loss(out.logits, batch.tgt_out))
+            if self.sparse_output:
+                total += float(fy_loss(out.logits, batch.tgt_out, m.output, m.output_alpha))
+                correct += token_accuracy(out.logits, batch.tgt_out)[0]
+            else:
+                total += float(nmt_loss(out.logits, batch.tgt_out))
             n_tok += batch.n_tgt_tokens
         translator = Translator(self.model, self.data.pipeline, self.cfg.decode, device=device)
         hyps = translator.search(valid, beam=1)
         pipe = self.data.pipeline
         texts = [pipe.detokenize_target(pipe.target_pieces(h.tokens)) for h in hyps]
         bleu = sacrebleu.corpus_bleu(texts, [self.data.valid_refs]).score
+        if self.sparse_output:
+            return {"valid/fy_loss": total / max(n_tok, 1), "valid/accuracy": correct / max(n_tok, 1),
+                    "valid/bleu": bleu}
         return {"valid/ppl": math.exp(min(total / max(n_tok, 1), 50.0)), "valid/bleu": bleu}
 
     def describe_validation(self, m: dict[str, float]) -> str:
+        if "valid/fy_loss" in m:
+            return (f"valid Fenchel-Young loss {m['valid/fy_loss']:.4f}, token accuracy {100 * m['valid/accuracy']:.2f}%, "
+                    f"greedy BLEU {m['valid/bleu']:.2f}")
         return f"valid ppl {m['valid/ppl']:.2f}, greedy BLEU {m['valid/bleu']:.2f}"
 
     def saved_config(self) -> dict[str, Any]:
@@ -171,7 +201,8 @@ class Trainer:
             torch.manual_seed(cfg.train.seed)
             random.seed(cfg.train.seed)
             self.task = NMTTask(cfg, self.data, fert)
-            if cfg.model.attention.transform != "softmax" and self.dist.device.type == "cpu":
+            sparse = cfg.model.attention.transform != "softmax" or is_sparse(cfg.model.output)
+            if sparse and self.dist.device.type == "cpu":
                 load_native_kernels()  # a first-run build happens here, not inside the timed training
             self.loop = TrainLoop(self.task, cfg.train, self.out, resume=resume, dist=self.dist, unit="tok")
         self.model = self.task.model
