@@ -35,13 +35,7 @@ class _SummedCrossEntropy(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_out: torch.Tensor):  # type: ignore[override]
         logp, target, valid = ctx.saved_tensors
-        eps = ctx.eps
-        grad = logp.exp()
-        grad.scatter_add_(1, target.unsqueeze(1), grad.new_full((grad.size(0), 1), -(1.0 - eps)))
-        if eps:
-            grad.sub_(eps / grad.size(1))
-        grad.mul_((valid.to(grad.dtype) * grad_out).unsqueeze(1))
-        return grad, None, None
+        return distribution_minus_target(logp.exp(), target, valid, ctx.eps, grad_out), None, None
 
 
 def nmt_loss(logits: torch.Tensor, target: torch.Tensor, label_smoothing: float = 0.0) -> torch.Tensor:
@@ -56,3 +50,16 @@ def nmt_loss(logits: torch.Tensor, target: torch.Tensor, label_smoothing: float 
         a scalar: the loss summed over all non-pad target tokens.
     """
     return _SummedCrossEntropy.apply(logits.reshape(-1, logits.size(-1)).float(), target.reshape(-1), label_smoothing)
+
+
+def distribution_minus_target(
+    p: torch.Tensor, target: torch.Tensor, valid: torch.Tensor, eps: float, grad_out: torch.Tensor
+) -> torch.Tensor:
+    """``grad_out * (p - q)`` at the ``valid`` rows (0 elsewhere), in place on ``p [N, V]``: the gradient of a
+    summed loss whose gradient at the scores is the model's distribution minus the label-smoothed target
+    ``q = (1 - eps) e_y + eps / V`` (cross-entropy with softmax, and every Fenchel-Young loss)."""
+    p.scatter_add_(1, target.unsqueeze(1), p.new_full((p.size(0), 1), -(1.0 - eps)))
+    if eps:
+        p.sub_(eps / p.size(1))
+    p.mul_((valid.to(p.dtype) * grad_out).unsqueeze(1))
+    return p

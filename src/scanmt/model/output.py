@@ -41,7 +41,7 @@ import torch
 from torch.nn import functional as F
 
 from scanmt.data.vocab import PAD_ID
-from scanmt.model.loss import nmt_loss
+from scanmt.model.loss import distribution_minus_target, nmt_loss
 from scanmt.ops import entmax15, entmax_bisect, sparsemax
 
 #: the Tsallis alpha of each fixed sparse output (``entmax`` takes ``model.output_alpha``)
@@ -117,13 +117,7 @@ class _SummedFenchelYoung(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_out: torch.Tensor):  # type: ignore[override]
         p, target, valid = ctx.saved_tensors
-        eps = ctx.eps
-        grad = p.clone()
-        grad.scatter_add_(1, target.unsqueeze(1), grad.new_full((grad.size(0), 1), -(1.0 - eps)))
-        if eps:
-            grad.sub_(eps / grad.size(1))
-        grad.mul_((valid.to(grad.dtype) * grad_out).unsqueeze(1))
-        return grad, None, None, None, None
+        return distribution_minus_target(p.clone(), target, valid, ctx.eps, grad_out), None, None, None, None
 
 
 def fy_loss(logits: torch.Tensor, target: torch.Tensor, output: str, alpha: float = 1.5,
