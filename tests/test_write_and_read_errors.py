@@ -117,9 +117,9 @@ def test_experiment_worker_reports_a_full_disk_in_one_line(tmp_path, monkeypatch
     spec_file = tmp_path / "spec.json"
     spec_file.write_text("{}", encoding="utf-8")
     spec = type("Spec", (), {"key": "softmax/seed1", "dir": tmp_path})()
-    monkeypatch.setattr(runner, "_die_with_parent", lambda: None)
+    monkeypatch.setattr(runner, "die_with_parent", lambda parent=None: None)
     monkeypatch.setattr(runner.RunSpec, "from_dict", staticmethod(lambda d: spec))
-    monkeypatch.setattr(runner, "file_lock", lambda *a, **k: nullcontext(True))
+    monkeypatch.setattr(runner, "try_lock", lambda *a, **k: nullcontext())
 
     def full(*args):
         raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "last.pt"))
