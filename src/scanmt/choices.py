@@ -52,6 +52,8 @@ COVERAGE_TYPES: tuple[str, ...] = ("none", "linguistic", "linguistic_fertility",
 ARCHS: tuple[str, ...] = ("lstm", "transformer")
 #: ``model.transformer.bounded``: which cross-attention heads of a Transformer take fertility bounds
 BOUNDED_MODES: tuple[str, ...] = ("all", "last_layer", "one_head", "shared")
+#: ``model.transformer.transform_layers``: which decoder layers' cross-attention uses ``model.attention.transform``
+TRANSFORM_LAYERS: tuple[str, ...] = ("all", "last_layer")
 #: ``train.precision``
 PRECISIONS: tuple[str, ...] = ("fp32", "bf16")
 #: ``train.normalization``

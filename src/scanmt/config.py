@@ -26,6 +26,7 @@ import yaml
 from scanmt.choices import (
     ARCHS,
     BOUNDED_MODES,
+    TRANSFORM_LAYERS,
     ALPHA_TRANSFORMS,
     COVERAGE_TYPES,
     LEARN_ALPHA,
@@ -42,7 +43,7 @@ from scanmt.choices import (
     check_choice,
 )
 from scanmt.errors import ConfigError
-from scanmt.fertility.rules import check_attention, check_sink
+from scanmt.fertility.rules import check_attention, check_sink, is_constrained
 from scanmt.io import load_yaml, read_text
 
 
@@ -149,6 +150,10 @@ class TransformerConfig:
     #: the running sum of the mean over its heads, which is the reported attention). Ignored for unconstrained
     #: transforms. The default is provisional (a measurement will choose).
     bounded: str = "last_layer"
+    #: which decoder layers' cross-attention uses model.attention.transform: all | last_layer (the layers below
+    #: the last use plain softmax, fused). With last_layer, bounded must not be all, and learn_alpha must not
+    #: be head. Checkpoints written before this key existed load as all (their behaviour).
+    transform_layers: str = "all"
 
 
 @dataclass
@@ -319,6 +324,19 @@ def check_transformer(m: "ModelConfig") -> None:
             f"{p}.heads={t.heads} must divide d_model (model.hidden_size={m.hidden_size})"
         )
     check_choice(f"{p}.bounded", t.bounded, BOUNDED_MODES, "mode")
+    check_choice(f"{p}.transform_layers", t.transform_layers, TRANSFORM_LAYERS, "choice")
+    if t.transform_layers == "last_layer" and t.decoder_layers > 1:
+        if is_constrained(m.attention.transform) and t.bounded == "all":
+            raise ConfigError(
+                f"{p}.bounded=all bounds every decoder layer, but {p}.transform_layers=last_layer gives the layers "
+                "below the last plain softmax; use bounded: last_layer, one_head or shared, or transform_layers: all"
+            )
+        if m.attention.learn_alpha == "head":
+            raise ConfigError(
+                f"model.attention.learn_alpha=head learns one alpha per head of every decoder layer, but "
+                f"{p}.transform_layers=last_layer gives the layers below the last plain softmax (no alpha); "
+                "use learn_alpha: model, or transform_layers: all"
+            )
     if m.attention.score != "general":
         raise ConfigError(
             f"model.attention.score={m.attention.score}: a transformer's attention scores are scaled dot "

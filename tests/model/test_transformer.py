@@ -74,9 +74,26 @@ def test_incremental_decoding_equals_full_recompute_of_each_prefix(transform, bo
             torch.testing.assert_close(out.attention[:, -1], att[:, t - 1], atol=1e-6, rtol=0)
 
 
-@pytest.mark.parametrize("transform,bounded", [(t, "last_layer") for t in TRANSFORMS] + [("csparsemax", "all")])
-def test_teacher_forcing_equals_step_by_step(transform, bounded):
-    m = _model(transform, bounded)
+TOP_ONLY = dict(transformer=dict(transform_layers="last_layer"))
+
+
+@pytest.mark.parametrize("transform,bounded", [("sparsemax", "last_layer"), ("csparsemax", "last_layer"),
+                                               ("csoftmax", "shared"), ("centmax", "one_head")])
+def test_incremental_decoding_equals_full_recompute_with_softmax_below_the_last_layer(transform, bounded):
+    m = _model(transform, bounded, **TOP_ONLY)
+    src, src_len, tgt_in, fert = _batch(m.constrained)
+    lp, att, _ = _steps(m, src, src_len, tgt_in, fert)
+    with torch.no_grad():
+        for t in range(1, tgt_in.size(1) + 1):
+            out = m(src, src_len, tgt_in[:, :t], fert)
+            torch.testing.assert_close(F.log_softmax(out.logits[:, -1], -1), lp[:, t - 1], atol=1e-5, rtol=0)
+            torch.testing.assert_close(out.attention[:, -1], att[:, t - 1], atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("transform,bounded,kw", [(t, "last_layer", {}) for t in TRANSFORMS]
+                         + [("csparsemax", "all", {}), ("csparsemax", "last_layer", TOP_ONLY)])
+def test_teacher_forcing_equals_step_by_step(transform, bounded, kw):
+    m = _model(transform, bounded, **kw)
     src, src_len, tgt_in, fert = _batch(m.constrained)
     lp, att, state = _steps(m, src, src_len, tgt_in, fert)
     with torch.no_grad():
@@ -163,6 +180,22 @@ def test_heads_per_mode():
     assert m.decoder_layers[0].cross.free.transform.name == "softmax"
     assert m.decoder_layers[2].cross.bounded.transform.name == "csoftmax"
     assert all(layer.cross.n_bounded == 0 for layer in _model("sparsemax", "all").decoder_layers)
+
+
+def test_transform_layers_last_layer_gives_the_layers_below_fused_softmax():
+    for transform, bounded, n_bounded in [("csparsemax", "last_layer", 4), ("csparsemax", "one_head", 1),
+                                          ("sparsemax", "last_layer", 0)]:
+        m = _model(transform, bounded, transformer=dict(decoder_layers=3, transform_layers="last_layer"))
+        below, last = m.decoder_layers[:2], m.decoder_layers[2].cross
+        assert [(c.cross.n_bounded, c.cross.explicit, c.cross.free.transform.name) for c in below] == \
+            [(0, False, "softmax")] * 2
+        assert last.n_bounded == n_bounded and last.explicit
+        assert last.free.transform.name == "sparsemax"
+        if n_bounded:
+            assert last.bounded.transform.name == "csparsemax" and last.bounded.exhaustion == 0.2
+    # the default keeps the transform in every layer (checkpoints written before the key behave as before)
+    m = _model("sparsemax", "last_layer", transformer=dict(decoder_layers=3))
+    assert [c.cross.free.transform.name for c in m.decoder_layers] == ["sparsemax"] * 3
 
 
 # ------------------------------------------------------------------ search
@@ -306,6 +339,13 @@ def _config(**model) -> dict:
     ({"emb_size": 8}, r"model\.emb_size=8: a transformer's embeddings have d_model = model\.hidden_size \(16\)"),
     ({"attention": {"score": "mlp"}}, r"model\.attention\.score=mlp"),
     ({"attention": {"scaling": "cosine"}}, r"model\.attention\.scaling=cosine"),
+    ({"transformer": {"transform_layers": "first"}}, r"model\.transformer\.transform_layers: unknown choice 'first'"),
+    ({"transformer": {"transform_layers": "last_layer", "bounded": "all"},
+      "attention": {"transform": "csparsemax", "fertility": {"strategy": "constant"}}},
+     r"model\.transformer\.bounded=all bounds every decoder layer, but model\.transformer\.transform_layers=last_layer"),
+    ({"transformer": {"transform_layers": "last_layer"},
+      "attention": {"transform": "entmax", "learn_alpha": "head"}},
+     r"model\.attention\.learn_alpha=head .*model\.transformer\.transform_layers=last_layer"),
 ])
 def test_config_errors_name_the_key(model, message):
     with pytest.raises(ConfigError, match=message):

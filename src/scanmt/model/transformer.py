@@ -30,6 +30,11 @@ csoftmax, sparsemax for csparsemax, entmax with the same alpha for centmax):
 * ``shared``: every head of the last decoder layer, all bounded by one ``beta``: the running sum of
   the mean over that layer's heads (which is the reported attention, so ``beta = attention_sum``).
 
+``model.transformer.transform_layers`` says which layers use ``model.attention.transform`` at all:
+``all`` (every decoder layer; the unbounded heads use the family's unconstrained transform) or
+``last_layer`` (the cross-attention of the layers below the last is plain softmax, fused, as in a softmax
+model; only the last layer is sparse or bounded).
+
 With its own ``beta``, each bounded head attends to word ``j`` at most ``f_j`` times in total, so the
 reported attention (a mean over heads) does too.  With an unconstrained transform (softmax, sparsemax,
 entmax15, entmax) every head uses it and ``bounded`` is ignored.  The sink column (appended by
@@ -396,8 +401,11 @@ class TransformerModel(NMTModel):
             n_bounded = 0
             if self.constrained and (t.bounded == "all" or i == last):
                 n_bounded = 1 if t.bounded == "one_head" else t.heads
+            transform = cfg.attention.transform
+            if t.transform_layers == "last_layer" and i != last:
+                transform = "softmax"
             cross = CrossAttention(
-                d, t.heads, t.attention_dropout, cfg.attention.transform, cfg.attention.exhaustion,
+                d, t.heads, t.attention_dropout, transform, cfg.attention.exhaustion if n_bounded else 0.0,
                 n_bounded, shared=t.bounded == "shared" and n_bounded > 0, reported=i == last,
                 alpha=cfg.attention.alpha,
             )
