@@ -389,3 +389,16 @@ def test_long_outputs_extend_the_position_table():
     with torch.no_grad():
         out = m(src, src_len, tgt)
     assert out.logits.shape == (2, 300, V) and torch.isfinite(out.logits).all()
+
+
+@pytest.mark.parametrize("transform,kw,layers", [("sparsemax", {}, 2), ("softmax", {}, 1),
+                                                 ("csparsemax", TOP_ONLY, 1)])
+def test_forward_returns_the_explicit_heads_of_each_layer(transform, kw, layers):
+    """ForwardOutput.heads: one [B, h, T, S'] per explicitly computed layer (the last one is the reported)."""
+    m = _model(transform, "last_layer", **kw)
+    src, src_len, tgt_in, fert = _batch(m.constrained)
+    with torch.no_grad():
+        out = m(src, src_len, tgt_in, fert)
+    assert len(out.heads) == layers
+    assert all(w.shape == (2, 4, tgt_in.size(1), src.size(1) + int(m.sink)) for w in out.heads)
+    torch.testing.assert_close(out.heads[-1].mean(1), out.attention)

@@ -42,6 +42,39 @@ def test_health_matches_evaluate_definitions():
     assert st.mean_max_weight == pytest.approx(m["attn/max_weight"], rel=1e-6)
 
 
+def test_head_rows_are_counted_per_head_and_step():
+    # one layer of 2 heads over 2 sentences of 2 steps (the second sentence's 2nd step is padding)
+    w = torch.tensor([
+        [[[1.0, 0.0, 0.0], [0.5, 0.5, 0.0]],      # sentence 0, head 0: one-hot, support 2
+         [[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]],     # head 1: one-hot, one-hot
+        [[[0.2, 0.3, 0.5], [9.0, 9.0, 9.0]],      # sentence 1, head 0: support 3, padding
+         [[0.0, 0.9995, 0.0005], [9.0, 9.0, 9.0]]],  # head 1: one-hot (> 0.999), padding
+    ])  # [B=2, h=2, T=2, S'=3]
+    step_mask = torch.tensor([[True, True], [True, False]])
+    h = AttentionHealth("sparsemax", sparse=True, sink=False, arch="transformer")
+    h.add_heads((w, w[:, :1]), step_mask)  # a second layer: head 0 alone
+    m = h.summary()
+    # rows: layer 1: 3 steps x 2 heads (one-hot: 1,0 | 1,1 | 0,1 -> 4 of 6; support 1,2,1,1,3,2 -> 10)
+    #       layer 2: 3 steps x head 0 (one-hot 1,0,0 -> 1 of 3; support 1,2,3 -> 6)
+    assert m["attn/head_one_hot"] == pytest.approx(5 / 9)
+    assert m["attn/head_support"] == pytest.approx(16 / 9)
+    none = AttentionHealth("sparsemax", sparse=True, sink=False)
+    none.add_heads((), step_mask)
+    none.add(w[:, 0], step_mask, torch.tensor([2, 2]))
+    assert "attn/head_one_hot" not in none.summary(), "an LSTM has no heads: nothing is logged for them"
+
+
+def test_one_hot_heads_give_the_collapse_warning_with_transformer_advice(caplog):
+    """A mean over heads can look healthy while each head is one-hot (docs/transformer.md, section 4)."""
+    h = AttentionHealth("sparsemax", sparse=True, sink=False, arch="transformer")
+    with caplog.at_level(logging.WARNING, logger="scanmt.train"):
+        h.check({"attn/one_hot": 0.05, "attn/support": 2.7, "attn/head_one_hot": 0.7, "attn/head_support": 1.3},
+                step=50, epoch=1)
+    msg = " ".join(r.getMessage() for r in caplog.records)
+    assert "70% of the cross-attention heads' rows" in msg and "mean support 1.30" in msg
+    assert "transform_layers=last_layer" in msg and "model.attention.scaling" not in msg
+
+
 def test_one_hot_sparsemax_row_passes_no_gradient():
     """The mechanism of the collapse: a support of one has a zero Jacobian."""
     z = torch.tensor([[4.0, 1.0, 0.5], [0.3, 0.2, 0.1]], dtype=torch.float64, requires_grad=True)

@@ -574,9 +574,7 @@ def _pct(values: Sequence[float]) -> str:
 
 def _training_health(p: _Page) -> list[str]:
     """Attention health during training, from each run's ``metrics.csv`` (:mod:`scanmt.experiments.run_health`)."""
-    L = ["## Attention during training", "",
-         "| system | runs | one-hot steps, epoch 1 (%) | one-hot steps, whole run (%) | support, last window | "
-         "score gradient after epoch 1 |", "|---|---:|---:|---:|---:|---|"]
+    per_system: list[tuple[SystemResults, list[RunHealth]]] = []
     for s in p.systems:
         hs: list[RunHealth] = []
         for r in s.runs:
@@ -584,13 +582,31 @@ def _training_health(p: _Page) -> list[str]:
             h = run_health(_run_dir(p, s, r) / "metrics.csv", t.get("steps"), t.get("epochs"))
             if h is not None:
                 hs.append(h)
+        per_system.append((s, hs))
+    heads = any(h.head_one_hot_max is not None for _, hs in per_system for h in hs)
+    head_cols = " one-hot head rows, epoch 1 (%) | one-hot head rows, whole run (%) |" if heads else ""
+    L = ["## Attention during training", "",
+         "| system | runs | one-hot steps, epoch 1 (%) | one-hot steps, whole run (%) |" + head_cols
+         + " support, last window | score gradient after epoch 1 |",
+         "|---|---:|---:|---:|" + ("---:|---:|" if heads else "") + "---:|---|"]
+    for s, hs in per_system:
         first = [h.one_hot_epoch1 for h in hs if h.one_hot_epoch1 is not None]
         whole = [h.one_hot_max for h in hs if h.one_hot_max is not None]
         grads = [h.score_grad_after_epoch1 for h in hs if h.score_grad_after_epoch1 is not None]
         grad = f"{min(g[0] for g in grads):.3g}–{max(g[1] for g in grads):.3g}" if grads else "–"
-        L.append(f"| {md_escape(s.label)} | {len(hs)} | {_pct(first)} | {_pct(whole)} | "
+        head_vals = ""
+        if heads:
+            hf = [h.head_one_hot_epoch1 for h in hs if h.head_one_hot_epoch1 is not None]
+            hw = [h.head_one_hot_max for h in hs if h.head_one_hot_max is not None]
+            head_vals = f" {_pct(hf)} | {_pct(hw)} |"
+        L.append(f"| {md_escape(s.label)} | {len(hs)} | {_pct(first)} | {_pct(whole)} |{head_vals} "
                  f"{fmt([h.support_last for h in hs if h.support_last is not None])} | {grad} |")
-    return L + [
+    notes = []
+    if heads:
+        notes = ["", "One-hot head rows (models with attention heads): the same share over every explicitly computed "
+                 "cross-attention head's rows (target step x head, `attn/head_one_hot`); the reported attention is a "
+                 "mean over the last layer's heads and can look healthy while each head is one-hot."]
+    return L + notes + [
         "",
         "From the training logs (`metrics.csv`, one window per `train.log_every` updates, teacher-forced training "
         "batches). One-hot steps: the largest share, over the windows and the seeds, of target steps whose largest "

@@ -34,6 +34,10 @@ class RunHealth:
     support_last: float | None
     #: smallest and largest score-gradient norm of the windows after epoch 1
     score_grad_after_epoch1: tuple[float, float] | None
+    #: largest one-hot share of the heads' rows (``attn/head_one_hot``, models with heads) in a window of epoch 1
+    head_one_hot_epoch1: float | None = None
+    #: the same over the whole run
+    head_one_hot_max: float | None = None
 
 
 def read_series(metrics_csv: Path) -> dict[str, list[tuple[int, float]]]:
@@ -66,6 +70,8 @@ def run_health(metrics_csv: Path, steps: int | None, epochs: int | None) -> RunH
         return None
     epoch_end = math.ceil(steps / epochs) if steps and epochs else None
     first = [v for s, v in one_hot if epoch_end is not None and s <= epoch_end]
+    heads = series.get("attn/head_one_hot") or []
+    heads_first = [v for s, v in heads if epoch_end is not None and s <= epoch_end]
     grads = [v for s, v in series.get("attn/score_grad") or [] if epoch_end is not None and s > epoch_end]
     support = series.get("attn/support") or []
     return RunHealth(
@@ -73,4 +79,6 @@ def run_health(metrics_csv: Path, steps: int | None, epochs: int | None) -> RunH
         one_hot_max=max(v for _, v in one_hot),
         support_last=support[-1][1] if support else None,
         score_grad_after_epoch1=(min(grads), max(grads)) if grads else None,
+        head_one_hot_epoch1=max(heads_first) if heads_first else None,
+        head_one_hot_max=max(v for _, v in heads) if heads else None,
     )

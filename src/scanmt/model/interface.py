@@ -96,10 +96,15 @@ class Step:
 
 @dataclass
 class ForwardOutput:
-    """Teacher-forced outputs: ``logits [B, T, V]``, reported ``attention [B, T, S']``."""
+    """Teacher-forced outputs: ``logits [B, T, V]``, reported ``attention [B, T, S']``, and ``heads``: the
+    weights of the attention heads that are computed explicitly, one ``[B, h, T, S']`` tensor per layer (a
+    Transformer's cross-attention layers; fused softmax layers are left out), or ``()`` when the reported
+    attention is the model's only one (the LSTM).  Training logs their health (``attn/head_one_hot``): a mean
+    over heads can look healthy while every head is one-hot."""
 
     logits: torch.Tensor
     attention: torch.Tensor
+    heads: tuple[torch.Tensor, ...] = ()
 
 
 @dataclass

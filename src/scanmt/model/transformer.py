@@ -470,12 +470,11 @@ class TransformerModel(NMTModel):
         enc: TransformerEncoderOutput,
         state: TransformerState,
         cached: bool,
-    ) -> tuple[torch.Tensor, list, list, list, torch.Tensor]:
+    ) -> tuple[torch.Tensor, list, list, list, list[torch.Tensor]]:
         """The decoder stack over ``x [N, T, d]`` (the embedded words after the state's cached ones when
-        ``cached``) -> normalised outputs ``[N, T, d]``, the new caches and head sums, and the last
-        layer's attention ``[N, h, T, S']``."""
-        keys, values, sums = [], [], []
-        p = None
+        ``cached``) -> normalised outputs ``[N, T, d]``, the new caches and head sums, and the cross-attention
+        weights ``[N, h, T, S']`` of every layer that computes them explicitly (the last layer's last)."""
+        keys, values, sums, weights = [], [], [], []
         alpha = self.cross_alpha() if self.cross_alpha is not None else None  # [] or [layers, heads]
         for i, layer in enumerate(self.decoder_layers):
             shared = layer.cross.shared
@@ -486,7 +485,9 @@ class TransformerModel(NMTModel):
             keys.append(k)
             values.append(v)
             sums.append(None if shared else s)
-        return self.decoder_norm(x), keys, values, sums, p
+            if p is not None:
+                weights.append(p)
+        return self.decoder_norm(x), keys, values, sums, weights
 
     # ----------------------------------------------------------------- the five calls
     def encode(
@@ -527,8 +528,8 @@ class TransformerModel(NMTModel):
     def step(self, y: torch.Tensor, state: TransformerState, enc: TransformerEncoderOutput) -> Step:
         t = state.self_keys[0].size(2)  # words read so far: the position of this one
         x = self._embed(self.tgt_emb, y.unsqueeze(1), t)
-        h, keys, values, sums, p = self._decode(x, enc, state, cached=True)
-        attention = p.mean(1)[:, 0]  # [N, S']
+        h, keys, values, sums, weights = self._decode(x, enc, state, cached=True)
+        attention = weights[-1].mean(1)[:, 0]  # [N, S']
         new = TransformerState(
             attention_sum=state.attention_sum + attention,
             self_keys=tuple(keys),
@@ -546,5 +547,5 @@ class TransformerModel(NMTModel):
         enc = self.encode(src, src_len, fertility)
         state = self.init_state(enc)
         x = self._embed(self.tgt_emb, tgt_in, 0)
-        h, _, _, _, p = self._decode(x, enc, state, cached=False)
-        return ForwardOutput(self.generator(h), p.mean(1))
+        h, _, _, _, weights = self._decode(x, enc, state, cached=False)
+        return ForwardOutput(self.generator(h), weights[-1].mean(1), tuple(weights))

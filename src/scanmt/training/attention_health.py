@@ -12,12 +12,20 @@ Every batch adds the attention of its real target steps to a window; every
 ``attn/sink``       mean weight on the ``<sink>`` token (models with a sink)
 ``attn/score_grad`` norm of the gradient of the (normalized) loss w.r.t. the attention scores
                     ``z`` of all steps of the window's last batch
+``attn/head_one_hot`` models with several attention heads (a Transformer's cross-attention;
+                    :attr:`scanmt.model.interface.ForwardOutput.heads`): share of the rows
+                    (target step x head, every explicitly computed head of every layer) whose
+                    largest weight is above 0.999
+``attn/head_support`` the same rows' mean number of source positions with non-zero weight
 ==================  =================================================================
+
+The reported attention of a Transformer is a mean over heads, which can look healthy (a support of
+3, few one-hot steps) while every head is one-hot on most steps; ``attn/head_one_hot`` shows it.
 
 A sparsemax row with a support of one has a zero Jacobian: once most steps are
 one-hot, the scores get no gradient and the alignment freezes where it is.
 :meth:`AttentionHealth.check` warns once when a sparse or constrained transform
-gets there in the first epoch.
+(its reported attention, or its heads) gets there in the first epoch.
 """
 
 from __future__ import annotations
@@ -64,11 +72,21 @@ def advice(scaling: str, optimizer: str) -> str:
     return ", or ".join(fixes) + "; see docs/attention-recipe.md"
 
 
+def transformer_advice() -> str:
+    """What to change after a Transformer's heads collapse (measured in docs/transformer.md, section 4)."""
+    return ("keep the cross-attention below the last decoder layer softmax (model.transformer.transform_layers="
+            "last_layer); see docs/transformer.md, section 4")
+
+
 class AttentionHealth:
     """Accumulates attention statistics over a logging window (see the module docstring)."""
 
-    def __init__(self, transform: str, sparse: bool, sink: bool, scaling: str = "none", optimizer: str = "sgd"):
+    def __init__(
+        self, transform: str, sparse: bool, sink: bool, scaling: str = "none", optimizer: str = "sgd",
+        arch: str = "lstm",
+    ):
         self.transform = transform
+        self.arch = arch
         #: the run's recipe, for the advice of the collapse warning
         self.scaling, self.optimizer = scaling, optimizer
         #: True for transforms whose gradient vanishes at one-hot rows (everything but softmax)
@@ -91,6 +109,9 @@ class AttentionHealth:
         #: running sums over the window's steps: support, one-hot steps, max weight, sink mass (kept on the
         #: batches' device and read once per window, so that a GPU is not synchronised every batch)
         self.sums: torch.Tensor | None = None
+        #: the heads' rows, one-hot rows and support (ForwardOutput.heads), likewise
+        self.head_rows = 0
+        self.head_sums: torch.Tensor | None = None
         self.score_grad: float | None = None
 
     @torch.no_grad()
@@ -111,6 +132,15 @@ class AttentionHealth:
         sums = torch.stack([support_sizes(a).sum().float(), one_hot_steps(a).sum().float(), a.amax(-1).sum(), sink])
         self.sums = sums if self.sums is None else self.sums + sums
 
+    @torch.no_grad()
+    def add_heads(self, heads: tuple[torch.Tensor, ...], step_mask: torch.Tensor) -> None:
+        """Add a batch's per-head weights: ``heads``, one ``[B, h, T, S']`` per layer; ``step_mask [B, T]``."""
+        for w in heads:
+            rows = w.detach().float().transpose(1, 2)[step_mask]  # [N, h, S']
+            self.head_rows += rows.shape[0] * rows.shape[1]
+            sums = torch.stack([one_hot_steps(rows).sum().float(), support_sizes(rows).sum().float()])
+            self.head_sums = sums if self.head_sums is None else self.head_sums + sums
+
     def add_score_grads(self, scores: list[torch.Tensor]) -> None:
         """Record the gradient norm of the probed scores (after the backward pass)."""
         sq = sum(float(z.grad.float().pow(2).sum()) for z in scores if z.grad is not None)
@@ -118,26 +148,37 @@ class AttentionHealth:
 
     def summary(self) -> dict[str, float]:
         """The window's metrics (empty if no step was added)."""
-        if not self.steps or self.sums is None:
-            return {}
-        support, one_hot, max_weight, sink = (v / self.steps for v in self.sums.tolist())
-        out = {"attn/support": support, "attn/one_hot": one_hot, "attn/max_weight": max_weight}
-        if self.sink:
-            out["attn/sink"] = sink
-        if self.score_grad is not None:
-            out["attn/score_grad"] = self.score_grad
+        out: dict[str, float] = {}
+        if self.steps and self.sums is not None:
+            support, one_hot, max_weight, sink = (v / self.steps for v in self.sums.tolist())
+            out.update({"attn/support": support, "attn/one_hot": one_hot, "attn/max_weight": max_weight})
+            if self.sink:
+                out["attn/sink"] = sink
+            if self.score_grad is not None:
+                out["attn/score_grad"] = self.score_grad
+        if self.head_rows and self.head_sums is not None:
+            one_hot, support = (v / self.head_rows for v in self.head_sums.tolist())
+            out["attn/head_one_hot"] = one_hot
+            out["attn/head_support"] = support
         return out
 
     def check(self, metrics: dict[str, float], step: int, epoch: int) -> None:
-        """Warn once if a sparse transform went one-hot on most steps in the first epoch."""
+        """Warn once if a sparse transform went one-hot on most steps (or most heads' steps) in the first epoch."""
         share = metrics.get("attn/one_hot", 0.0)
-        if self.warned or not self.sparse or epoch > 1 or share <= COLLAPSE_SHARE:
+        head_share = metrics.get("attn/head_one_hot", 0.0)
+        if self.warned or not self.sparse or epoch > 1 or max(share, head_share) <= COLLAPSE_SHARE:
             return
         self.warned = True
+        if share > COLLAPSE_SHARE:
+            what = f"{100 * share:.0f}% of target steps put all their {self.transform} attention on one source token"
+            support = metrics.get("attn/support", float("nan"))
+        else:
+            what = (f"{100 * head_share:.0f}% of the cross-attention heads' rows (target step x head) put all their "
+                    f"{self.transform} attention on one source token")
+            support = metrics.get("attn/head_support", float("nan"))
+        fix = transformer_advice() if self.arch == "transformer" else advice(self.scaling, self.optimizer)
         log.warning(
-            "attention collapse: at step %d, %.0f%% of target steps put all their %s attention on one source "
-            "token (mean support %.2f). A one-hot %s row has a zero Jacobian, so the attention scores stop "
-            "learning and the alignment freezes. To fix it, %s.",
-            step, 100 * share, self.transform, metrics.get("attn/support", float("nan")), self.transform,
-            advice(self.scaling, self.optimizer),
+            "attention collapse: at step %d, %s (mean support %.2f). A one-hot %s row has a zero Jacobian, so "
+            "the attention scores stop learning and the alignment freezes. To fix it, %s.",
+            step, what, support, self.transform, fix,
         )

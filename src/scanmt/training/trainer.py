@@ -103,7 +103,7 @@ class NMTTask:
         transform = cfg.model.attention.transform
         self.health = AttentionHealth(
             transform, sparse=transform != "softmax", sink=self.model.sink,
-            scaling=cfg.model.attention.scaling, optimizer=cfg.train.optimizer,
+            scaling=cfg.model.attention.scaling, optimizer=cfg.train.optimizer, arch=cfg.model.arch,
         )
 
     def epoch_batches(self, epoch: int) -> list[list[int]]:
@@ -117,7 +117,9 @@ class NMTTask:
 
     def loss(self, net: torch.nn.Module, batch: Batch) -> tuple[torch.Tensor, int]:
         out = net(batch.src, batch.src_len, batch.tgt_in, batch.fertility)
-        self.health.add(out.attention, batch.tgt_out != PAD_ID, batch.src_len)
+        steps = batch.tgt_out != PAD_ID
+        self.health.add(out.attention, steps, batch.src_len)
+        self.health.add_heads(out.heads, steps)
         m = self.cfg.model
         return (output_loss(out.logits, batch.tgt_out, m.output, m.output_alpha, self.cfg.train.label_smoothing),
                 batch.n_tgt_tokens)
