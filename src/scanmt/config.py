@@ -99,6 +99,8 @@ class AttentionConfig:
     #: score scaling: none (the paper's raw scores) | sqrt (z / sqrt(d)) | learned (g z, g learned, 1/sqrt(d) at
     #: first) | cosine (g cos(s, W h), g learned; general only). Unscaled scores make sparse attention one-hot
     #: within a few Adam updates, after which it gets no gradient (docs/attention-recipe.md).
+    #: transformer: none or sqrt (both q.k / sqrt(d_head)), or cosine (g_h cos(q, k) in the cross-attention
+    #: layers that use the transform, one learned g per head, 1 at first)
     #: The default must stay "none": checkpoints written before this key existed load with it.
     scaling: str = "none"
     #: append a <sink> token (unbounded fertility) to every source; null = on for constrained transforms.
@@ -342,10 +344,10 @@ def check_transformer(m: "ModelConfig") -> None:
             f"model.attention.score={m.attention.score}: a transformer's attention scores are scaled dot "
             "products (use general)"
         )
-    if m.attention.scaling not in ("none", "sqrt"):
+    if m.attention.scaling not in ("none", "sqrt", "cosine"):
         raise ConfigError(
-            f"model.attention.scaling={m.attention.scaling}: a transformer always scales its scores by "
-            "1/sqrt(d_head) (use none or sqrt)"
+            f"model.attention.scaling={m.attention.scaling}: a transformer scales its scores by 1/sqrt(d_head) "
+            "(none or sqrt), or uses cosine cross-attention scores with a learned scale per head (cosine)"
         )
 
 

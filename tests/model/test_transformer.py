@@ -338,7 +338,7 @@ def _config(**model) -> dict:
     ({"coverage": {"type": "linguistic"}}, r"model\.coverage\.type=linguistic: .*CovVector"),
     ({"emb_size": 8}, r"model\.emb_size=8: a transformer's embeddings have d_model = model\.hidden_size \(16\)"),
     ({"attention": {"score": "mlp"}}, r"model\.attention\.score=mlp"),
-    ({"attention": {"scaling": "cosine"}}, r"model\.attention\.scaling=cosine"),
+    ({"attention": {"scaling": "learned"}}, r"model\.attention\.scaling=learned"),
     ({"transformer": {"transform_layers": "first"}}, r"model\.transformer\.transform_layers: unknown choice 'first'"),
     ({"transformer": {"transform_layers": "last_layer", "bounded": "all"},
       "attention": {"transform": "csparsemax", "fertility": {"strategy": "constant"}}},
@@ -402,3 +402,61 @@ def test_forward_returns_the_explicit_heads_of_each_layer(transform, kw, layers)
     assert len(out.heads) == layers
     assert all(w.shape == (2, 4, tgt_in.size(1), src.size(1) + int(m.sink)) for w in out.heads)
     torch.testing.assert_close(out.heads[-1].mean(1), out.attention)
+
+
+COSINE = dict(attention=dict(scaling="cosine"))
+
+
+def _cosine_model(transform, bounded="last_layer", seed=0, **t):
+    torch.manual_seed(seed)
+    cfg = _cfg(transform, bounded, 0.2 if transform.startswith("c") else 0.0, transformer=t)
+    cfg.attention.scaling = "cosine"
+    return TransformerModel(cfg, V).double().eval()
+
+
+@pytest.mark.parametrize("transform,bounded,t", [("softmax", "last_layer", {}), ("sparsemax", "last_layer", {}),
+                                                 ("csparsemax", "all", {}), ("csoftmax", "shared", {}),
+                                                 ("csparsemax", "last_layer", {"transform_layers": "last_layer"})])
+def test_cosine_scores_decode_incrementally_and_in_parallel_alike(transform, bounded, t):
+    m = _cosine_model(transform, bounded, **t)
+    with torch.no_grad():  # scales away from 1, so that a missing factor would show
+        for layer in m.decoder_layers:
+            if layer.cross.cosine:
+                layer.cross.log_scale.copy_(torch.tensor([0.3, 1.2, -0.4, 2.0]))
+    src, src_len, tgt_in, fert = _batch(m.constrained)
+    lp, att, _ = _steps(m, src, src_len, tgt_in, fert)
+    with torch.no_grad():
+        out = m(src, src_len, tgt_in, fert)
+    real = tgt_in != PAD_ID
+    torch.testing.assert_close(F.log_softmax(out.logits, -1)[real], lp[real], atol=1e-5, rtol=0)
+    torch.testing.assert_close(out.attention, att, atol=1e-6, rtol=0)
+    # which layers score by cosine: those that use the transform
+    expect = [True, True] if t.get("transform_layers", "all") == "all" else [False, True]
+    assert [layer.cross.cosine for layer in m.decoder_layers] == expect
+
+
+def test_cosine_scores_are_bounded_by_the_heads_scale_and_fused_equals_explicit():
+    m = _cosine_model("softmax")
+    cross = m.decoder_layers[0].cross
+    assert not cross.explicit and torch.all(cross.log_scale == 0)  # fused; g = 1 at first
+    with torch.no_grad():
+        cross.log_scale.copy_(torch.tensor([0.0, 0.5, 1.0, 1.5]))
+    src, src_len, tgt_in, _ = _batch(False)
+    probe = []
+    with torch.no_grad():
+        fused = m(src, src_len, tgt_in).logits
+        cross.explicit = True
+        cross.probe = probe
+        explicit = m(src, src_len, tgt_in).logits
+        cross.probe = None
+    torch.testing.assert_close(fused, explicit, atol=1e-10, rtol=0)
+    m.train()
+    cross.probe = probe
+    m(src, src_len, tgt_in)  # the probe keeps scores that require grad
+    z = probe[-1]
+    g = torch.tensor([0.0, 0.5, 1.0, 1.5]).exp().double().view(1, 4, 1, 1)
+    assert torch.all(z.abs() <= g + 1e-9) and torch.all((z.amax(-1) - z.amin(-1)) <= 2 * g.squeeze(-1) + 1e-9)
+    m.reset_parameters(0.0)
+    assert torch.all(cross.log_scale == 0)
+    assert "decoder_layers.0.cross.log_scale" in m.state_dict()
+    assert not any("log_scale" in k for k in _model("sparsemax").state_dict())

@@ -14,7 +14,10 @@ equal it; checked when the config is built), ``model.transformer.heads``, ``ff_s
 ``encoder_layers``, ``decoder_layers`` (``model.layers`` is not used), ``model.dropout`` (embeddings
 and residual branches), ``model.transformer.attention_dropout`` (attention weights).  The scores of
 every attention are ``q·k / sqrt(d_head)`` (``model.attention.score`` must be ``general``;
-``scaling`` none or sqrt, both meaning this).
+``scaling`` none or sqrt, both meaning this), except the cross-attention scores under
+``model.attention.scaling=cosine``: ``g_h cos(q, k)``, with one learned scale ``g_h`` per head (1 at
+first, so that the score gaps of a head are at most ``2 g_h``), in every cross-attention layer that uses
+``model.attention.transform`` (all, or the last with ``transform_layers: last_layer``).
 
 Cross-attention and fertility bounds
 ------------------------------------
@@ -200,11 +203,14 @@ class CrossAttention(nn.Module):
 
     def __init__(
         self, d: int, heads: int, dropout: float, transform: str, exhaustion: float,
-        n_bounded: int, shared: bool, reported: bool, alpha: float = 1.5,
+        n_bounded: int, shared: bool, reported: bool, alpha: float = 1.5, cosine: bool = False,
     ):
         super().__init__()
         self.d, self.heads = d, heads
         self.scale = 1.0 / math.sqrt(d // heads)
+        #: cosine scores g_h * cos(q, k) (model.attention.scaling=cosine): one learned scale per head, 1 at first
+        self.cosine = cosine
+        self.log_scale = nn.Parameter(torch.zeros(heads)) if cosine else None
         self.q = nn.Linear(d, d)
         self.kv = nn.Linear(d, 2 * d)
         self.out = nn.Linear(d, d)
@@ -220,11 +226,27 @@ class CrossAttention(nn.Module):
     def reset_parameters(self) -> None:
         for lin in (self.q, self.kv, self.out):
             xavier_blocks(lin, self.d)
+        if self.log_scale is not None:
+            with torch.no_grad():
+                self.log_scale.zero_()
 
     def keys_values(self, memory: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``memory [B, S', d]`` -> keys, values ``[B, h, S', d_head]`` (once per sentence)."""
+        """``memory [B, S', d]`` -> keys, values ``[B, h, S', d_head]`` (once per sentence; the keys of cosine
+        scores are unit vectors)."""
         k, v = self.kv(memory).chunk(2, dim=-1)
-        return split_heads(k, self.heads), split_heads(v, self.heads)
+        k = split_heads(k, self.heads)
+        if self.cosine:
+            k = F.normalize(k, dim=-1)
+        return k, split_heads(v, self.heads)
+
+    def queries(self, x: torch.Tensor) -> tuple[torch.Tensor, float]:
+        """``x [N, T, d]`` -> queries ``[N, h, T, d_head]`` and the factor of ``q·k`` that gives the scores:
+        ``1/sqrt(d_head)``, or 1 for cosine scores, whose queries are unit vectors times the head's scale."""
+        q = split_heads(self.q(x), self.heads)
+        if not self.cosine:
+            return q, self.scale
+        g = self.log_scale.exp().to(q.dtype).view(1, -1, 1, 1)
+        return F.normalize(q, dim=-1) * g, 1.0
 
     def forward(
         self,
@@ -251,16 +273,18 @@ class CrossAttention(nn.Module):
             the output ``[N, T, d]``, the attention weights ``[N, h, T, S']`` (None when fused) and the
             bounded heads' cumulative attention after the ``T`` steps (None without bounded heads).
         """
-        q = split_heads(self.q(x), self.heads)
+        q, factor = self.queries(x)
         mask4 = mask[:, None, None, :]
         if not self.explicit:
             ctx = F.scaled_dot_product_attention(
-                q, k, v, attn_mask=mask4, dropout_p=self.dropout_p if self.training else 0.0
+                q, k, v, attn_mask=mask4, dropout_p=self.dropout_p if self.training else 0.0, scale=factor
             )
             return self.out(merge_heads(ctx)), None, None
         ct = compute_dtype(q.dtype)
         with torch.autocast(q.device.type, enabled=False):
-            z = torch.matmul(q.to(ct), k.to(ct).transpose(-1, -2)) * self.scale  # [N, h, T, S']
+            z = torch.matmul(q.to(ct), k.to(ct).transpose(-1, -2))  # [N, h, T, S']
+            if factor != 1.0:
+                z = z * factor
             if self.probe is not None and z.requires_grad:
                 z.retain_grad()
                 self.probe.append(z)
@@ -408,6 +432,7 @@ class TransformerModel(NMTModel):
                 d, t.heads, t.attention_dropout, transform, cfg.attention.exhaustion if n_bounded else 0.0,
                 n_bounded, shared=t.bounded == "shared" and n_bounded > 0, reported=i == last,
                 alpha=cfg.attention.alpha,
+                cosine=cfg.attention.scaling == "cosine" and (t.transform_layers == "all" or i == last),
             )
             layers.append(DecoderLayer(d, t.heads, t.ff_size, cfg.dropout, cross))
         self.decoder_layers = nn.ModuleList(layers)
