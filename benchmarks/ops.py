@@ -28,6 +28,20 @@ On the CPU, sparsemax, csparsemax and csoftmax run their forward pass in the
 native kernels of ``scanmt.ops`` when these are available (built on first use;
 the script reports the build or load time and the path each op took);
 ``--no-native`` measures the pure PyTorch algorithms instead.
+
+``--ops fy`` (not part of the default ``all``: several minutes) measures instead the training loss of a
+sparse output layer, the Fenchel-Young loss of ``model.output`` sparsemax, entmax15 and entmax
+(:func:`scanmt.model.output.output_loss`), against the ``entmax`` package's ``SparsemaxLoss``,
+``Entmax15Loss`` and ``EntmaxBisectLoss`` (``reduction="sum"``, ``ignore_index=PAD_ID``, otherwise their
+defaults) at vocabulary size: ``--rows`` target positions (B x T, default 4096) x ``--vocab`` words
+(default 8000 and 32000), scores ``z ~ N(0, 1)``, uniform targets with every 16th position padding,
+forward + backward (gradient to the scores), float32.  Before timing, each pair's summed loss and
+gradient are compared (``fy_check``: gradients within ``FY_GRAD_ATOL``, the loss within
+``FY_LOSS_RTOL`` of its size; an ``AssertionError`` otherwise).  Each loss is printed as a ratio to
+its counterpart, with the issue's bar (at most 1.0x at V = 32000) met or not::
+
+    python benchmarks/ops.py --ops fy --cpu-time            # 4096 x {8000, 32000}, 7 rounds
+    python benchmarks/ops.py --ops fy --quick               # 256 rows, 3 rounds (about a minute)
 """
 
 from __future__ import annotations
@@ -48,6 +62,8 @@ try:
 except ImportError:  # run from a checkout without installing
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
     import scanmt.ops as sops
+from scanmt.data.vocab import PAD_ID  # noqa: E402
+from scanmt.model.output import output_loss  # noqa: E402
 from scanmt.ops import _checks, _native  # noqa: E402
 
 #: the ops with a native forward pass
@@ -55,6 +71,7 @@ NATIVE_OPS = ("sparsemax", "csoftmax", "csparsemax")
 
 try:
     import entmax  # type: ignore
+    import entmax.losses  # type: ignore
 except ImportError:  # optional benchmark extra
     entmax = None
 
@@ -168,10 +185,18 @@ class NumpyLoopCSparsemax(torch.autograd.Function):
 # ----------------------------------------------------------------------------
 
 
-def _runner(fn: Callable, z: torch.Tensor, u: Optional[torch.Tensor]) -> Callable[[], None]:
-    grad = torch.randn_like(z)
-    zz = z.clone().requires_grad_()
-    uu = None if u is None else u.clone().requires_grad_()
+def _runner(fn: Callable, z: torch.Tensor, u: Optional[torch.Tensor], loss: bool = False) -> Callable[[], None]:
+    """One call: ``fn(z, u)`` and its backward pass, with gradients to ``z`` (and ``u``).
+
+    ``loss``: ``fn`` returns a scalar loss, backpropagated as it is, and ``z`` itself is the leaf
+    (not a copy: the losses at vocabulary size share one input, a copy each would not fit in memory).
+    """
+    if loss:
+        grad, zz, uu = None, z.requires_grad_(), None
+    else:
+        grad = torch.randn_like(z)
+        zz = z.clone().requires_grad_()
+        uu = None if u is None else u.clone().requires_grad_()
 
     def call() -> None:
         zz.grad = None
@@ -182,27 +207,30 @@ def _runner(fn: Callable, z: torch.Tensor, u: Optional[torch.Tensor]) -> Callabl
     return call
 
 
-def time_interleaved(calls: Dict[str, Callable[[], None]], reps: int, budget: float) -> Dict[str, float]:
+def time_interleaved(calls: Dict[str, Callable[[], None]], reps: int, budget: float,
+                     clock: Callable[[], float] = time.perf_counter) -> Dict[str, float]:
     """Median seconds per call for each entry, measured in interleaved rounds.
 
     Every round times one block of calls of each candidate in turn, so a change
     in machine load affects all of them alike; the ratios come from the same run.
+    ``clock``: wall time (default), or ``time.process_time`` (this process's CPU time:
+    on a busy machine it leaves out the time the benchmark waited for a core).
     """
     blocks: Dict[str, int] = {}
     for name, call in calls.items():
         for _ in range(2):
             call()
-        t0 = time.perf_counter()
+        t0 = clock()
         call()
-        blocks[name] = max(1, int(budget / max(time.perf_counter() - t0, 1e-7)))
+        blocks[name] = max(1, int(budget / max(clock() - t0, 1e-7)))
     samples: Dict[str, List[float]] = {name: [] for name in calls}
     for _ in range(reps):
         for name, call in calls.items():
             n = blocks[name]
-            t0 = time.perf_counter()
+            t0 = clock()
             for _ in range(n):
                 call()
-            samples[name].append((time.perf_counter() - t0) / n)
+            samples[name].append((clock() - t0) / n)
     return {name: statistics.median(v) for name, v in samples.items()}
 
 
@@ -225,14 +253,15 @@ def candidates() -> Dict[str, Tuple[Callable, bool]]:
     return c
 
 
-def run(regime: str, reps: int, budget: float, shapes=SHAPES) -> List[Dict[str, object]]:
+def run(regime: str, reps: int, budget: float, shapes=SHAPES,
+        clock: Callable[[], float] = time.perf_counter) -> List[Dict[str, object]]:
     results = []
     for rows, J in shapes:
         z, u = make_inputs(rows, J, regime)
         calls = {name: _runner(fn, z, u if uses_u else None) for name, (fn, uses_u) in candidates().items()}
         loop = calls.pop("numpy-loop")
-        times = time_interleaved(calls, reps, budget)
-        times["numpy-loop"] = time_interleaved({"numpy-loop": loop}, max(3, reps // 3), budget)["numpy-loop"]
+        times = time_interleaved(calls, reps, budget, clock)
+        times["numpy-loop"] = time_interleaved({"numpy-loop": loop}, max(3, reps // 3), budget, clock)["numpy-loop"]
         results.append({"shape": (rows, J), "times": times})
     return results
 
@@ -320,12 +349,13 @@ ENTMAX_REFERENCE = {
 }
 
 
-def run_entmax(regime: str, reps: int, budget: float, shapes=SHAPES) -> List[Dict[str, object]]:
+def run_entmax(regime: str, reps: int, budget: float, shapes=SHAPES,
+               clock: Callable[[], float] = time.perf_counter) -> List[Dict[str, object]]:
     results = []
     for rows, J in shapes:
         z, u = make_inputs(rows, J, regime)
         calls = {name: _runner(fn, z, u if uses_u else None) for name, (fn, uses_u) in entmax_candidates(rows).items()}
-        results.append({"shape": (rows, J), "times": time_interleaved(calls, reps, budget)})
+        results.append({"shape": (rows, J), "times": time_interleaved(calls, reps, budget, clock)})
     return results
 
 
@@ -349,21 +379,172 @@ def table_entmax(results: List[Dict[str, object]], regime: str) -> str:
     return "\n".join(lines)
 
 
+# ----------------------------------------------------------------------------
+# Fenchel-Young losses (the sparse output layer) against entmax.losses
+# ----------------------------------------------------------------------------
+
+#: target positions (B x T) and vocabulary sizes of the loss benchmark
+FY_ROWS = 4096
+FY_VOCABS = (8000, 32000)
+#: rows in ``--quick`` mode (unless ``--rows`` is given)
+FY_QUICK_ROWS = 256
+#: the agreement the check requires of our losses with the package's (float32, the same scores and
+#: targets, no label smoothing): every gradient entry within FY_GRAD_ATOL, the summed loss within
+#: FY_LOSS_RTOL of its size
+FY_GRAD_ATOL = 1e-5
+FY_LOSS_RTOL = 1e-5
+#: the issue's bar: our loss (forward + backward) at most this times the package's at V = FY_BAR_VOCAB
+FY_BAR, FY_BAR_VOCAB = 1.0, 32000
+
+
+def fy_inputs(rows: int, V: int, seed: int = 0) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Scores ``z ~ N(0, 1)`` ``[rows, V]`` and targets: uniform over the words, with every 16th
+    position padding (``PAD_ID``: no target, ignored by both losses, as in a batch)."""
+    g = torch.Generator().manual_seed(seed)
+    z = torch.randn(rows, V, generator=g)
+    y = torch.randint(PAD_ID + 1, V, (rows,), generator=g)
+    y[15::16] = PAD_ID
+    return z, y
+
+
+def fy_pairs(alpha: float) -> List[Tuple[str, Callable, str, Callable]]:
+    """``(name, loss(z, y), reference name, reference loss(z, y))`` for each sparse ``model.output``:
+    ours is the training loss (:func:`scanmt.model.output.output_loss`: summed over non-pad targets),
+    the reference the ``entmax`` package's loss module with its defaults (``SparsemaxLoss``: full sort,
+    ``Entmax15Loss``: partial sort from ``k=100``, ``EntmaxBisectLoss``: 50 halvings in the input
+    dtype) except ``reduction="sum"`` and ``ignore_index=PAD_ID``, which make it the same quantity."""
+    assert entmax is not None
+    L = entmax.losses
+    ref = dict(ignore_index=PAD_ID, reduction="sum")
+    a = f"a={alpha:g}"
+    return [
+        ("FY sparsemax", lambda z, y: output_loss(z, y, "sparsemax"),
+         "entmax.SparsemaxLoss", L.SparsemaxLoss(**ref)),
+        ("FY entmax15", lambda z, y: output_loss(z, y, "entmax15"),
+         "entmax.Entmax15Loss", L.Entmax15Loss(**ref)),
+        (f"FY entmax {a}", lambda z, y: output_loss(z, y, "entmax", alpha),
+         f"entmax.EntmaxBisectLoss {a}", L.EntmaxBisectLoss(alpha=alpha, **ref)),
+    ]
+
+
+def _loss_and_grad(fn: Callable, z: torch.Tensor, y: torch.Tensor) -> Tuple[float, torch.Tensor]:
+    x = z.detach().requires_grad_()
+    loss = fn(x, y)
+    loss.backward()
+    return float(loss.detach()), x.grad  # type: ignore[return-value]
+
+
+def fy_check(z: torch.Tensor, y: torch.Tensor, pairs, grad_atol: float = FY_GRAD_ATOL,
+             loss_rtol: float = FY_LOSS_RTOL) -> List[Dict[str, object]]:
+    """Each pair's loss values and gradients on the same ``z`` and ``y``; ``AssertionError`` naming
+    the pair and the numbers where they differ beyond the tolerances.  Returns per pair the losses,
+    ``dloss`` (absolute difference of the summed losses) and ``dgrad`` (largest absolute difference
+    of a gradient entry)."""
+    out, bad = [], []
+    for name, fn, ref, ref_fn in pairs:
+        l_ours, g = _loss_and_grad(fn, z, y)
+        l_ref, g_ref = _loss_and_grad(ref_fn, z, y)
+        dgrad = float(g.sub_(g_ref).abs_().max())
+        del g, g_ref
+        dloss = abs(l_ours - l_ref)
+        res = {"name": name, "ref": ref, "loss": l_ours, "ref_loss": l_ref, "dloss": dloss, "dgrad": dgrad}
+        out.append(res)
+        if not (dgrad <= grad_atol and dloss <= loss_rtol * max(1.0, abs(l_ref))):
+            bad.append(f"{name} vs {ref}: loss {l_ours!r} vs {l_ref!r} (|diff| {dloss:.3g}, allowed "
+                       f"{loss_rtol * max(1.0, abs(l_ref)):.3g}), gradient max |diff| {dgrad:.3g} (allowed {grad_atol:g})")
+    if bad:
+        raise AssertionError(f"FY losses disagree with the entmax package on {tuple(z.shape)}:\n  " + "\n  ".join(bad))
+    return out
+
+
+def run_fy(rows: int, vocabs, alpha: float, reps: int, budget: float,
+           clock: Callable[[], float] = time.perf_counter) -> List[Dict[str, object]]:
+    """For each vocabulary size: the correctness check (:func:`fy_check`), then our losses and the
+    package's timed in interleaved rounds (forward + backward, gradient to the scores)."""
+    results = []
+    pairs = fy_pairs(alpha)
+    for V in vocabs:
+        z, y = fy_inputs(rows, V)
+        checks = fy_check(z, y, pairs)
+        calls = {}
+        for name, fn, ref, ref_fn in pairs:
+            for n, f in ((name, fn), (ref, ref_fn)):
+                calls[n] = _runner(lambda zz, uu, f=f: f(zz, y), z, None, loss=True)
+        times = time_interleaved(calls, reps, budget, clock)
+        z.grad = None
+        results.append({"shape": (rows, V), "times": times, "checks": checks})
+    return results
+
+
+def table_fy(results: List[Dict[str, object]]) -> str:
+    lines = [
+        "Fenchel-Young losses against entmax.losses (forward + backward, summed over non-pad targets)",
+        "",
+        "| rows x V | loss | fwd+bwd (ms) | reference | reference (ms) | loss / reference | max abs diff: loss, grad |",
+        "| --- | --- | ---: | --- | ---: | ---: | --- |",
+    ]
+    for res in results:
+        t = res["times"]  # type: ignore[index]
+        rows, V = res["shape"]  # type: ignore[misc]
+        for c in res["checks"]:  # type: ignore[union-attr]
+            sec, ref = t[c["name"]], t[c["ref"]]
+            lines.append(f"| {rows} x {V} | {c['name']} | {sec * 1e3:.1f} | {c['ref']} | {ref * 1e3:.1f} | "
+                         f"{sec / ref:.2f} | {c['dloss']:.2g}, {c['dgrad']:.2g} |")
+    return "\n".join(lines)
+
+
+def _vocab(V: int) -> str:
+    return f"{V // 1000}k" if V % 1000 == 0 else str(V)
+
+
+def bars_fy(results: List[Dict[str, object]]) -> str:
+    """One line per loss and size, and the issue's bar where V is FY_BAR_VOCAB."""
+    lines = []
+    for res in results:
+        t = res["times"]  # type: ignore[index]
+        rows, V = res["shape"]  # type: ignore[misc]
+        for c in res["checks"]:  # type: ignore[union-attr]
+            r = t[c["name"]] / t[c["ref"]]
+            line = f"{c['name']} loss fwd+bwd at V={_vocab(V)} = {r:.2f}x {c['ref']}"
+            if V == FY_BAR_VOCAB:
+                line += f": bar (<= {FY_BAR:g}x) {'met' if r <= FY_BAR else 'NOT met'}"
+            lines.append(line)
+    return "\n".join(lines)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer and shorter repetitions")
     ap.add_argument("--regime", choices=["nmt", "tight", "both"], default="both")
     ap.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (default 1)")
     ap.add_argument("--no-native", action="store_true", help="the pure PyTorch algorithms (no native kernels)")
-    ap.add_argument("--ops", choices=["all", "classic", "entmax"], default="all",
+    ap.add_argument("--ops", choices=["all", "classic", "entmax", "fy"], default="all",
                     help="classic: softmax, sparsemax, csoftmax, csparsemax; entmax: entmax15, entmax_bisect, "
-                         "centmax against the entmax package")
+                         "centmax against the entmax package; all: both of these.  fy (not part of all: minutes "
+                         "per vocabulary size): the Fenchel-Young losses of model.output sparsemax, entmax15 and "
+                         "entmax against entmax.losses' SparsemaxLoss, Entmax15Loss and EntmaxBisectLoss at "
+                         "--rows x --vocab, after checking that their values and gradients agree")
     ap.add_argument(
         "--shapes", default=None, help="comma-separated RxJ shapes (default: " + ",".join(f"{r}x{j}" for r, j in SHAPES) + ")"
     )
+    ap.add_argument("--rows", type=int, default=None,
+                    help=f"--ops fy: target positions B x T (default {FY_ROWS}, {FY_QUICK_ROWS} with --quick)")
+    ap.add_argument("--vocab", type=int, nargs="+", default=list(FY_VOCABS),
+                    help="--ops fy: vocabulary sizes (default " + " ".join(map(str, FY_VOCABS)) + ")")
+    ap.add_argument("--alpha", type=float, default=1.5,
+                    help="--ops fy: alpha of model.output entmax and EntmaxBisectLoss (default 1.5, the default of "
+                         "model.output_alpha)")
+    ap.add_argument("--reps", type=int, default=None,
+                    help="timed rounds (default 15, 5 with --quick; --ops fy: 7, 3 with --quick)")
+    ap.add_argument("--cpu-time", action="store_true",
+                    help="time with this process's CPU time instead of wall time (a busy machine: leaves out the "
+                         "time spent waiting for a core; meaningful with --threads 1)")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     reps, budget = (5, 0.01) if args.quick else (15, 0.03)
+    if args.reps:
+        reps = args.reps
+    clock = time.process_time if args.cpu_time else time.perf_counter
     shapes = SHAPES
     if args.shapes:
         shapes = tuple(tuple(int(v) for v in s.lower().split("x")) for s in args.shapes.split(","))  # type: ignore[misc]
@@ -385,10 +566,24 @@ def main(argv: Optional[List[str]] = None) -> int:
         else:
             how = "built" if inf["built"] else "loaded"
             print(f"# native kernels: {how} in {inf['seconds']:.1f} s ({inf['path']})")
+    if args.ops == "fy":
+        if entmax is None:
+            print("# entmax is not installed (pip install entmax): nothing to compare the losses with")
+            return 1
+        rows = args.rows or (FY_QUICK_ROWS if args.quick else FY_ROWS)
+        fy_reps = args.reps or (3 if args.quick else 7)
+        print(f"# {'CPU' if args.cpu_time else 'wall'} time, median of {fy_reps} interleaved rounds; check: "
+              f"gradients within {FY_GRAD_ATOL:g}, summed loss within {FY_LOSS_RTOL:g} relative")
+        results = run_fy(rows, args.vocab, args.alpha, fy_reps, budget, clock)
+        print()
+        print(table_fy(results))
+        print()
+        print(bars_fy(results))
+        return 0
     regimes = ["nmt", "tight"] if args.regime == "both" else [args.regime]
     for regime in regimes:
         if args.ops in ("all", "classic"):
-            results = run(regime, reps, budget, shapes)
+            results = run(regime, reps, budget, shapes, clock)
             print()
             print(table(results, regime))
             print()
@@ -397,7 +592,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             if entmax is None:
                 print("# entmax is not installed (pip install entmax): the reference columns are skipped")
             print()
-            print(table_entmax(run_entmax(regime, reps, budget, shapes), regime))
+            print(table_entmax(run_entmax(regime, reps, budget, shapes, clock), regime))
     return 0
 
 

@@ -51,6 +51,19 @@ def _rows(seed=0, n=7, V=11):
 
 
 @pytest.mark.parametrize("output, alpha", SPARSE)
+def test_fy_loss_backward_twice(output, alpha):
+    """The first backward pass hands out the forward's scratch tensor as the gradient; a second one (retain_graph)
+    must give the same gradient without writing over the first."""
+    z, y = _rows()
+    loss = fy_loss(z, y, output, alpha, 0.1)
+    (g1,) = torch.autograd.grad(loss * 0.5, z, retain_graph=True)
+    kept = g1.clone()
+    (g2,) = torch.autograd.grad(loss * 0.5, z)
+    assert torch.equal(g1, kept) and torch.equal(g2, kept)
+    assert g1.data_ptr() != g2.data_ptr()
+
+
+@pytest.mark.parametrize("output, alpha", SPARSE)
 @pytest.mark.parametrize("eps", [0.0, 0.1])
 def test_fy_loss_equals_its_definition_in_float64(output, alpha, eps):
     z, y = _rows()

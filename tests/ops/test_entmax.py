@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import math
 
@@ -36,6 +37,8 @@ from scanmt.ops import (
     softmax,
     sparsemax,
 )
+
+from scanmt.ops import _checks
 
 from .cases import PROPERTY_SETTINGS
 from .conftest import DEVICES
@@ -106,6 +109,60 @@ def _random_rows(R, J, seed, bounds=True):
     small = np.minimum(u, 1).sum(-1) < 1.05
     u[small, 0] = np.inf
     return z, (u if bounds else None)
+
+
+# ----------------------------------------------------------------------------
+# long rows: the threshold among the largest entries (partial sort) against all of them
+# ----------------------------------------------------------------------------
+
+
+def _long_rows(dtype):
+    """Rows of 3000 entries at three scales (supports of 1 to all entries), an all-``-inf`` row, rows
+    with ``-inf`` and a mask."""
+    g = torch.Generator().manual_seed(5)
+    z = torch.randn(12, 3000, generator=g, dtype=torch.float64) * torch.tensor([0.01, 1.0, 30.0]).repeat(4)[:, None]
+    z[0, 10:] = float("-inf")
+    z[1] = float("-inf")
+    mask = torch.rand(12, 3000, generator=g) > 0.3
+    return z.to(dtype), mask
+
+
+@pytest.mark.parametrize("top_k", [128, 3])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_long_rows_partial_sort_equals_full_sort(top_k, dtype, monkeypatch):
+    """entmax15's threshold from the largest entries (torch.topk, doubling where the support does not fit:
+    ``top_k = 3`` doubles up to the full sort on the flat rows) is the full sort's, bit for bit (prefix sums
+    add in order); entmax_bisect's halvings on them end within rounding of those on the whole row."""
+    E = importlib.import_module("scanmt.ops.entmax")
+    monkeypatch.setattr(E, "TOP_K", top_k)
+    z, mask = _long_rows(dtype)
+    assert z.shape[-1] >= E.PARTIAL_MIN_J
+    for m in (None, mask):
+        with _checks.use_method("sort"):
+            full15, full_b = entmax15(z, mask=m), entmax_bisect(z, 1.3, mask=m)
+        assert torch.equal(entmax15(z, mask=m), full15)
+        tol = 0 if dtype == torch.float32 else 1e-15
+        torch.testing.assert_close(entmax_bisect(z, 1.3, mask=m), full_b, rtol=0, atol=tol)
+        assert (full15[1] == 0).all() and (full_b[1] == 0).all()
+
+
+def test_long_rows_partial_sort_against_the_oracle(monkeypatch):
+    """The partial sort with a tiny first ``TOP_K`` (so rows need several doublings) on long enough rows, against
+    the active-set oracle; gradients as on the full sort."""
+    E = importlib.import_module("scanmt.ops.entmax")
+    monkeypatch.setattr(E, "TOP_K", 2)
+    monkeypatch.setattr(E, "PARTIAL_MIN_J", 8)
+    z, _ = _random_rows(6, 9, seed=11, bounds=False)
+    zt = torch.tensor(z, requires_grad=True)
+    v = torch.randn(6, 9, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    for alpha, fn in ((1.5, entmax15), (1.5, lambda x: entmax_bisect(x, 1.5)), (1.25, lambda x: entmax_bisect(x, 1.25))):
+        p = fn(zt)
+        want = np.stack([oracle_centmax(row, None, alpha) for row in z])
+        np.testing.assert_allclose(p.detach().numpy(), want, atol=1e-9)
+        (grad,) = torch.autograd.grad((p * v).sum(), zt)
+        with _checks.use_method("sort"):
+            (grad_full,) = torch.autograd.grad((fn(zt) * v).sum(), zt)
+        torch.testing.assert_close(grad, grad_full, rtol=0, atol=1e-12)
 
 
 # ----------------------------------------------------------------------------

@@ -37,7 +37,12 @@ written in the units of ``z`` (``t = tau / b``):
   ``tau_k = mean_k - sqrt(max(0, (1 - k (mean2_k - mean_k^2)) / k))`` (``mean2`` the mean of
   the squares); the support is the largest ``k`` with ``tau_k <= x_k``, ``p = [x - tau]_+^2``.
   Entries below ``max(x) - 1`` are never in the support, so ``x`` is clamped at ``-2`` (no
-  overflow of the squares at huge scores).  No data-dependent control flow.
+  overflow of the squares at huge scores).  No data-dependent control flow, except on CPU rows
+  of at least ``PARTIAL_MIN_J`` (1024) entries (an output layer's vocabulary): there only the
+  ``TOP_K`` (128) largest entries are sorted (``torch.topk``), and again twice as many for the
+  rows whose support they do not hold (support size = ``K``), as the entmax package does; the
+  prefix sums are those of the full sort (``cumsum`` adds in order), so ``p`` is the same, bit
+  for bit.
 * ``entmax_bisect`` and ``centmax``: bisection on ``t``, in float64 (the power ``1/b``
   amplifies the relative error of ``b (z - t)`` by ``1/b``), on ``z - max(z)``.  Without
   bounds ``t`` lies in ``[-1/b, -(1/n)^b / b]`` (``n`` usable entries: the maximum gets 1,
@@ -45,7 +50,12 @@ written in the units of ``z`` (``t = tau / b``):
   ``[min_j (z_j - u_j^b / b), 0]`` (every entry capped, resp. none positive) and the number
   of halvings grows with its width (one host synchronisation to read it).  The result is
   finished exactly: without bounds ``p / sum(p)``; with bounds the free entries are rescaled
-  to the budget ``1 - sum_capped u`` and clipped at ``u``.
+  to the budget ``1 - sum_capped u`` and clipped at ``u``.  Without bounds, on the same long
+  CPU rows, the halvings run on the ``TOP_K`` largest entries (more where the ``K``-th is in the
+  support): the others are zero at the threshold and at every midpoint above it, and at a
+  midpoint below it the largest entries alone sum to at least 1, so every halving goes the same
+  way (the sums differ by rounding: ``p`` agrees to 1e-16 in float64, bit for bit in float32
+  in the tests); the finish is on the whole row.
 * a row whose ``a`` is within ``ALPHA_ONE_TOL`` (1e-6) of 1 is solved as ``a = 1`` (by
   softmax / csoftmax); a Python ``alpha`` of exactly 1 or 2 calls softmax / csoftmax /
   sparsemax / csparsemax.
@@ -111,7 +121,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any, Optional, Tuple
+from typing import Any, Callable, Optional, Tuple
 
 import torch
 from torch import Tensor
@@ -131,6 +141,11 @@ MAX_BISECT_STEPS = 2200
 #: rows whose threshold lies below ``-FAR / (alpha - 1)`` (units of ``z - max z``) are re-solved
 #: in recentred frames (float64: below it the rounding of ``z - max z`` costs < 1e-10)
 FAR = 1e6
+#: CPU rows of at least this many entries find entmax15's and entmax_bisect's threshold among their
+#: largest entries (``torch.topk``): first the ``TOP_K`` largest, twice as many for the rows whose
+#: support they do not hold, and so on (the entmax package's partial sort, exact)
+PARTIAL_MIN_J = 1024
+TOP_K = 128
 
 
 # ----------------------------------------------------------------------------
@@ -138,25 +153,80 @@ FAR = 1e6
 # ----------------------------------------------------------------------------
 
 
-def _entmax15_sort(zs: Tensor, k: _checks.Consts) -> Tensor:
-    """``p`` of 1.5-entmax for shifted scores ``zs = z - max z`` (``-inf`` = unusable)."""
-    usable = torch.gt(zs, k.ninf)
-    x = torch.where(usable, (zs * k.half).clamp(min=-2.0), k.ninf)
-    xs, _ = torch.sort(x, dim=-1, descending=True)
+def _partial(x: Tensor) -> bool:
+    """Whether the threshold of ``x [R, J]`` is looked for among its largest entries
+    (:func:`_on_largest`): CPU rows of at least ``PARTIAL_MIN_J`` entries (``use_method("sort")``:
+    never)."""
+    return x.shape[-1] >= PARTIAL_MIN_J and _checks.choose_method(x, 0, 0, 0) == "iter"
+
+
+def _on_largest(x: Tensor, solve: Callable[[Tensor, Optional[Tensor]], Tuple[Tensor, Tensor]]) -> Tensor:
+    """A threshold ``[R, 1]`` per row of ``x [R, J]``, found on the row's largest entries (the
+    partial sort of the entmax package).
+
+    ``solve(xs, rows)`` gets the ``K`` largest entries of the rows ``rows`` (``None``: every row) in
+    decreasing order, and returns their thresholds and whether each one is final (``[n, 1]`` bool):
+    the ``K``-th largest entry is outside the support, so the smaller ones are too and the
+    threshold is the whole row's.  The other rows are solved again with twice as many entries, at
+    most all of them (``TOP_K`` first)."""
+    J = x.shape[-1]
+    K = min(TOP_K, J)
+    rows: Optional[Tensor] = None
+    tau: Optional[Tensor] = None
+    while True:
+        xr = x if rows is None else x.index_select(0, rows)
+        xs = torch.topk(xr, K, dim=-1).values if K < J else torch.sort(xr, dim=-1, descending=True).values
+        t, final = solve(xs, rows)
+        if tau is None:
+            tau = t
+        else:
+            tau.index_copy_(0, rows, t)  # type: ignore[arg-type]
+        if K == J:
+            return tau
+        left = (~final).reshape(-1).nonzero().reshape(-1)
+        if left.numel() == 0:
+            return tau
+        rows = left if rows is None else rows.index_select(0, left)
+        K = min(2 * K, J)
+
+
+def _entmax15_threshold(xs: Tensor, k: _checks.Consts) -> Tuple[Tensor, Tensor]:
+    """``tau`` of 1.5-entmax and the support size (``[R, 1]`` each) from the largest entries ``xs``
+    of ``x`` in decreasing order (``-inf`` = unusable): all of them, or as many as hold the support
+    (a support size smaller than ``xs.shape[-1]`` says so)."""
     us = torch.gt(xs, k.ninf)
     xf = torch.where(us, xs, k.zero)
-    rho = k.arange1(zs.shape[-1])
+    rho = k.arange1(xs.shape[-1])
     mean = xf.cumsum(-1) / rho
     mean_sq = (xf * xf).cumsum(-1) / rho
     ss = rho * (mean_sq - mean * mean)
     delta = ((1.0 - ss) / rho).clamp(min=0.0)
     tau = mean - torch.sqrt(delta)
-    support = torch.le(tau, xs).logical_and_(us).sum(-1, keepdim=True).clamp(min=1)
-    tau_star = tau.gather(-1, support - 1)
-    p = torch.clamp(x - tau_star, min=0.0)
-    p = p * p
+    support = torch.le(tau, xs).logical_and_(us).sum(-1, keepdim=True)
+    return tau.gather(-1, support.clamp(min=1) - 1), support
+
+
+def _entmax15_sort(zs: Tensor, k: _checks.Consts) -> Tensor:
+    """``p`` of 1.5-entmax for shifted scores ``zs = z - max z`` (``-inf`` = unusable; a new tensor,
+    overwritten: at vocabulary size every pass and every new tensor counts)."""
+    # on the CPU, skip the mask where a cheap reduction shows no -inf (nor NaN: unvalidated input)
+    usable = None if zs.device.type == "cpu" and bool(torch.gt(zs.amin(), k.ninf)) else torch.gt(zs, k.ninf)
+    x = zs.mul_(k.half).clamp_(min=-2.0)
+    if usable is not None:
+        x = torch.where(usable, x, k.ninf)
+    if _partial(x):
+        # the prefix sums of the largest entries are those of the full sort (cumsum adds in order)
+        def solve(xs: Tensor, rows: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
+            tau, support = _entmax15_threshold(xs, k)
+            return tau, torch.lt(support, xs.shape[-1])
+
+        tau_star = _on_largest(x, solve)
+    else:
+        tau_star = _entmax15_threshold(torch.sort(x, dim=-1, descending=True).values, k)[0]
+    p = x.sub_(tau_star).clamp_(min=0.0)
+    p.mul_(p)
     # exact to rounding: rows sum to 1 (fully masked rows stay 0)
-    return p / p.sum(-1, keepdim=True).clamp(min=k.tiny)
+    return p.div_(p.sum(-1, keepdim=True).clamp(min=k.tiny))
 
 
 class Entmax15Function(_function.TransformFunction):
@@ -216,6 +286,13 @@ def _powers(x: Tensor, beta: Tensor) -> Tensor:
     return torch.where(pos, torch.exp(torch.log(torch.where(pos, x, 1.0)) / beta), 0.0)
 
 
+def _powers_(x: Tensor, beta: Tensor) -> Tensor:
+    """:func:`_powers` in place on ``x`` (a new tensor; the same operations, so the same values): at
+    vocabulary size each of its temporaries would cost more than the pass that fills it."""
+    npos = torch.gt(x, 0).logical_not_()  # NaN included, as in _powers
+    return x.masked_fill_(npos, 1.0).log_().div_(beta).exp_().masked_fill_(npos, 0.0)
+
+
 def _threshold(x: Tensor, uc: Optional[Tensor], beta: Tensor, live: Tensor, lo: Optional[Tensor] = None) -> Tensor:
     """The threshold ``t`` (units of ``z``) of alpha-entmax (``uc is None``) or centmax by bisection:
     ``x`` float64 scores (``-inf`` = unusable; the row maximum 0, or at most ``-lo`` for the
@@ -237,6 +314,22 @@ def _threshold(x: Tensor, uc: Optional[Tensor], beta: Tensor, live: Tensor, lo: 
     if uc is not None:
         ratio = float(((hi - lo) * beta).amax().clamp(min=1.0))
         steps = min(MAX_BISECT_STEPS, BISECT_STEPS + math.ceil(math.log2(ratio)))
+    elif _partial(x):
+        # the same halvings on the largest entries: an entry below the threshold adds 0 to the sum
+        # there and beyond it, and does not decide any halving before it (the others sum to >= 1)
+        def solve(xs: Tensor, rows: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
+            def pick(t: Tensor) -> Tensor:
+                return t if rows is None else t.index_select(0, rows)
+
+            t = _bisect(xs, None, pick(beta), pick(lo), pick(hi), steps)
+            return t, torch.le(xs[:, -1:], t)
+
+        return _on_largest(x, solve)
+    return _bisect(x, uc, beta, lo, hi, steps)
+
+
+def _bisect(x: Tensor, uc: Optional[Tensor], beta: Tensor, lo: Tensor, hi: Tensor, steps: int) -> Tensor:
+    """The midpoint of the bracket ``[lo, hi]`` of :func:`_threshold` after ``steps`` halvings."""
     for _ in range(steps):
         mid = (lo + hi) * 0.5
         q = _powers(beta * (x - mid), beta)
@@ -252,9 +345,9 @@ def _finish(x: Tensor, t: Tensor, uc: Optional[Tensor], beta: Tensor, live: Tens
     """``p`` from the threshold ``t``, made exact to rounding: without bounds ``p / sum(p)``;
     with bounds the free entries rescaled to the budget ``1 - sum_capped u``, clipped at ``u``.
     Rows without ``live`` get 0 (the caller fills them)."""
-    q = _powers(beta * (x - t), beta)
+    q = _powers_(torch.sub(x, t).mul_(beta), beta)
     if uc is None:
-        p = q / q.sum(-1, keepdim=True).clamp(min=torch.finfo(q.dtype).tiny)
+        p = q.div_(q.sum(-1, keepdim=True).clamp(min=torch.finfo(q.dtype).tiny))
     else:
         capped = torch.ge(q, uc) & torch.gt(x, float("-inf"))
         p = torch.minimum(q, uc)
@@ -263,7 +356,7 @@ def _finish(x: Tensor, t: Tensor, uc: Optional[Tensor], beta: Tensor, live: Tens
         mass = torch.where(free, p, 0.0).sum(-1, keepdim=True)
         scale = torch.where(torch.gt(mass, 0) & torch.gt(budget, 0), budget / mass.clamp(min=1e-300), 1.0)
         p = torch.minimum(torch.where(free, p * scale, p), uc)
-    return torch.where(live, p, 0.0)
+    return p.masked_fill_(~live, 0.0)
 
 
 def _solve(z2: Tensor, zmax: Tensor, zs: Tensor, uc: Optional[Tensor], beta: Tensor, live: Tensor) -> Tensor:
@@ -346,8 +439,7 @@ class AlphaEntmaxFunction(torch.autograd.Function):
         ctx.rows, ctx.dim, ctx.dt = rows, dim, dt
         ctx.z_dtype, ctx.u_dtype, ctx.a_dtype = z.dtype, None if u is None else u.dtype, alpha.dtype
         ctx.a_shape = alpha.shape
-        uv = usable.to(dt) if b is None else b.uv  # unused without bounds
-        ctx.save_for_backward(out, alpha, uv, usable)
+        ctx.save_for_backward(out, alpha, None if b is None else b.uv, usable)  # no bounds: no uv
         return out
 
     @staticmethod
