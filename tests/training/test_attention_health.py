@@ -72,7 +72,8 @@ def test_one_hot_heads_give_the_collapse_warning_with_transformer_advice(caplog)
                 step=50, epoch=1)
     msg = " ".join(r.getMessage() for r in caplog.records)
     assert "70% of the cross-attention heads' rows" in msg and "mean support 1.30" in msg
-    assert "transform_layers=last_layer" in msg and "model.attention.scaling" not in msg
+    assert "model.attention.scaling=cosine" in msg and "transform_layers=last_layer" in msg
+    assert "train.optimizer" not in msg, "the LSTM's advice (optimizers, unscaled scores) is not for a Transformer"
 
 
 def test_one_hot_sparsemax_row_passes_no_gradient():

@@ -74,8 +74,9 @@ def advice(scaling: str, optimizer: str) -> str:
 
 def transformer_advice() -> str:
     """What to change after a Transformer's heads collapse (measured in docs/transformer.md, section 4)."""
-    return ("keep the cross-attention below the last decoder layer softmax (model.transformer.transform_layers="
-            "last_layer); see docs/transformer.md, section 4")
+    return ("score the cross-attention by cosine (model.attention.scaling=cosine: a head's score gaps are then at "
+            "most twice its learned scale), or keep the cross-attention below the last decoder layer softmax "
+            "(model.transformer.transform_layers=last_layer); see docs/transformer.md, section 4c")
 
 
 class AttentionHealth:
