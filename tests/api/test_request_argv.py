@@ -24,6 +24,7 @@ REQUESTS = [
                          coverage_beta=0.4, coverage_eps=0.05, penalty_mode="step", penalties="p.yaml", batch_size=7,
                          attention_out="a.npz", tokenized_out="t.en", fertility="f.fert", force_target="ref.en",
                          device="cuda:0"),
+    api.TranslateRequest(model="m.pt", input="in.de", output="out.en", search_stats="out.search.json"),
     api.EvaluateRequest(hyp=Path("h"), ref=Path("r")),
     api.EvaluateRequest(hyp=Path("h"), ref=Path("r"), src=Path("s"), hyp2=Path("h2"), tokenized=True, src_lang="en",
                         tgt_lang="de", align_model=Path("al"), bootstrap_samples=10, no_synonyms=True,

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import collections.abc
+import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from scanmt.api.decode import DecodeOverrides
 from scanmt.api.requests import CommandRequest, option
@@ -25,7 +26,8 @@ class TranslateRequest(CommandRequest):
     The decode options left None keep the checkpoint's settings (``penalties`` is a
     ``tune_penalties`` file; the explicit values override it).  ``force_target``
     replaces search by forced decoding of those target sentences (``output`` gets
-    ``log P(target|source)`` per line).
+    ``log P(target|source)`` per line).  ``search_stats`` names a JSON file for what the
+    searches did (:meth:`TranslateResult.search_stats_json`).
     """
 
     COMMAND = "translate"
@@ -53,6 +55,8 @@ class TranslateRequest(CommandRequest):
     device: str = "cpu"
     #: refuse source sentences of more subwords (``decode.max_source_len``); None: the checkpoint's
     max_source_len: int | None = option(None, key="decode.max_source_len")
+    #: a JSON file for the search statistics (mean output support, exact searches, forced ``</s>``)
+    search_stats: str | None = None
 
     def decode_overrides(self) -> DecodeOverrides:
         return DecodeOverrides(self.penalties, self.length_alpha, self.coverage_beta, self.coverage_eps,
@@ -60,7 +64,8 @@ class TranslateRequest(CommandRequest):
 
     def outputs(self) -> dict[str, str | None]:
         """The output files by option, in the order they are renamed into place (``--output`` last)."""
-        return {"--attention-out": self.attention_out, "--tokenized-out": self.tokenized_out, "--output": self.output}
+        return {"--attention-out": self.attention_out, "--tokenized-out": self.tokenized_out,
+                "--search-stats": self.search_stats, "--output": self.output}
 
     def inputs(self) -> dict[str, str | None]:
         """The files read, by option."""
@@ -92,6 +97,11 @@ class TranslateResult:
 
         return SearchStats.of(self.translations)
 
+    def search_stats_json(self) -> dict[str, Any]:
+        """What ``--search-stats`` writes: the model's ``output``, the ``beam``, then the fields of
+        :meth:`SearchStats.to_dict` (``sentences``, ``mean_support``, ``exact``, ``forced``, ``exact_share``)."""
+        return {"output": self.output, "beam": self.beam, **self.search_stats.to_dict()}
+
     def summary(self, request: TranslateRequest) -> str:
         """The lines ``scanmt translate`` prints at its end: sentences, decoding settings, speed, attention file."""
         out, beam, dt, d = self.translations, self.beam, self.seconds, self.decode
@@ -112,6 +122,8 @@ class TranslateResult:
             lines.append(f"  {self.search_stats.describe(self.output)}")
         if request.attention_out:
             lines.append(f"  attention: {request.attention_out}")
+        if request.search_stats:
+            lines.append(f"  search statistics: {request.search_stats}")
         return "\n".join(lines)
 
 
@@ -175,11 +187,15 @@ def check_translate_arguments(lines: Sequence[str], beam: int | None, max_len: i
 
 def check_request(request: TranslateRequest) -> None:
     """Options that do not go together, refused before any work: :func:`check_stdio`; ``max_len`` (it cuts
-    the sentences searched) with ``force_target`` (which scores each given pair whole); an output that cannot be
-    written, that is an input, or that another output names too (:func:`scanmt.io.check_outputs`)."""
+    the sentences searched) or ``search_stats`` (it describes the searches) with ``force_target`` (which scores
+    each given pair whole, without search); an output that cannot be written, that is an input, or that another
+    output names too (:func:`scanmt.io.check_outputs`)."""
     if request.max_len is not None and request.force_target:
         raise ConfigError("--max-len cuts source sentences for search; --force-target scores every pair whole, "
                           "so the two do not go together: drop --max-len")
+    if request.search_stats and request.force_target:
+        raise ConfigError("--search-stats describes the beam searches; --force-target scores the given targets "
+                          "without search, so the two do not go together: drop --search-stats")
     check_stdio(request)
     check_outputs(request.outputs(), request.inputs())
 
@@ -188,7 +204,8 @@ def check_stdio(request: TranslateRequest) -> None:
     """At most one file read from standard input and one written to standard output (not the binary attention)."""
     if request.attention_out and is_stdio(request.attention_out):
         raise ConfigError("--attention-out -: the attention file is binary (.npz); give a file name")
-    for kind, options in (("input", ("input", "force_target", "fertility")), ("output", ("output", "tokenized_out"))):
+    for kind, options in (("input", ("input", "force_target", "fertility")),
+                          ("output", ("output", "tokenized_out", "search_stats"))):
         named = [f"--{o.replace('_', '-')}" for o in options if is_stdio(getattr(request, o) or "")]
         if len(named) > 1:
             raise ConfigError(f"{' and '.join(named)} are all -: only one of them can be standard {kind}")
@@ -220,6 +237,13 @@ def write_attention(path: str | Path, translations: Sequence[Translation], tr: T
     save_attention(path, sents, {"transform": tr.model.cfg.attention.transform, "sink": tr.model.sink})
 
 
+def write_search_stats(path: str | Path, result: TranslateResult) -> None:
+    """:meth:`TranslateResult.search_stats_json` as an indented JSON object (the caller makes it atomic)."""
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump(result.search_stats_json(), fh, indent=2)
+        fh.write("\n")
+
+
 def translate_file(request: TranslateRequest) -> TranslateResult:
     """Run a :class:`TranslateRequest`: read ``input``, translate (or force-decode), write every output file."""
     check_request(request)
@@ -233,19 +257,22 @@ def translate_file(request: TranslateRequest) -> TranslateResult:
     else:
         out = tr.translate_lines(lines, beam=beam, progress=True, source=request.source_name, fertility=fertility,
                                  max_len=request.max_len)
-    dt = time.time() - t0
-    write_outputs(request, out, tr)
-    return TranslateResult(out, beam, tr.decode, dt, tr.model.cfg.output)
+    result = TranslateResult(out, beam, tr.decode, time.time() - t0, tr.model.cfg.output)
+    write_outputs(request, result, tr)
+    return result
 
 
-def write_outputs(request: TranslateRequest, out: Sequence[Translation], tr: Translator) -> None:
+def write_outputs(request: TranslateRequest, result: TranslateResult, tr: Translator) -> None:
     """Every output file of ``request`` as one unit (:func:`scanmt.io.atomic_outputs`): all written to temporary
     files, then renamed in the order of :meth:`TranslateRequest.outputs` (``--output`` last), or none changed."""
+    out = result.translations
     given = {option: path for option, path in request.outputs().items() if path}
     with atomic_outputs(list(given.values())) as temp:
         if request.attention_out:
             write_attention(temp[request.attention_out], out, tr)
         if request.tokenized_out:
             write_lines(temp[request.tokenized_out], [tr.pipeline.tokenized_target(t.pieces) for t in out])
+        if request.search_stats:
+            write_search_stats(temp[request.search_stats], result)
         texts = [f"{t.hypothesis.log_prob:.4f}" for t in out] if request.force_target else [t.text for t in out]
         write_lines(temp[request.output], texts)

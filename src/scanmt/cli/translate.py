@@ -15,6 +15,7 @@ DESCRIPTION = """Translate a file of raw sentences (one per line) with a trained
 
   scanmt translate --model runs/softmax/best.pt --input test.de --output test.hyp.en --beam 5
   scanmt translate ... --attention-out test.attn.npz    # attention matrices for plots and metrics
+  scanmt translate ... --search-stats test.search.json  # output support and exact searches (sparse outputs)
   sacremoses ... | scanmt translate --model best.pt --input - --output - > out.en   # a pipe
 
 The output is detokenized text, one line per input line (an empty line stays empty), written
@@ -61,6 +62,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="refuse (before any decoding, naming the line) a source sentence of more than N subwords, "
                         "as decoding memory grows with the square of the length (default: the checkpoint's "
                         "decode.max_source_len, 1000 unless trained with another)")
+    p.add_argument("--search-stats", metavar="FILE",
+                   help="also write what the searches did as JSON (- for standard output): the model's output layer, "
+                        "the beam, sentences searched (empty lines left out), mean_support (words of nonzero "
+                        "probability per output step, </s> included; the vocabulary size for softmax), exact and "
+                        "exact_share (searches that provably found the best output), forced (outputs ended by a "
+                        "zero-probability </s>); not with --force-target")
     p.add_argument("--device", default="cpu", help="cpu or cuda[:N]")
 
 
@@ -72,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
     request = request_from_args(args)
     result = translate_file(request)
     # the summary goes to standard error when a translation goes to standard output
-    to = sys.stderr if is_stdio(request.output) or is_stdio(request.tokenized_out or "") else sys.stdout
+    to = sys.stderr if any(is_stdio(path or "") for path in (request.output, request.tokenized_out,
+                                                             request.search_stats)) else sys.stdout
     print(result.summary(request), file=to)
     return 0

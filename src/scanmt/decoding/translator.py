@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,6 +85,10 @@ class SearchStats:
         support = sum(sum(h.support) for h in hyps)  # type: ignore[arg-type]
         return cls(len(hyps), support / steps if steps else 0.0, sum(bool(h.exact) for h in hyps),
                    sum(h.forced for h in hyps))
+
+    def to_dict(self) -> dict[str, int | float]:
+        """The fields and ``exact_share``, as ``scanmt translate --search-stats`` writes them."""
+        return {**dataclasses.asdict(self), "exact_share": self.exact_share}
 
     def describe(self, output: str) -> str:
         """One line of ``scanmt translate``'s summary."""
