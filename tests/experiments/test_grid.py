@@ -217,7 +217,8 @@ def test_report_lists_only_the_requested_systems(tmp_path):
     args = Namespace(data="multi30k", set=[])
 
     def spec(name):
-        return SimpleNamespace(system=name, config={"model": {"attention": {"transform": "softmax"}}})
+        return SimpleNamespace(system=name, config={"model": {"attention": {"transform": "softmax"},
+                                                              "output": "entmax15" if name == "a" else "softmax"}})
 
     def record():
         return json.loads((out / "grids" / "g.json").read_text(encoding="utf-8"))
@@ -226,6 +227,7 @@ def test_report_lists_only_the_requested_systems(tmp_path):
     assert record()["requested"] == ["b"]
     _record(out, g, args, ctx, [1], [spec("a")])
     assert record()["requested"] == ["a", "b"]  # grid order, union of both invocations
+    assert record()["outputs"] == {"b": "softmax", "a": "entmax15"}  # each system's model.output, kept like transforms
     got = {s.name: s.unfinished for s in collect(out, record())}
     assert got == {"a": ["seed1 (not started)"], "b": ["seed1 (not started)"]}  # c: not asked for, not shown
 

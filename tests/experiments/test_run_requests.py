@@ -75,6 +75,9 @@ def test_requests_carry_the_decode_settings(tmp_path):
     assert cov.translate.model == str(Path(cov.model_from) / "best.pt")
     assert wide.translate.beam == 3 and wide.translate.length_alpha == 0.4 and wide.tune is None
     assert wide.extra_splits["test2017"]["evaluate"].json == wide.dir / "eval.test2017.json"
+    # every split's translate writes its search statistics (the report's output layer table)
+    assert soft.translate.search_stats == str(soft.dir / "test.search.json")
+    assert wide.extra_splits["test2017"]["translate"].search_stats == str(wide.dir / "test2017.search.json")
     cuda = dict(runner.device_steps(cov, "cuda"))
     assert cuda["tune"].device == cuda["translate.test2017"].device == "cuda" and cov.translate.device == "cpu"
 

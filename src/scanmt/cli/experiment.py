@@ -357,12 +357,14 @@ def _record(out: Path, g, args: argparse.Namespace, ctx, seeds: list[int], specs
         **g.as_dict(),
         "systems": [s.as_dict() for s in g.systems],
         "transforms": {s.system: s.config["model"]["attention"]["transform"] for s in specs},
+        "outputs": {s.system: s.config["model"]["output"] for s in specs},
         "seeds": all_seeds,
         "data": args.data, "pair": f"{ctx.src_lang}-{ctx.tgt_lang}", "src_lang": ctx.src_lang, "tgt_lang": ctx.tgt_lang,
         "split": ctx.split, "extra_splits": list(ctx.extra_splits), "stress_k": list(ctx.stress_k), "preset": str(ctx.preset), "set": list(g.set) + list(args.set),
         "command": ctx.command, "commit": ctx.commit, "updated": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
-    record["transforms"] = {**old.get("transforms", {}), **record["transforms"]}
+    for key in ("transforms", "outputs"):
+        record[key] = {**old.get(key, {}), **record[key]}
     # Systems asked for (--systems) by every invocation into OUT; for a record written before this
     # field existed, the systems that have run directories.
     before = old.get("requested") if "requested" in old else \

@@ -12,6 +12,9 @@ For each grid recorded in ``OUT/grids/`` (by ``scanmt experiment run``) it write
   commit and a link to the exact commands;
 - one such table for each extra test split the runs scored (``metrics.json``
   ``test_sets``, e.g. ``test2017``), titled with its upstream name (test_2017_flickr);
+- the output layer, when a system has a sparse ``model.output``: per system the mean output support, the share
+  of exact beam searches and the outputs ended by a forced ``</s>`` on the main test set, mean ± std over seeds
+  (``metrics.json`` ``search``, from each run's ``{split}.search.json``; "–" for runs translated before it existed);
 - the coverage stress test of runs made with ``--stress-k`` (``metrics.json`` ``stress``): BLEU, REP, DROP,
   inputs dropping a whole sentence and length ratio per system and K, mean ± std over seeds
   (:mod:`scanmt.experiments.stress_report`);
@@ -63,6 +66,12 @@ COLUMNS: tuple[tuple[str, str, bool], ...] = (
     ("rep", "REP", False),
     ("drop", "DROP", False),
     ("sacrebleu", "sacreBLEU", True),
+)
+#: the Output layer table: (``metrics.json`` ``search`` key, column title, scale)
+SEARCH_COLUMNS: tuple[tuple[str, str, float], ...] = (
+    ("mean_support", "output support (words / step)", 1.0),
+    ("exact_share", "exact search (%)", 100.0),
+    ("forced", "forced `</s>` (outputs)", 1.0),
 )
 MAX_FIGURE_BYTES = 150_000
 #: a figure link as the report writes it: ``](STEM/attention-N.png)``
@@ -532,6 +541,46 @@ def _drop_samples_note(systems: list[SystemResults]) -> str:
     return f"each run's DROP is the mean over {said} alignments of each side (`--drop-samples`)"
 
 
+def system_outputs(rec: dict[str, Any], systems: Sequence[SystemResults]) -> dict[str, str]:
+    """Each system's ``model.output``: the grid record's ``outputs``, else its runs' ``metrics.json`` ``output``,
+    else softmax (records and runs from before either was written)."""
+    known = rec.get("outputs") or {}
+    return {s.name: known.get(s.name) or next((r["output"] for r in s.runs if r.get("output")), "softmax")
+            for s in systems}
+
+
+def _output_layer(p: _Page) -> list[str]:
+    """The searches on the main test set per system (``metrics.json`` ``search``: output support, exact searches,
+    forced ``</s>``); nothing unless some system has a sparse output (reports of softmax grids do not change)."""
+    from scanmt.model.output import is_sparse
+
+    outputs = system_outputs(p.rec, p.systems)
+    if not any(is_sparse(o) for o in outputs.values()):
+        return []
+    L = ["## Output layer", "",
+         "| system | output | " + " | ".join(title for _, title, _ in SEARCH_COLUMNS) + " | seeds |",
+         "|---|---|" + "---:|" * len(SEARCH_COLUMNS) + "---|"]
+    for s in p.systems:
+        stats = [r["search"] for r in s.runs if r.get("search")]
+        cells = [fmt([scale * float(x[key]) for x in stats if x.get(key) is not None])
+                 for key, _, scale in SEARCH_COLUMNS]
+        without = len(s.runs) - len(stats)
+        seeds = str(len(stats)) + (f" (+{without} without search statistics)" if without else "")
+        L.append(f"| {md_escape(s.label)} | {_code(outputs[s.name])} | " + " | ".join(cells) + f" | {seeds} |")
+    return L + [
+        "",
+        f"Each finished run's beam search on the main test set (`{p.rec['split']}.search.json` in its run directory, "
+        "written by `scanmt translate --search-stats`). Output support: the mean number of words of nonzero "
+        "probability per output step, the `</s>` step included (the whole vocabulary for softmax). Exact search: "
+        "the share of the test sentences (empty lines left out) whose beam search provably returned the best output "
+        "that the length rules allow (Peters, Niculae and Martins, 2019; `scanmt.decoding.search`). Forced `</s>`: "
+        "outputs that ended with a `</s>` of zero probability (at the length limit, or when no word had probability "
+        "left). Mean ± std over the seeds with these statistics; – where no run has them (runs translated before "
+        "`translate --search-stats` existed; `scanmt experiment run ... --redecode` adds them).",
+        "",
+    ]
+
+
 def _details(p: _Page) -> list[str]:
     """Attention statistics and per-run details."""
     L = ["## Attention statistics", "",
@@ -730,7 +779,8 @@ def render(out: Path, rec: dict[str, Any], docs: Path, stem: str, opts: ReportOp
     if baseline not in names:
         raise ConfigError(f"--baseline {baseline!r} is not a system of grid {rec['name']} ({', '.join(names)})")
     p = _Page(out, rec, docs, stem, opts, systems, baseline, load_texts(out, rec))
-    L = _header(p) + _main_table(p) + extra_split_sections(out, rec, systems, baseline, opts) + stress_section(systems)
+    L = _header(p) + _main_table(p) + extra_split_sections(out, rec, systems, baseline, opts) + _output_layer(p)
+    L += stress_section(systems)
     L += _details(p)
     fig_lines, files, chosen = _figures(p)
     L += fig_lines + _examples(p, chosen) + _commands(p)

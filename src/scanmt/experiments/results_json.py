@@ -17,6 +17,11 @@ Shape (one entry per system of the grid, in grid order, for the report's main te
   table shows no ``±`` then).
   A system without finished seeds has ``"seeds": 0`` and ``null`` means and stds.
 - ``seeds`` counts the finished seeds of the system.
+- ``search`` (only for a system with a finished seed that recorded its searches: ``metrics.json`` ``search``,
+  from ``translate --search-stats``): ``{"output_support": {"mean", "std"}, "exact_share": {...},
+  "forced": {...}, "seeds": n}``, the mean words of nonzero probability per output step, the share of
+  sentences whose beam search was exact (0 to 1) and the outputs ended by a forced ``</s>``, over the ``n``
+  seeds that recorded them (runs translated before the option existed did not).
 - Two extra top-level keys describe the test sets; no system may be named like them
   (:data:`RESERVED`):
 
@@ -43,6 +48,9 @@ from scanmt.io import atomic_open
 
 #: metrics of every system entry, in this order
 METRICS: tuple[str, ...] = ("bleu", "rep", "drop", "meteor")
+#: the ``search`` entry's keys and the ``metrics.json`` ``search`` key each is read from
+SEARCH_METRICS: tuple[tuple[str, str], ...] = (("output_support", "mean_support"), ("exact_share", "exact_share"),
+                                               ("forced", "forced"))
 #: top-level keys that are not systems
 RESERVED: tuple[str, ...] = ("test_set", "test_sets")
 
@@ -59,11 +67,17 @@ def mean_std_entry(values: Sequence[float]) -> dict[str, float | None]:
 
 
 def system_entry(runs: Runs) -> dict[str, Any]:
-    """One system's entry from the metric dicts of its finished seeds (missing or null values are skipped)."""
+    """One system's entry from the metric dicts of its finished seeds (missing or null values are skipped), with
+    ``search`` when some seed recorded its searches."""
     entry: dict[str, Any] = {}
     for key in METRICS:
         entry[key] = mean_std_entry([float(r[key]) for r in runs if r.get(key) is not None])
     entry["seeds"] = len(runs)
+    searched = [r["search"] for r in runs if r.get("search")]
+    if searched:
+        entry["search"] = {name: mean_std_entry([float(s[key]) for s in searched if s.get(key) is not None])
+                           for name, key in SEARCH_METRICS}
+        entry["search"]["seeds"] = len(searched)
     return entry
 
 

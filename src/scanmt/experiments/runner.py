@@ -8,12 +8,15 @@ Every run (system x seed) lives in ``OUT/runs/{system}/seed{k}/``::
     config.yaml, last.pt, best.pt, metrics.csv      scanmt train (resumed from last.pt after a kill)
     penalties.yaml      scanmt tune-penalties (systems with tune_penalties: true)
     {split}.hyp.{tgt}, {split}.hyp.tok.{tgt}, {split}.attn.npz     scanmt translate (main split and each extra one)
+    {split}.search.json the searches of that translate (``--search-stats``: output support, exact searches,
+                        forced ``</s>``); runs translated before the option existed have none
     eval.json           scanmt evaluate of the main split (every metric with its signature)
     eval.{split}.json   scanmt evaluate of each extra test split (``--extra-splits``, e.g. test2017)
     stress/             scanmt stress of the model on the main split (``--stress-k``): stress/stress.json, its
                         figure, joined inputs and outputs; ``metrics.json`` ``stress`` holds its numbers by K
-    metrics.json        the run's summary: BLEU, tokenized BLEU, METEOR, REP, DROP, attention stats, training;
-                        ``test_sets``: {split: {bleu, sacrebleu, meteor, rep, drop, sentences}} per extra split
+    metrics.json        the run's summary: BLEU, tokenized BLEU, METEOR, REP, DROP, attention stats, training,
+                        ``output`` (``model.output``), ``search`` (the main split's ``{split}.search.json``, or None);
+                        ``test_sets``: {split: {bleu, sacrebleu, meteor, rep, drop, sentences, search}} per extra split
     .stages/*.done      one marker per finished step (train, tune, translate, evaluate, then
                         translate.{split} and evaluate.{split} per extra split, then stress)
     DONE                written last; a rerun skips the run unless an extra split asked for is missing
@@ -310,7 +313,7 @@ def resolve_extra_splits(asked: Sequence[str] | None, main_split: str, available
 
 
 #: the files of a run that its decode steps (tune, translate, evaluate) write, and metrics.json
-DECODE_OUTPUTS = ("*.hyp.*", "*.attn.npz", "eval*.json", "penalties.yaml", "metrics.json")
+DECODE_OUTPUTS = ("*.hyp.*", "*.attn.npz", "*.search.json", "eval*.json", "penalties.yaml", "metrics.json")
 
 
 def decoded(spec: RunSpec) -> bool:
@@ -454,15 +457,22 @@ def _tune_request(ctx: RunContext, d: _Decode) -> TunePenaltiesRequest | None:
 
 
 def _translate_request(ctx: RunContext, d: _Decode, split: str) -> TranslateRequest:
-    """``translate`` of one prepared split into ``RUN/{split}.hyp.{tgt}`` (+ tokenized, attention)."""
+    """``translate`` of one prepared split into ``RUN/{split}.hyp.{tgt}`` (+ tokenized, attention, search
+    statistics)."""
     s, t = ctx.src_lang, ctx.tgt_lang
     changed = {k: d.dec[k] for k in DECODE_KEYS
                if not (d.tune and k in PENALTY_KEYS) and d.dec[k] != d.model_dec[k]}
     return TranslateRequest(
         model=d.ckpt, input=str(ctx.data_dir / f"{split}.raw.{s}"), output=str(d.run / f"{split}.hyp.{t}"),
         tokenized_out=str(d.run / f"{split}.hyp.tok.{t}"), attention_out=str(d.run / f"{split}.attn.npz"),
-        beam=d.dec["beam"], penalties=str(d.penalties) if d.tune else None, **changed,
+        beam=d.dec["beam"], penalties=str(d.penalties) if d.tune else None,
+        search_stats=str(d.run / search_json_name(split)), **changed,
     )
+
+
+def search_json_name(split: str) -> str:
+    """``{split}.search.json``: the search statistics of a split's translate step."""
+    return f"{split}.search.json"
 
 
 def eval_json_name(split: str, main_split: str) -> str:
@@ -712,10 +722,12 @@ def collect_metrics(spec: RunSpec) -> dict[str, Any]:
         "train": {k: train.get(k) for k in ("steps", "epochs", "minutes", "best_valid_bleu", "best_step")},
         "model_from": spec.model_from, "checkpoint": str(spec.checkpoint),
         "decode": {k: dec[k] for k in ("beam", *PENALTY_KEYS)}, "penalties": penalties,
-        "transform": spec.config["model"]["attention"]["transform"],
+        "transform": spec.config["model"]["attention"]["transform"], "output": spec.config["model"]["output"],
+        "search": search_metrics(run / search_json_name(spec.split)),
         "commit": spec.commit, "commits": sorted({h["commit"] for h in spec.history} | {spec.commit}),
         "command": spec.command, "seconds": stages,
-        "test_sets": {split: split_metrics(run / eval_json_name(split, spec.split)) for split in spec.extra_splits},
+        "test_sets": {split: split_metrics(run / eval_json_name(split, spec.split), run / search_json_name(split))
+                      for split in spec.extra_splits},
         "stress": stress_metrics(spec),
     }
 
@@ -732,8 +744,16 @@ def stress_metrics(spec: RunSpec) -> dict[str, Any] | None:
     return {"k": doc["k"], "inputs": doc["inputs"], "scores": doc["scores"][spec.stress.names[0]]}
 
 
-def split_metrics(path: Path) -> dict[str, Any]:
-    """One extra test split's entry of ``metrics.json`` ``test_sets``, from its ``eval.{split}.json``.
+def search_metrics(path: Path) -> dict[str, Any] | None:
+    """``metrics.json`` ``search``: the search statistics a translate step wrote (``--search-stats``:
+    :meth:`scanmt.api.translate.TranslateResult.search_stats_json`), or None when the file is missing or
+    unreadable (a run translated before the option existed: the report shows "–" for it)."""
+    return read_json(path)
+
+
+def split_metrics(path: Path, search: Path) -> dict[str, Any]:
+    """One extra test split's entry of ``metrics.json`` ``test_sets``, from its ``eval.{split}.json`` (and its
+    ``{split}.search.json``: ``search``, :func:`search_metrics`).
 
     ``bleu`` is tokenized BLEU like the top-level ``bleu`` (the paper's); ``sacrebleu`` the detokenized one.
     """
@@ -741,7 +761,8 @@ def split_metrics(path: Path) -> dict[str, Any]:
     if ev is None:
         raise DataError(f"{path}: missing or unreadable; rerun the grid to redo its evaluation")
     return {"sentences": ev.get("sentences"), "bleu": ev["tok_bleu"]["score"], "sacrebleu": ev["bleu"]["score"],
-            "meteor": ev["meteor"]["score"], "rep": ev["rep"]["score"], "drop": ev["drop"]["score"]}
+            "meteor": ev["meteor"]["score"], "rep": ev["rep"]["score"], "drop": ev["drop"]["score"],
+            "search": search_metrics(search)}
 
 
 def worker_main(argv: Sequence[str]) -> int:
