@@ -61,6 +61,18 @@ def _steps(m, src, src_len, tgt_in, fert):
     return torch.stack(lps, 1), torch.stack(atts, 1), state
 
 
+def _forward_equals_steps(m, src, src_len, tgt_in, fert):
+    """Assert that teacher forcing gives step-by-step decoding's log-probabilities and attention; return the
+    forward output, the steps' attention and their final state."""
+    lp, att, state = _steps(m, src, src_len, tgt_in, fert)
+    with torch.no_grad():
+        out = m(src, src_len, tgt_in, fert)
+    real = tgt_in != PAD_ID
+    torch.testing.assert_close(F.log_softmax(out.logits, -1)[real], lp[real], atol=1e-5, rtol=0)
+    torch.testing.assert_close(out.attention, att, atol=1e-6, rtol=0)
+    return out, att, state
+
+
 # ------------------------------------------------------------------ incremental decoding
 @pytest.mark.parametrize("transform,bounded", CASES)
 def test_incremental_decoding_equals_full_recompute_of_each_prefix(transform, bounded):
@@ -95,12 +107,7 @@ def test_incremental_decoding_equals_full_recompute_with_softmax_below_the_last_
 def test_teacher_forcing_equals_step_by_step(transform, bounded, kw):
     m = _model(transform, bounded, **kw)
     src, src_len, tgt_in, fert = _batch(m.constrained)
-    lp, att, state = _steps(m, src, src_len, tgt_in, fert)
-    with torch.no_grad():
-        out = m(src, src_len, tgt_in, fert)
-    real = tgt_in != PAD_ID
-    torch.testing.assert_close(F.log_softmax(out.logits, -1)[real], lp[real], atol=1e-5, rtol=0)
-    torch.testing.assert_close(out.attention, att, atol=1e-6, rtol=0)
+    out, att, state = _forward_equals_steps(m, src, src_len, tgt_in, fert)
     # the reported attention: a distribution over the columns (sink last), 0 at padding; attention_sum its sum
     S = src.size(1) + int(m.sink)
     assert out.attention.shape == (2, tgt_in.size(1), S)
@@ -423,13 +430,7 @@ def test_cosine_scores_decode_incrementally_and_in_parallel_alike(transform, bou
         for layer in m.decoder_layers:
             if layer.cross.cosine:
                 layer.cross.log_scale.copy_(torch.tensor([0.3, 1.2, -0.4, 2.0]))
-    src, src_len, tgt_in, fert = _batch(m.constrained)
-    lp, att, _ = _steps(m, src, src_len, tgt_in, fert)
-    with torch.no_grad():
-        out = m(src, src_len, tgt_in, fert)
-    real = tgt_in != PAD_ID
-    torch.testing.assert_close(F.log_softmax(out.logits, -1)[real], lp[real], atol=1e-5, rtol=0)
-    torch.testing.assert_close(out.attention, att, atol=1e-6, rtol=0)
+    _forward_equals_steps(m, *_batch(m.constrained))
     # which layers score by cosine: those that use the transform
     expect = [True, True] if t.get("transform_layers", "all") == "all" else [False, True]
     assert [layer.cross.cosine for layer in m.decoder_layers] == expect
