@@ -1,23 +1,28 @@
 """A tiny Transformer trains through the normal path (`scanmt train --set model.arch=transformer`) and translates."""
 
+import json
+import runpy
+import sys
+
 import numpy as np
 import pytest
 
 from scanmt.cli.main import main
 from scanmt.data.attention_file import AttentionFile
 from scanmt.io import read_lines
-from tests.conftest import tiny_config
+from tests.conftest import REPO, tiny_config
 
 
 @pytest.mark.slow
-def test_tiny_transformer_trains_and_translates_via_cli(small_data_dir, tmp_path, capsys):
+def test_tiny_transformer_trains_and_translates_via_cli(small_data_dir, tmp_path, capsys, monkeypatch):
     cfg_path = tmp_path / "cfg.yaml"
     tiny_config(small_data_dir, train__max_steps=20).save_yaml(cfg_path)
     run = tmp_path / "run"
     sets = ["model.arch=transformer", "model.transformer.heads=2", "model.transformer.ff_size=64",
             "model.transformer.encoder_layers=1", "model.transformer.decoder_layers=2",
             "model.attention.transform=csparsemax", "model.attention.fertility.strategy=constant",
-            "model.transformer.bounded=shared", "model.share_embeddings=true", "model.tie_generator=true"]
+            "model.transformer.bounded=shared", "model.share_embeddings=true", "model.tie_generator=true",
+            "train.logger=csv"]
     argv = ["train", "--config", str(cfg_path), "--out", str(run)]
     for s in sets:
         argv += ["--set", s]
@@ -49,3 +54,18 @@ def test_tiny_transformer_trains_and_translates_via_cli(small_data_dir, tmp_path
     scores = tmp_path / "attn.json"
     assert main(["evaluate", "--attention", str(attn), "--metrics", "attn-stats", "--json", str(scores)]) == 0
     assert "unattended_share" in scores.read_text(encoding="utf-8")
+
+    # the heads' health in the training log, and every head through scripts/transformer_heads.py
+    metrics = (run / "metrics.csv").read_text(encoding="utf-8")
+    assert "attn/head_one_hot" in metrics and "attn/head_support" in metrics
+    tgt = tmp_path / "ref.en"
+    tgt.write_text("A man rides a bike.\nTwo dogs play in the snow.\n", encoding="utf-8")
+    heads = tmp_path / "heads.json"
+    monkeypatch.setattr(sys, "argv", ["transformer_heads.py", str(run / "best.pt"), str(src), str(tgt),
+                                      "--json", str(heads)])
+    runpy.run_path(str(REPO / "scripts" / "transformer_heads.py"), run_name="__main__")
+    table = json.loads(heads.read_text(encoding="utf-8"))
+    assert sorted(table["heads"]) == ["layer1/head1", "layer1/head2", "layer2/head1", "layer2/head2"]
+    for h in table["heads"].values():  # csparsemax: supports between 1 and the source length + sink
+        assert 1.0 <= h["support"] <= 9 and 0.0 <= h["one-hot"] <= 1.0 and 0.0 < h["max"] <= 1.0
+    assert "layer2/head2" in capsys.readouterr().out
