@@ -110,8 +110,7 @@ class AttentionHealth:
         #: running sums over the window's steps: support, one-hot steps, max weight, sink mass (kept on the
         #: batches' device and read once per window, so that a GPU is not synchronised every batch)
         self.sums: torch.Tensor | None = None
-        #: the heads' rows, one-hot rows and support (ForwardOutput.heads), likewise
-        self.head_rows = 0
+        #: the heads' one-hot rows, support and rows (ForwardOutput.heads), likewise
         self.head_sums: torch.Tensor | None = None
         self.score_grad: float | None = None
 
@@ -136,10 +135,11 @@ class AttentionHealth:
     @torch.no_grad()
     def add_heads(self, heads: tuple[torch.Tensor, ...], step_mask: torch.Tensor) -> None:
         """Add a batch's per-head weights: ``heads``, one ``[B, h, T, S']`` per layer; ``step_mask [B, T]``."""
+        real = step_mask.unsqueeze(1)  # [B, 1, T]: masked sums, no copy of the weights and no host sync
         for w in heads:
-            rows = w.detach().float().transpose(1, 2)[step_mask]  # [N, h, S']
-            self.head_rows += rows.shape[0] * rows.shape[1]
-            sums = torch.stack([one_hot_steps(rows).sum().float(), support_sizes(rows).sum().float()])
+            w = w.detach()
+            sums = torch.stack([(one_hot_steps(w) & real).sum().float(), (support_sizes(w) * real).sum().float(),
+                                (real.sum() * w.shape[1]).float()])
             self.head_sums = sums if self.head_sums is None else self.head_sums + sums
 
     def add_score_grads(self, scores: list[torch.Tensor]) -> None:
@@ -157,10 +157,10 @@ class AttentionHealth:
                 out["attn/sink"] = sink
             if self.score_grad is not None:
                 out["attn/score_grad"] = self.score_grad
-        if self.head_rows and self.head_sums is not None:
-            one_hot, support = (v / self.head_rows for v in self.head_sums.tolist())
-            out["attn/head_one_hot"] = one_hot
-            out["attn/head_support"] = support
+        one_hot, support, rows = self.head_sums.tolist() if self.head_sums is not None else (0.0, 0.0, 0.0)
+        if rows:
+            out["attn/head_one_hot"] = one_hot / rows
+            out["attn/head_support"] = support / rows
         return out
 
     def check(self, metrics: dict[str, float], step: int, epoch: int) -> None:
