@@ -100,7 +100,8 @@ class AttentionConfig:
     #: first) | cosine (g cos(s, W h), g learned; general only). Unscaled scores make sparse attention one-hot
     #: within a few Adam updates, after which it gets no gradient (docs/attention-recipe.md).
     #: transformer: none or sqrt (both q.k / sqrt(d_head)), or cosine (g_h cos(q, k) in the cross-attention
-    #: layers that use the transform, one learned g per head, 1 at first)
+    #: layers that use the transform, one learned g per head, 1 at first). A learned g is in the training log
+    #: (attn/scale, and attn/scale_min, attn/scale_max over heads and layers)
     #: The default must stay "none": checkpoints written before this key existed load with it.
     scaling: str = "none"
     #: append a <sink> token (unbounded fertility) to every source; null = on for constrained transforms.

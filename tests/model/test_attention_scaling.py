@@ -7,6 +7,7 @@ import math
 import pytest
 import torch
 
+from scanmt.config import ModelConfig
 from scanmt.errors import ConfigError
 from scanmt.model.attention import Attention
 
@@ -31,6 +32,19 @@ def test_learned_scale_starts_at_one_over_sqrt_d_and_learns():
     torch.testing.assert_close(att.scores(q, k), raw / 4.0)
     att.scores(q, k).sum().backward()
     assert att.log_scale.grad is not None and att.log_scale.grad != 0
+
+
+@pytest.mark.parametrize("scaling,logged", [("learned", 0.25), ("cosine", 1.0), ("sqrt", None), ("none", None)])
+def test_an_lstm_logs_its_learned_scale(scaling, logged):
+    from scanmt.model.interface import log_summary
+    from scanmt.model.lstm_model import LSTMModel
+
+    cfg = ModelConfig(emb_size=16, hidden_size=16, dropout=0.0)
+    cfg.attention.scaling = scaling
+    m = LSTMModel(cfg, 30)
+    m.reset_parameters(0.1)  # the uniform init puts the scale back at its start
+    assert m.learned_scale() == ({} if logged is None else pytest.approx({"scale": logged}))
+    assert log_summary("scale", torch.tensor([1.0, 3.0])) == {"scale": 2.0, "scale_min": 1.0, "scale_max": 3.0}
 
 
 def test_cosine_scores_are_bounded_by_the_scale():

@@ -3,6 +3,7 @@ bf16, config errors and checkpoints, on tiny models."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import pytest
@@ -434,6 +435,18 @@ def test_cosine_scores_decode_incrementally_and_in_parallel_alike(transform, bou
     # which layers score by cosine: those that use the transform
     expect = [True, True] if t.get("transform_layers", "all") == "all" else [False, True]
     assert [layer.cross.cosine for layer in m.decoder_layers] == expect
+
+
+def test_the_learned_cosine_scales_are_summarised_for_the_training_log():
+    """attn/scale is the mean of g_h over the heads of the cosine layers, with its range; none without cosine."""
+    m = _cosine_model("csparsemax", transform_layers="last_layer")
+    assert m.learned_scale() == pytest.approx({"scale": 1.0, "scale_min": 1.0, "scale_max": 1.0})
+    g = torch.tensor([0.3, 1.2, -0.4, 2.0])
+    with torch.no_grad():
+        m.decoder_layers[-1].cross.log_scale.copy_(g)
+    assert m.learned_scale() == pytest.approx(
+        {"scale": float(g.exp().mean()), "scale_min": math.exp(-0.4), "scale_max": math.exp(2.0)})
+    assert _model("softmax", "last_layer").learned_scale() == {}
 
 
 def test_cosine_scores_are_bounded_by_the_heads_scale_and_fused_equals_explicit():

@@ -59,15 +59,6 @@ class LearnedAlpha(nn.Module):
         """alpha, of the module's shape."""
         return 1.0 + F.softplus(self.raw)
 
-    def summary(self) -> dict[str, float]:
-        """``alpha`` (the mean over heads), and ``alpha_min``/``alpha_max`` when there are several (training logs)."""
-        with torch.no_grad():
-            a = self().detach().float()
-        out = {"alpha": float(a.mean())}
-        if a.numel() > 1:
-            out.update(alpha_min=float(a.min()), alpha_max=float(a.max()))
-        return out
-
 
 class BoundedTransform(nn.Module):
     """The attention transform of ``model.attention.transform`` with fertility bounds and exhaustion ``c``.

@@ -117,6 +117,17 @@ class SourceBatch:
     fertility: torch.Tensor | None  # [B, S'] bounds (inf at the sink), not yet masked
 
 
+def log_summary(name: str, values: torch.Tensor) -> dict[str, float]:
+    """``{name: mean}`` of a learned quantity ``values`` (any shape), plus ``{name}_min`` and ``{name}_max``
+    when it has several entries: what the training log records of a learned alpha or score scale."""
+    with torch.no_grad():
+        v = values.detach().float()
+    out = {name: float(v.mean())}
+    if v.numel() > 1:
+        out.update({f"{name}_min": float(v.min()), f"{name}_max": float(v.max())})
+    return out
+
+
 class NMTModel(nn.Module, abc.ABC):
     """An attentional encoder–decoder, used only through the calls of this class.
 
@@ -173,6 +184,13 @@ class NMTModel(nn.Module, abc.ABC):
         """The learned alpha of an ``entmax`` / ``centmax`` attention (``model.attention.learn_alpha``), for the
         training log: ``{"alpha": mean}``, plus ``alpha_min`` and ``alpha_max`` when there is one per head;
         ``{}`` when alpha is not learned."""
+        return {}
+
+    def learned_scale(self) -> dict[str, float]:
+        """The learned multiplier ``g`` of the attention scores (``model.attention.scaling: learned | cosine``),
+        for the training log: ``{"scale": mean}``, plus ``scale_min`` and ``scale_max`` when there are several
+        (one per head and layer); ``{}`` when the scale is fixed.  A scale that keeps growing makes sparse
+        heads peakier (docs/transformer.md 4c)."""
         return {}
 
     # ------------------------------------------------------------------ shared by architectures

@@ -23,7 +23,7 @@ from scanmt.model.attention import Attention
 from scanmt.model.coverage import build_coverage
 from scanmt.model.decoder import Decoder, LSTMEncoderOutput, LSTMState
 from scanmt.model.encoder import BiLSTMEncoder
-from scanmt.model.interface import ForwardOutput, NMTModel, Step
+from scanmt.model.interface import ForwardOutput, NMTModel, Step, log_summary
 
 
 class LSTMModel(NMTModel):
@@ -60,7 +60,11 @@ class LSTMModel(NMTModel):
 
     def learned_alpha(self) -> dict[str, float]:
         alpha = self.decoder.attention.alpha
-        return alpha.summary() if alpha is not None else {}
+        return log_summary("alpha", alpha()) if alpha is not None else {}
+
+    def learned_scale(self) -> dict[str, float]:
+        attention = self.decoder.attention
+        return log_summary("scale", attention.log_scale.exp()) if attention.scaling in ("learned", "cosine") else {}
 
     def probe_scores(self, on: bool) -> list[torch.Tensor]:
         attention = self.decoder.attention

@@ -97,7 +97,7 @@ from scanmt.data.vocab import PAD_ID
 from scanmt.errors import ConfigError
 from scanmt.fertility.rules import is_constrained
 from scanmt.model.bounds import BoundedTransform, LearnedAlpha
-from scanmt.model.interface import DecoderState, EncoderOutput, ForwardOutput, NMTModel, Step
+from scanmt.model.interface import DecoderState, EncoderOutput, ForwardOutput, NMTModel, Step, log_summary
 
 #: the unconstrained transform of a constrained transform's family (the heads without bounds)
 FAMILY: dict[str, str] = {"csoftmax": "softmax", "csparsemax": "sparsemax", "centmax": "entmax"}
@@ -470,7 +470,12 @@ class TransformerModel(NMTModel):
             self.cross_alpha.reset_parameters()
 
     def learned_alpha(self) -> dict[str, float]:
-        return self.cross_alpha.summary() if self.cross_alpha is not None else {}
+        return log_summary("alpha", self.cross_alpha()) if self.cross_alpha is not None else {}
+
+    def learned_scale(self) -> dict[str, float]:
+        """The per-head scales ``g_h`` of the cosine cross-attention layers (over every such layer and head)."""
+        scales = [layer.cross.log_scale for layer in self.decoder_layers if layer.cross.log_scale is not None]
+        return log_summary("scale", torch.stack(scales).exp()) if scales else {}
 
     def probe_scores(self, on: bool) -> list[torch.Tensor]:
         """The last decoder layer's cross-attention scores ``[B, h, T, S']`` (always explicit, never fused)."""

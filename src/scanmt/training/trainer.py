@@ -132,11 +132,13 @@ class NMTTask:
 
     def window_metrics(self, step: int, epoch: int) -> dict[str, float]:
         """Attention health of the batches since the last call, and the learned alpha of entmax / centmax
-        (``attn/alpha``; ``attn/alpha_min``, ``attn/alpha_max`` per head) after them (logged with the training loss)."""
+        (``attn/alpha``; ``attn/alpha_min``, ``attn/alpha_max`` per head) and the learned score scale (``attn/scale``,
+        ``attn/scale_min``, ``attn/scale_max``) after them (logged with the training loss)."""
         metrics = self.health.summary()
         self.health.check(metrics, step, epoch)
         self.health.reset()
-        metrics.update({f"attn/{k}": v for k, v in self.model.learned_alpha().items()})
+        learned = {**self.model.learned_alpha(), **self.model.learned_scale()}
+        metrics.update({f"attn/{k}": v for k, v in learned.items()})
         return metrics
 
     def sequences(self, batch: Batch) -> int:
