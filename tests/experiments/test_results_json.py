@@ -84,9 +84,12 @@ def test_report_writes_the_json_with_hand_computed_means_and_stds(tmp_path):
     # meteor 50, 52, 57: mean 53, deviations -3, -1, 4 -> (9 + 1 + 16) / 2 = 13 -> std sqrt(13)
     assert close(s["meteor"], 53.0, math.sqrt(13.0))
     # one seed: std 0.0 (not null, not the population formula's 0 by accident: n = 1 is special-cased)
-    c = got["csparsemax"]
+    c = dict(got["csparsemax"])
+    noise = c.pop("drop_noise")  # its numbers: tests/experiments/test_report_drop_noise.py
     assert c == {"bleu": {"mean": 31.5, "std": None}, "rep": {"mean": 3.0, "std": None},
                  "drop": {"mean": 9.0, "std": None}, "meteor": {"mean": 51.0, "std": None}, "seeds": 1}
+    assert noise["baseline"] == "softmax" and noise["delta"] == -3.0 and noise["seed_sd"] is None
+    c = got["csparsemax"]
     assert got["test_set"] == "test_2016_flickr"
     assert got["test_sets"] == {"test_2016_flickr": {"softmax": s, "csparsemax": c}}
     # the Markdown report of the same call agrees and links the JSON

@@ -79,13 +79,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
     q = sub.add_parser("report", help="write a grid's results as Markdown (Table 1/2, Figure 2, Appendix B analogues)",
                        formatter_class=fmt, description="Write DOCS/experiments-GRID.md (+ attention map PNGs) and "
-                       "DOCS/experiments-GRID.json (per system: mean and std of BLEU, REP, DROP, METEOR; seeds).")
+                       "DOCS/experiments-GRID.json (per system: mean and std of BLEU, REP, DROP, METEOR; seeds; "
+                       "drop_noise, DROP's spread split between the aligner and the model).")
     q.add_argument("dir", type=Path, help="experiment directory of `scanmt experiment run --out`")
     q.add_argument("--out", type=Path, default=Path("docs"), help="directory for the Markdown and JSON files and figures")
     q.add_argument("--grid", help="report only this grid of DIR [every grid recorded there]")
     q.add_argument("--name", help="file name stem [experiments-GRID]")
-    q.add_argument("--baseline", help="system that every other system is compared with, seed by seed, in the "
-                   "Δ BLEU (p) column [the grid's baseline]")
+    q.add_argument("--baseline", help="system that every other system is compared with (seed by seed in the "
+                   "Δ BLEU (p) column; in the DROP noise section) [the grid's baseline]")
     q.add_argument("--bootstrap-samples", type=int, default=1000, help="paired bootstrap resamples")
     q.add_argument("--figures", type=int, default=2, help="attention-map figures (Figure 2 analogue)")
     q.add_argument("--examples", type=int, default=5, help="translation examples (Appendix B analogue)")

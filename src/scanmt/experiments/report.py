@@ -15,6 +15,9 @@ For each grid recorded in ``OUT/grids/`` (by ``scanmt experiment run``) it write
 - the output layer, when a system has a sparse ``model.output``: per system the mean output support, the share
   of exact beam searches and the outputs ended by a forced ``</s>`` on the main test set, mean ± std over seeds
   (``metrics.json`` ``search``, from each run's ``{split}.search.json``; "–" for runs translated before it existed);
+- DROP's spread split between the aligner and the model (runs scored with ``--drop-samples K``, K ≥ 2): per
+  system and test set, the seeds' sd, the aligner's sd and standard error, the model's sd, and whether the
+  difference to the baseline exceeds each noise (:mod:`scanmt.experiments.drop_noise`; one line without samples);
 - the coverage stress test of runs made with ``--stress-k`` (``metrics.json`` ``stress``): BLEU, REP, DROP,
   inputs dropping a whole sentence and length ratio per system and K, mean ± std over seeds
   (:mod:`scanmt.experiments.stress_report`);
@@ -48,6 +51,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from scanmt.errors import ConfigError, DataError
+from scanmt.experiments.drop_noise import drop_noise, drop_noise_section, has_aligner_samples
 from scanmt.experiments.results_json import (
     extra_splits,
     read_meta_lenient,
@@ -501,7 +505,8 @@ def _main_table(p: _Page) -> list[str]:
         f"bootstrap resampling ({opts.samples} resamples) of the two outputs; † marks p < 0.05.",
         "",
         f"The same numbers, machine-readable: [`{p.stem}.json`]({p.stem}.json) (per system: mean and std of BLEU, "
-        "REP, DROP and METEOR, and the number of seeds; see `scanmt.experiments.results_json`).",
+        "REP, DROP and METEOR, the number of seeds, and DROP's noise split as `drop_noise`; see "
+        "`scanmt.experiments.results_json`).",
         "",
     ]
     if not has_base:
@@ -539,6 +544,19 @@ def _drop_samples_note(systems: list[SystemResults]) -> str:
         return "one alignment per run; the aligner samples at random, which moves DROP by about 0.1"
     said = f"{counts[0]} to {counts[-1]}" if len(counts) > 1 else f"{counts[0]}"
     return f"each run's DROP is the mean over {said} alignments of each side (`--drop-samples`)"
+
+
+def _drop_noise(p: _Page) -> list[str]:
+    """DROP's spread split between the aligner and the model, on the main and each extra test split
+    (:mod:`scanmt.experiments.drop_noise`)."""
+    meta = read_meta_lenient(p.out / "shared" / "data")
+    splits = [(p.rec["split"], p.systems)]
+    splits += [(split, [s.on_split(split) for s in p.systems]) for split in extra_splits(
+        {s.name: s.runs for s in p.systems}, p.rec["split"])]
+    tables = [(_code(split_display_name(meta, split)), drop_noise({s.name: s.runs for s in views}, p.baseline))
+              for split, views in splits]
+    sampled = has_aligner_samples([s.runs for _, views in splits for s in views])
+    return drop_noise_section(tables, {s.name: md_escape(s.label) for s in p.systems}, p.baseline, sampled)
 
 
 def system_outputs(rec: dict[str, Any], systems: Sequence[SystemResults]) -> dict[str, str]:
@@ -774,17 +792,24 @@ def render(out: Path, rec: dict[str, Any], docs: Path, stem: str, opts: ReportOp
            systems: list[SystemResults] | None = None) -> tuple[str, list[Path]]:
     """The Markdown text and the figure files written for one grid record (``systems``: :func:`collect`'s)."""
     systems = collect(out, rec) if systems is None else systems
-    names = [s.name for s in systems]
-    baseline = opts.baseline or rec.get("baseline") or ("softmax" if "softmax" in names else names[0])
-    if baseline not in names:
-        raise ConfigError(f"--baseline {baseline!r} is not a system of grid {rec['name']} ({', '.join(names)})")
+    baseline = resolve_baseline(rec, systems, opts)
     p = _Page(out, rec, docs, stem, opts, systems, baseline, load_texts(out, rec))
-    L = _header(p) + _main_table(p) + extra_split_sections(out, rec, systems, baseline, opts) + _output_layer(p)
+    L = _header(p) + _main_table(p) + extra_split_sections(out, rec, systems, baseline, opts) + _drop_noise(p)
+    L += _output_layer(p)
     L += stress_section(systems)
     L += _details(p)
     fig_lines, files, chosen = _figures(p)
     L += fig_lines + _examples(p, chosen) + _commands(p)
     return "\n".join(L), files
+
+
+def resolve_baseline(rec: dict[str, Any], systems: Sequence[SystemResults], opts: ReportOptions) -> str:
+    """The system the others are compared with: ``--baseline``, else the grid's, else softmax, else the first."""
+    names = [s.name for s in systems]
+    baseline = opts.baseline or rec.get("baseline") or ("softmax" if "softmax" in names else names[0])
+    if baseline not in names:
+        raise ConfigError(f"--baseline {baseline!r} is not a system of grid {rec['name']} ({', '.join(names)})")
+    return baseline
 
 
 def write_reports(out: Path, docs: Path, *, grid: str | None = None, name: str | None = None,
@@ -804,7 +829,7 @@ def write_reports(out: Path, docs: Path, *, grid: str | None = None, name: str |
         stem = name or f"experiments-{rec['name']}"
         systems = collect(out, rec)
         table = results_table({s.name: s.runs for s in systems}, rec["split"],
-                              read_meta_lenient(out / "shared" / "data"))
+                              read_meta_lenient(out / "shared" / "data"), resolve_baseline(rec, systems, opts))
         text, files = render(out, rec, docs, stem, opts, systems)
         md = docs / f"{stem}.md"
         stale = stale_figures(md, files)

@@ -22,6 +22,12 @@ Shape (one entry per system of the grid, in grid order, for the report's main te
   "forced": {...}, "seeds": n}``, the mean words of nonzero probability per output step, the share of
   sentences whose beam search was exact (0 to 1) and the outputs ended by a forced ``</s>``, over the ``n``
   seeds that recorded them (runs translated before the option existed did not).
+- ``drop_noise``: DROP's spread split between the aligner and the model, and its difference to the baseline
+  (:class:`scanmt.experiments.drop_noise.DropNoise`): ``{"seeds", "samples" (the distinct K of the runs),
+  "aligner_runs", "mean", "seed_sd", "aligner_sd", "aligner_se", "model_sd", "baseline", "delta",
+  "delta_aligner_se", "delta_seed_se", "beyond_aligner", "beyond_seeds"}``; null where undefined (one seed:
+  no ``seed_sd``, ``model_sd``, ``delta_seed_se``, ``beyond_seeds``; no run with K×K ``drop_scores``: no aligner
+  numbers; the baseline: no ``delta``).
 - Two extra top-level keys describe the test sets; no system may be named like them
   (:data:`RESERVED`):
 
@@ -44,6 +50,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from scanmt.errors import ConfigError
+from scanmt.experiments.drop_noise import drop_noise
 from scanmt.io import atomic_open
 
 #: metrics of every system entry, in this order
@@ -79,6 +86,12 @@ def system_entry(runs: Runs) -> dict[str, Any]:
                            for name, key in SEARCH_METRICS}
         entry["search"]["seeds"] = len(searched)
     return entry
+
+
+def split_entries(systems: Mapping[str, Runs], baseline: str | None) -> dict[str, dict[str, Any]]:
+    """Per system, its :func:`system_entry` with ``drop_noise`` (compared with ``baseline``), for one test set."""
+    noise = drop_noise(systems, baseline)
+    return {name: {**system_entry(runs), "drop_noise": noise[name].to_json()} for name, runs in systems.items()}
 
 
 def split_display_name(meta: Mapping[str, Any] | None, split: str) -> str:
@@ -119,13 +132,15 @@ def extra_splits(systems: Mapping[str, Runs], main_split: str) -> list[str]:
     return seen
 
 
-def results_table(systems: Mapping[str, Runs], main_split: str, meta: Mapping[str, Any] | None) -> dict[str, Any]:
+def results_table(systems: Mapping[str, Runs], main_split: str, meta: Mapping[str, Any] | None,
+                  baseline: str | None = None) -> dict[str, Any]:
     """The JSON object described in the module docstring.
 
     Args:
         systems: system name -> the ``metrics.json`` dicts of its finished seeds, in grid order.
         main_split: the prepared split of the report's main test set (``test``).
         meta: the prepared data's ``meta.json`` (for the test-set names), or None.
+        baseline: the system ``drop_noise`` compares the others with (None: no comparison).
 
     Raises:
         ConfigError: a system is named like a reserved key, or two splits have the same name.
@@ -133,17 +148,16 @@ def results_table(systems: Mapping[str, Runs], main_split: str, meta: Mapping[st
     clash = sorted(set(systems) & set(RESERVED))
     if clash:
         raise ConfigError(f"system name {clash[0]!r} is reserved in the results JSON; rename the system")
-    main = {name: system_entry(runs) for name, runs in systems.items()}
+    main = split_entries(systems, baseline)
     main_name = split_display_name(meta, main_split)
     sets: dict[str, Any] = {main_name: main}
     for split in extra_splits(systems, main_split):
         name = split_display_name(meta, split)
         if name in sets:
             raise ConfigError(f"test set {split!r} and another split are both named {name!r}")
-        sets[name] = {
-            sys_name: system_entry([r["test_sets"][split] for r in runs if split in (r.get("test_sets") or {})])
-            for sys_name, runs in systems.items()
-        }
+        sets[name] = split_entries({sys_name: [r["test_sets"][split] for r in runs
+                                               if split in (r.get("test_sets") or {})]
+                                    for sys_name, runs in systems.items()}, baseline)
     return {**main, "test_set": main_name, "test_sets": sets}
 
 

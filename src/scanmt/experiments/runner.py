@@ -14,9 +14,11 @@ Every run (system x seed) lives in ``OUT/runs/{system}/seed{k}/``::
     eval.{split}.json   scanmt evaluate of each extra test split (``--extra-splits``, e.g. test2017)
     stress/             scanmt stress of the model on the main split (``--stress-k``): stress/stress.json, its
                         figure, joined inputs and outputs; ``metrics.json`` ``stress`` holds its numbers by K
-    metrics.json        the run's summary: BLEU, tokenized BLEU, METEOR, REP, DROP, attention stats, training,
+    metrics.json        the run's summary: BLEU, tokenized BLEU, METEOR, REP, DROP (with ``drop_samples``,
+                        ``drop_sd``, ``drop_scores``: :func:`drop_spread`), attention stats, training,
                         ``output`` (``model.output``), ``search`` (the main split's ``{split}.search.json``, or None);
-                        ``test_sets``: {split: {bleu, sacrebleu, meteor, rep, drop, sentences, search}} per extra split
+                        ``test_sets``: {split: {bleu, sacrebleu, meteor, rep, drop, drop_samples, drop_sd,
+                        drop_scores, sentences, search}} per extra split
     .stages/*.done      one marker per finished step (train, tune, translate, evaluate, then
                         translate.{split} and evaluate.{split} per extra split, then stress)
     DONE                written last; a rerun skips the run unless an extra split asked for is missing
@@ -716,8 +718,7 @@ def collect_metrics(spec: RunSpec) -> dict[str, Any]:
         "sacrebleu": ev["bleu"]["score"], "sacrebleu_signature": ev["bleu"]["signature"],
         "meteor": ev["meteor"]["score"], "meteor_synonyms": ev["meteor"].get("synonyms"),
         "rep": ev["rep"]["score"], "drop": ev["drop"]["score"],
-        "drop_of_ref_aligned": ev["drop"].get("score_of_ref_aligned"),
-        "drop_samples": ev["drop"].get("samples", 1), "drop_sd": ev["drop"].get("score_sd"),
+        "drop_of_ref_aligned": ev["drop"].get("score_of_ref_aligned"), **drop_spread(ev),
         "attention": ev.get("attention_stats", {}),
         "train": {k: train.get(k) for k in ("steps", "epochs", "minutes", "best_valid_bleu", "best_step")},
         "model_from": spec.model_from, "checkpoint": str(spec.checkpoint),
@@ -730,6 +731,14 @@ def collect_metrics(spec: RunSpec) -> dict[str, Any]:
                       for split in spec.extra_splits},
         "stress": stress_metrics(spec),
     }
+
+
+def drop_spread(ev: dict[str, Any]) -> dict[str, Any]:
+    """``metrics.json`` ``drop_samples``, ``drop_sd`` and ``drop_scores`` (the K×K pairing scores, row i = the i-th
+    source-reference alignment; :mod:`scanmt.experiments.drop_noise`) of an ``eval.json``; 1, None and None for one
+    from before ``evaluate --drop-samples``."""
+    drop = ev["drop"]
+    return {"drop_samples": drop.get("samples", 1), "drop_sd": drop.get("score_sd"), "drop_scores": drop.get("scores")}
 
 
 def stress_metrics(spec: RunSpec) -> dict[str, Any] | None:
@@ -762,7 +771,7 @@ def split_metrics(path: Path, search: Path) -> dict[str, Any]:
         raise DataError(f"{path}: missing or unreadable; rerun the grid to redo its evaluation")
     return {"sentences": ev.get("sentences"), "bleu": ev["tok_bleu"]["score"], "sacrebleu": ev["bleu"]["score"],
             "meteor": ev["meteor"]["score"], "rep": ev["rep"]["score"], "drop": ev["drop"]["score"],
-            "search": search_metrics(search)}
+            **drop_spread(ev), "search": search_metrics(search)}
 
 
 def worker_main(argv: Sequence[str]) -> int:
