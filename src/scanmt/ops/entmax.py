@@ -190,43 +190,65 @@ def _on_largest(x: Tensor, solve: Callable[[Tensor, Optional[Tensor]], Tuple[Ten
         K = min(2 * K, J)
 
 
-def _entmax15_threshold(xs: Tensor, k: _checks.Consts) -> Tuple[Tensor, Tensor]:
-    """``tau`` of 1.5-entmax and the support size (``[R, 1]`` each) from the largest entries ``xs``
-    of ``x`` in decreasing order (``-inf`` = unusable): all of them, or as many as hold the support
-    (a support size smaller than ``xs.shape[-1]`` says so)."""
-    us = torch.gt(xs, k.ninf)
-    xf = torch.where(us, xs, k.zero)
-    rho = k.arange1(xs.shape[-1])
-    mean = xf.cumsum(-1) / rho
-    mean_sq = (xf * xf).cumsum(-1) / rho
-    ss = rho * (mean_sq - mean * mean)
-    delta = ((1.0 - ss) / rho).clamp(min=0.0)
-    tau = mean - torch.sqrt(delta)
-    support = torch.le(tau, xs).logical_and_(us).sum(-1, keepdim=True)
-    return tau.gather(-1, support.clamp(min=1) - 1), support
+def _entmax15_candidates(ys: Tensor, k: _checks.Consts) -> Tensor:
+    """The candidate thresholds ``T_k`` ``[R, K]`` of 1.5-entmax, in the units of ``y = z - max z``
+    (``T = 2 tau``), from the largest entries ``ys`` ``[R, K]`` of each row in decreasing order,
+    clamped at -4 (``-inf`` included): the smaller root of ``sum_{j <= k} (y_j - T)^2 = 4``,
+
+        T_k = m_k - sqrt(max(0, 4 / k - (q_k - m_k^2))),
+
+    ``m``, ``q`` the means of the first ``k`` entries and of their squares.  ``T_k <= y_k``
+    exactly for ``k`` up to the support size, and there ``T_k`` increases to the threshold."""
+    m = ys.cumsum(-1).mul_(k.inv_arange1(ys.shape[-1]))
+    q = (ys * ys).cumsum(-1).mul_(k.inv_arange1(ys.shape[-1]))
+    delta = torch.sub(k.inv_arange1(ys.shape[-1], 4.0), q).addcmul_(m, m).clamp_(min=k.zero)
+    return m.sub_(delta.sqrt_())
 
 
-def _entmax15_sort(zs: Tensor, k: _checks.Consts) -> Tensor:
-    """``p`` of 1.5-entmax for shifted scores ``zs = z - max z`` (``-inf`` = unusable; a new tensor,
-    overwritten: at vocabulary size every pass and every new tensor counts)."""
-    # on the CPU, skip the mask where a cheap reduction shows no -inf (nor NaN: unvalidated input)
-    usable = None if zs.device.type == "cpu" and bool(torch.gt(zs.amin(), k.ninf)) else torch.gt(zs, k.ninf)
-    x = zs.mul_(k.half).clamp_(min=-2.0)
-    if usable is not None:
-        x = torch.where(usable, x, k.ninf)
-    if _partial(x):
-        # the prefix sums of the largest entries are those of the full sort (cumsum adds in order)
-        def solve(xs: Tensor, rows: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
-            tau, support = _entmax15_threshold(xs, k)
-            return tau, torch.lt(support, xs.shape[-1])
+def _entmax15_pick(ys: Tensor, cand: Tensor) -> Tensor:
+    """The threshold ``T = max_k min(T_k, y_k)`` ``[R, 1]`` (overwrites ``cand``): the candidates
+    ``T_k`` with ``T_k <= y_k`` (``k`` up to the support size) are at most ``T`` and reach it at
+    the support size, and the entries beyond the support are at most ``T``."""
+    return torch.minimum(cand, ys, out=cand).amax(-1, keepdim=True)
 
-        tau_star = _on_largest(x, solve)
+
+def _entmax15(z2: Tensor, k: _checks.Consts, validate: bool) -> Tensor:
+    """``p`` ``[R, J]`` of 1.5-entmax for the masked scores ``z2`` (``-inf`` = unusable; not written
+    to).  The row maxima come with the sort (with a cheap ``amax`` before the partial sort), and a
+    single host synchronisation (on the CPU, or to validate) checks that they are all finite: then
+    there is no fully masked row, no NaN and no ``+inf``; otherwise ``validate`` raises the detailed
+    error and fully masked rows are guarded (their ``p`` is 0: every entry is ``-inf``)."""
+    four = k.scalar(-4.0)
+    if _partial(z2):
+        zs, zmax = None, z2.amax(-1, keepdim=True)
     else:
-        tau_star = _entmax15_threshold(torch.sort(x, dim=-1, descending=True).values, k)[0]
-    p = x.sub_(tau_star).clamp_(min=0.0)
+        zs = torch.sort(z2, dim=-1, descending=True).values
+        zmax = zs[:, :1]
+    if validate or z2.device.type == "cpu":
+        safe = not math.isfinite(float(zmax.sum()))  # NaN, +inf, a fully masked row (or overflow)
+        if safe and validate:
+            _checks.raise_if_invalid(Entmax15Function.op_name, zmax, k)
+    else:
+        safe = True
+    if safe:
+        zmax = zmax.clamp(min=k.fmin)
+    if zs is None:
+        # the prefix sums of the largest entries are those of the full sort (cumsum adds in order)
+        def solve(zk: Tensor, rows: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
+            ys = torch.sub(zk, zmax if rows is None else zmax.index_select(0, rows)).clamp_(min=four)
+            cand = _entmax15_candidates(ys, k)
+            final = torch.gt(cand[:, -1:], ys[:, -1:])  # the K-th largest is outside the support
+            return _entmax15_pick(ys, cand), final
+
+        T = _on_largest(z2, solve)
+    else:
+        ys = torch.sub(zs, zmax).clamp_(min=four)
+        T = _entmax15_pick(ys, _entmax15_candidates(ys, k))
+    # p = [y/2 - tau]_+^2 = [y - T]_+^2 / 4, made exact to rounding: rows sum to 1
+    p = torch.sub(z2, zmax).sub_(T).relu_()
     p.mul_(p)
-    # exact to rounding: rows sum to 1 (fully masked rows stay 0)
-    return p.div_(p.sum(-1, keepdim=True).clamp(min=k.tiny))
+    total = p.sum(-1, keepdim=True)
+    return p.div_(total.clamp_(min=k.tiny) if safe else total)
 
 
 class Entmax15Function(_function.TransformFunction):
@@ -235,8 +257,19 @@ class Entmax15Function(_function.TransformFunction):
     op_name, p_weighted = "entmax15", True
 
     @classmethod
+    def _torch_forward(
+        cls, rows: _checks.Rows, z: Tensor, u: Optional[Tensor], mask: Optional[Tensor], cdt: torch.dtype,
+        validate: bool,
+    ) -> _function.Solved:
+        """Mask, validate and solve (:func:`_entmax15`: the row maxima come with the sort)."""
+        k = _checks.consts(cdt, z.device)
+        p = _entmax15(_checks.masked_scores(rows, z, mask, cdt), k, validate)
+        return p, (p,)
+
+    @classmethod
     def _solve(cls, z2: Tensor, zmax: Tensor, b: Optional[_checks.Bounds], k: _checks.Consts) -> _function.Solved:
-        p = _entmax15_sort(_checks.shift(z2, zmax, k), k)
+        """The base class's hook (``_torch_forward`` above does not call it): ``zmax`` is not used."""
+        p = _entmax15(z2, k, False)
         return p, (p,)
 
     @staticmethod
