@@ -134,10 +134,14 @@ from .sparsemax import sparsemax
 
 #: rows whose alpha is within this of 1 are solved (and differentiated) as alpha = 1
 ALPHA_ONE_TOL = 1e-6
-#: bisection steps beyond those that shrink the bracket to the scale 1/b of the free entries
+#: bisection steps beyond those that shrink the bracket to the scale 1/b of the free entries (the
+#: Newton iteration of _newton may take twice as many steps; it takes far fewer)
 BISECT_STEPS = 60
 #: most bisection steps in one call (float64 from 1e308 down to rounding)
 MAX_BISECT_STEPS = 2200
+#: a row of _newton_guarded is done once its ``sum(p)`` is 1 to this times ``sqrt(J)`` (float64
+#: rounding of a sum of ``J`` terms of order ``1 / J``)
+RESIDUAL_TOL = 8 * 2.0 ** -52
 #: rows whose threshold lies below ``-FAR / (alpha - 1)`` (units of ``z - max z``) are re-solved
 #: in recentred frames (float64: below it the rounding of ``z - max z`` costs < 1e-10)
 FAR = 1e6
@@ -160,15 +164,18 @@ def _partial(x: Tensor) -> bool:
     return x.shape[-1] >= PARTIAL_MIN_J and _checks.choose_method(x, 0, 0, 0) == "iter"
 
 
-def _on_largest(x: Tensor, solve: Callable[[Tensor, Optional[Tensor]], Tuple[Tensor, Tensor]]) -> Tensor:
+def _on_largest(
+    x: Tensor, solve: Callable[[Tensor, Optional[Tensor], Optional[Tensor]], Tuple[Tensor, Tensor]]
+) -> Tensor:
     """A threshold ``[R, 1]`` per row of ``x [R, J]``, found on the row's largest entries (the
     partial sort of the entmax package).
 
-    ``solve(xs, rows)`` gets the ``K`` largest entries of the rows ``rows`` (``None``: every row) in
-    decreasing order, and returns their thresholds and whether each one is final (``[n, 1]`` bool):
-    the ``K``-th largest entry is outside the support, so the smaller ones are too and the
-    threshold is the whole row's.  The other rows are solved again with twice as many entries, at
-    most all of them (``TOP_K`` first)."""
+    ``solve(xs, rows, prev)`` gets the ``K`` largest entries of the rows ``rows`` (``None``: every
+    row) in decreasing order and their thresholds from the previous round (``prev``, ``None`` in the
+    first), and returns their thresholds and whether each one is final (``[n, 1]`` bool): the
+    ``K``-th largest entry is outside the support, so the smaller ones are too and the threshold is
+    the whole row's.  The other rows are solved again with twice as many entries, at most all of
+    them (``TOP_K`` first)."""
     J = x.shape[-1]
     K = min(TOP_K, J)
     rows: Optional[Tensor] = None
@@ -176,7 +183,7 @@ def _on_largest(x: Tensor, solve: Callable[[Tensor, Optional[Tensor]], Tuple[Ten
     while True:
         xr = x if rows is None else x.index_select(0, rows)
         xs = torch.topk(xr, K, dim=-1).values if K < J else torch.sort(xr, dim=-1, descending=True).values
-        t, final = solve(xs, rows)
+        t, final = solve(xs, rows, None if tau is None else tau.index_select(0, rows))  # type: ignore[arg-type]
         if tau is None:
             tau = t
         else:
@@ -234,7 +241,7 @@ def _entmax15(z2: Tensor, k: _checks.Consts, validate: bool) -> Tensor:
         zmax = zmax.clamp(min=k.fmin)
     if zs is None:
         # the prefix sums of the largest entries are those of the full sort (cumsum adds in order)
-        def solve(zk: Tensor, rows: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
+        def solve(zk: Tensor, rows: Optional[Tensor], prev: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
             ys = torch.sub(zk, zmax if rows is None else zmax.index_select(0, rows)).clamp_(min=four)
             cand = _entmax15_candidates(ys, k)
             final = torch.gt(cand[:, -1:], ys[:, -1:])  # the K-th largest is outside the support
@@ -327,10 +334,10 @@ def _powers_(x: Tensor, beta: Tensor) -> Tensor:
 
 
 def _threshold(x: Tensor, uc: Optional[Tensor], beta: Tensor, live: Tensor, lo: Optional[Tensor] = None) -> Tensor:
-    """The threshold ``t`` (units of ``z``) of alpha-entmax (``uc is None``) or centmax by bisection:
-    ``x`` float64 scores (``-inf`` = unusable; the row maximum 0, or at most ``-lo`` for the
-    recentred rows), bounds ``uc`` in ``[0, 1]`` (0 where unusable), per-row ``beta``.
-    ``lo`` overrides the lower end of the bracket."""
+    """The threshold ``t`` (units of ``z``) of alpha-entmax (``uc is None``) or centmax, by Newton's
+    method (:func:`_newton`): ``x`` float64 scores (``-inf`` = unusable; the row maximum 0, or at most
+    ``-lo`` for the recentred rows), bounds ``uc`` in ``[0, 1]`` (0 where unusable), per-row ``beta``;
+    rows without ``live`` are not solved (0).  ``lo`` overrides the lower end of the bracket."""
     usable = torch.gt(x, float("-inf"))
     inv = 1.0 / beta
     if uc is None:
@@ -340,38 +347,155 @@ def _threshold(x: Tensor, uc: Optional[Tensor], beta: Tensor, live: Tensor, lo: 
         key = torch.where(usable, x - torch.pow(uc, beta) * inv, float("inf"))
         lo_ = torch.where(live, key.amin(-1, keepdim=True), -inv)
         hi = torch.where(usable, x, float("-inf")).amax(-1, keepdim=True).clamp(min=lo_)
-    lo = lo_.clone() if lo is None else torch.minimum(lo, lo_)
-    hi = hi.clone()
-    # halvings: down to rounding at the scale 1/b of the free entries
+    lo = lo_ if lo is None else torch.minimum(lo, lo_)
+    # at most as many steps as the halvings down to rounding at the scale 1/b of the free entries
     steps = BISECT_STEPS
     if uc is not None:
         ratio = float(((hi - lo) * beta).amax().clamp(min=1.0))
         steps = min(MAX_BISECT_STEPS, BISECT_STEPS + math.ceil(math.log2(ratio)))
     elif _partial(x):
-        # the same halvings on the largest entries: an entry below the threshold adds 0 to the sum
-        # there and beyond it, and does not decide any halving before it (the others sum to >= 1)
-        def solve(xs: Tensor, rows: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
+        # the same steps on the largest entries: an entry below the threshold adds 0 to the sums (and
+        # to the slope) there and beyond it; the threshold on the K largest is below the row's (it
+        # leaves out positive terms), so a row solved again starts from there
+        def solve(xs: Tensor, rows: Optional[Tensor], prev: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
             def pick(t: Tensor) -> Tensor:
                 return t if rows is None else t.index_select(0, rows)
 
-            t = _bisect(xs, None, pick(beta), pick(lo), pick(hi), steps)
+            start = pick(lo) if prev is None else torch.maximum(prev, pick(lo))
+            t = _newton(xs, None, pick(beta), start, pick(hi), pick(live), steps)
             return t, torch.le(xs[:, -1:], t)
 
         return _on_largest(x, solve)
-    return _bisect(x, uc, beta, lo, hi, steps)
+    return _newton(x, uc, beta, lo, hi, live, steps)
 
 
-def _bisect(x: Tensor, uc: Optional[Tensor], beta: Tensor, lo: Tensor, hi: Tensor, steps: int) -> Tensor:
-    """The midpoint of the bracket ``[lo, hi]`` of :func:`_threshold` after ``steps`` halvings."""
-    for _ in range(steps):
+def _sums(x: Tensor, t: Tensor, uc: Optional[Tensor], beta: Tensor, inv: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+    """At the thresholds ``t`` ``[n, 1]``: ``phi(t) = sum_j min(u_j, q_j)``, the mass of the free entries
+    ``sum_F q`` (``F = {q < u}``) and minus the slope of ``phi`` there, ``sum_F q_j / y_j``, with
+    ``y = [b (x - t)]_+`` and ``q = y^(1/b)`` (``[n, 1]`` each; ``x`` ``[n, J]``, ``uc`` ``[n, J]`` or
+    ``None``).  ``torch.pow`` rather than ``exp(log(y) / b)``: as fast where ``y > 0`` and several
+    times faster at ``y = 0`` (``log(0)`` and ``exp(-inf)`` leave the vectorised code)."""
+    y = torch.sub(x, t).mul_(beta).relu_()
+    q = torch.pow(y, inv)
+    if uc is None:
+        phi = q.sum(-1, keepdim=True)
+        return phi, phi, q.div_(y.clamp_(min=torch.finfo(y.dtype).tiny)).sum(-1, keepdim=True)
+    free = _checks.gt_float(uc, q)
+    phi = torch.minimum(q, uc).sum(-1, keepdim=True)
+    mass = q.mul_(free).sum(-1, keepdim=True)
+    return phi, mass, q.div_(y.clamp_(min=torch.finfo(y.dtype).tiny)).sum(-1, keepdim=True)
+
+
+def _newton(
+    x: Tensor, uc: Optional[Tensor], beta: Tensor, lo: Tensor, hi: Tensor, live: Tensor, max_steps: int
+) -> Tensor:
+    """The root ``t`` ``[R, 1]`` of ``phi(t) = 1`` in the bracket ``[lo, hi]`` (``phi(lo) >= 1 >= phi(hi)``)
+    by Newton steps; ``x`` ``[R, J]``, ``uc`` ``[R, J]`` or ``None``, ``beta`` ``[R, 1]``; rows without
+    ``live`` get 0.
+
+    The steps solve ``(sum_F q)^b = B^b`` with the partition held fixed (``F`` free, ``B = 1 -`` the
+    capped mass): ``dt = -S expm1(b log(B / S)) / (b S')``, ``S = sum_F q``, ``S' = sum_F q / y``, so a
+    single free entry is solved in one step.  Without bounds and for ``a <= 2`` the function is
+    ``||y||_(1/b) - 1``, convex and decreasing in ``t``, so from ``lo`` the steps increase to the root
+    without overshooting it (:func:`_newton_monotone`: at most 6 steps on random rows from
+    ``lo = -1/b``, down to rounding); otherwise (bounds, ``a > 2``) they are safeguarded
+    (:func:`_newton_guarded`).  Done rows leave the working set once they are half of it.  One host
+    synchronisation per step."""
+    t_out = torch.zeros_like(lo)
+    idx = live.reshape(-1).nonzero().reshape(-1)
+    if idx.numel() == 0:
+        return t_out
+    if idx.numel() < x.shape[0]:
+        x, beta, lo, hi = x.index_select(0, idx), beta.index_select(0, idx), lo.index_select(0, idx), hi.index_select(0, idx)
+        uc = None if uc is None else uc.index_select(0, idx)
+    if uc is None and not bool(torch.gt(beta, 1.0).any()):
+        _newton_monotone(x, beta, lo, max_steps, idx, t_out)
+    else:
+        _newton_guarded(x, uc, beta, lo, hi, max_steps, idx, t_out)
+    return t_out
+
+
+def _newton_monotone(x: Tensor, beta: Tensor, lo: Tensor, max_steps: int, idx: Tensor, t_out: Tensor) -> None:
+    """:func:`_newton` without bounds for ``a <= 2``: plain steps from ``t = lo`` (increasing, each
+    below the root, where ``phi >= 1`` and ``S' > 0``); a row is done once its step is at rounding,
+    ``4 eps (1 + |lo|)`` (``|t| <= |lo|``), and takes that last step.  Writes ``t_out[idx]``."""
+    inv = 1.0 / beta
+    nbeta = -beta
+    tol = lo.abs().add_(1.0).mul_(4.0 * torch.finfo(x.dtype).eps)
+    t = lo.clone()
+    for _ in range(max_steps):
+        phi, _, slope = _sums(x, t, None, beta, inv)
+        # dt = -S expm1(-b log S) / (b S')
+        step = phi.log().mul_(nbeta).expm1_().mul_(phi).div_(slope.mul_(nbeta))
+        t.add_(step)
+        done = torch.le(step.abs_(), tol).reshape(-1)
+        n_done = int(done.sum())
+        if n_done == idx.numel():
+            break
+        if 2 * n_done >= idx.numel():  # done rows leave the working set
+            rows = done.nonzero().reshape(-1)
+            t_out[idx[rows]] = t.index_select(0, rows)
+            keep = done.logical_not_().nonzero().reshape(-1)
+            idx, x, t = idx.index_select(0, keep), x.index_select(0, keep), t.index_select(0, keep)
+            beta, nbeta, inv, tol = (v.index_select(0, keep) for v in (beta, nbeta, inv, tol))
+    t_out[idx] = t
+
+
+def _newton_guarded(
+    x: Tensor, uc: Optional[Tensor], beta: Tensor, lo: Tensor, hi: Tensor, max_steps: int, idx: Tensor,
+    t_out: Tensor,
+) -> None:
+    """:func:`_newton` with bounds, or ``a > 2``, from ``t = -1/b`` (clipped to the bracket): a step is
+    taken only inside the bracket, which each evaluation shrinks, and where it is at most half the
+    step before last; else the bracket is halved.  A row is done once ``phi(t) = 1`` to
+    ``RESIDUAL_TOL sqrt(J)`` (the rounding of a sum of ``J`` terms; every ``min(u_j, q_j)``, hence
+    ``p``, is then within it of the solution: they all move the same way with ``t``), or its bracket
+    holds no float but its ends, or, for
+    ``a <= 2`` (where the slope is at most the number of free entries), its step is at rounding,
+    ``4 eps (1 + |t|)`` (then it takes it).  For ``a > 2`` a small step says nothing: the slope is unbounded near an entry at the
+    threshold.  Rows still running after ``max_steps`` steps take their bracket's midpoint.  Writes
+    ``t_out[idx]``."""
+    inv = 1.0 / beta
+    eps4 = 4.0 * torch.finfo(x.dtype).eps
+    res_tol = RESIDUAL_TOL * math.sqrt(x.shape[-1])
+    steep = torch.gt(beta, 1.0).to(beta.dtype)  # a > 2
+    t = torch.maximum(torch.minimum(-inv, hi), lo)
+    dx1 = hi - lo
+    dx2 = dx1
+    for step in range(max_steps + 1):
+        phi, mass, slope = _sums(x, t, uc, beta, inv)
+        res = phi - 1.0
+        above = torch.ge(res, 0.0)
+        lo = torch.where(above, t, lo)
+        hi = torch.where(above, hi, t)
+        budget = torch.sub(mass, res)  # 1 - the capped mass
+        ok = torch.gt(slope, 0.0).logical_and_(torch.gt(mass, 0.0)).logical_and_(torch.gt(budget, 0.0))
+        mass_ok = torch.where(ok, mass, 1.0)
+        dt = torch.where(ok, budget, 1.0).div_(mass_ok).log_().mul_(beta).expm1_().mul_(mass_ok)
+        dt.div_(torch.where(ok, slope, -1.0).mul_(beta).neg_())
+        small = ok & torch.le(dt.abs(), t.abs().add_(1.0).mul_(eps4)) & torch.lt(steep, 0.5)
         mid = (lo + hi) * 0.5
-        q = _powers(beta * (x - mid), beta)
-        if uc is not None:
-            q = torch.minimum(q, uc)
-        above = torch.ge(q.sum(-1, keepdim=True), 1.0)
-        lo = torch.where(above, mid, lo)
-        hi = torch.where(above, hi, mid)
-    return (lo + hi) * 0.5
+        closed = torch.le(mid, lo) | torch.ge(mid, hi)  # no float between lo and hi
+        done = (torch.le(res.abs_(), res_tol) | closed | small).reshape(-1)
+        tn = torch.where(small, t + dt, t)  # the done rows' t
+        n_done = int(done.sum())
+        if step == max_steps or n_done == idx.numel():
+            t_out[idx] = torch.where(done.unsqueeze(1), tn, mid)
+            return
+        t_new = t + dt
+        inside = ok & (t_new > lo) & (t_new < hi) & (dt.abs() <= 0.5 * dx2)
+        t_new = torch.where(inside, t_new, mid)
+        t_new = torch.where(done.unsqueeze(1), tn, t_new)
+        dx2, dx1 = dx1, (t_new - t).abs()
+        t = t_new
+        if 2 * n_done >= idx.numel():  # done rows leave the working set
+            rows = done.nonzero().reshape(-1)
+            t_out[idx[rows]] = t.index_select(0, rows)
+            keep = done.logical_not_().nonzero().reshape(-1)
+            state = torch.cat([t, lo, hi, dx1, dx2, beta, inv, steep], 1).index_select(0, keep)
+            t, lo, hi, dx1, dx2, beta, inv, steep = state.split(1, dim=1)
+            idx, x = idx.index_select(0, keep), x.index_select(0, keep)
+            uc = None if uc is None else uc.index_select(0, keep)
 
 
 def _finish(x: Tensor, t: Tensor, uc: Optional[Tensor], beta: Tensor, live: Tensor) -> Tensor:
