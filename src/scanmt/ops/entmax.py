@@ -320,19 +320,6 @@ def _alpha_dtype(device: torch.device) -> torch.dtype:
     return torch.float32 if device.type == "mps" else torch.float64
 
 
-def _powers(x: Tensor, beta: Tensor) -> Tensor:
-    """``[x]_+^(1/b)`` (0 where ``x <= 0``)."""
-    pos = torch.gt(x, 0)
-    return torch.where(pos, torch.exp(torch.log(torch.where(pos, x, 1.0)) / beta), 0.0)
-
-
-def _powers_(x: Tensor, beta: Tensor) -> Tensor:
-    """:func:`_powers` in place on ``x`` (a new tensor; the same operations, so the same values): at
-    vocabulary size each of its temporaries would cost more than the pass that fills it."""
-    npos = torch.gt(x, 0).logical_not_()  # NaN included, as in _powers
-    return x.masked_fill_(npos, 1.0).log_().div_(beta).exp_().masked_fill_(npos, 0.0)
-
-
 def _threshold(x: Tensor, uc: Optional[Tensor], beta: Tensor, live: Tensor, lo: Optional[Tensor] = None) -> Tensor:
     """The threshold ``t`` (units of ``z``) of alpha-entmax (``uc is None``) or centmax, by Newton's
     method (:func:`_newton`): ``x`` float64 scores (``-inf`` = unusable; the row maximum 0, or at most
@@ -502,7 +489,7 @@ def _finish(x: Tensor, t: Tensor, uc: Optional[Tensor], beta: Tensor, live: Tens
     """``p`` from the threshold ``t``, made exact to rounding: without bounds ``p / sum(p)``;
     with bounds the free entries rescaled to the budget ``1 - sum_capped u``, clipped at ``u``.
     Rows without ``live`` get 0 (the caller fills them)."""
-    q = _powers_(torch.sub(x, t).mul_(beta), beta)
+    q = torch.pow(torch.sub(x, t).mul_(beta).relu_(), 1.0 / beta)
     if uc is None:
         p = q.div_(q.sum(-1, keepdim=True).clamp(min=torch.finfo(q.dtype).tiny))
     else:
@@ -585,13 +572,14 @@ class AlphaEntmaxFunction(torch.autograd.Function):
         p = _solve(z2, zmax, zs, None if b is None else b.uc, beta.clamp(min=ALPHA_ONE_TOL), live)
         if b is not None:  # sum(u) <= 1 over the usable positions (or none usable): p = u
             p = torch.where(live, p, b.uc)
-        if bool(one.any()):  # alpha = 1: softmax / csoftmax
+        ctx.any_one = bool(one.any())
+        if ctx.any_one:  # alpha = 1: softmax / csoftmax
             idx = one.nonzero().reshape(-1)
             if b is None:
                 p[idx] = softmax(z2[idx], validate=False)
             else:
                 p[idx] = csoftmax(z2[idx], b.uv[idx].clamp(min=0.0), validate=False)
-        usable = torch.gt(z2, k.ninf)
+        usable = None if b is None else torch.gt(z2, k.ninf)
         out = rows.give(p, out_dtype)
         ctx.rows, ctx.dim, ctx.dt = rows, dim, dt
         ctx.z_dtype, ctx.u_dtype, ctx.a_dtype = z.dtype, None if u is None else u.dtype, alpha.dtype
@@ -604,43 +592,41 @@ class AlphaEntmaxFunction(torch.autograd.Function):
         out, alpha, uv, usable = ctx.saved_tensors
         rows: _checks.Rows = ctx.rows
         dt = ctx.dt
-        constrained = ctx.u_dtype is not None
         need_z, need_u, need_a = ctx.needs_input_grad[0], ctx.needs_input_grad[1], ctx.needs_input_grad[2]
+        tiny = torch.finfo(dt).tiny
         p = rows.take(out, dt)
         v = rows.take(grad, dt)
-        a2 = alpha.movedim(ctx.dim, -1).reshape(-1, 1).to(dt)
-        beta = a2 - 1.0
-        pos = torch.gt(p, 0) & usable
-        if constrained:
-            free = pos & torch.lt(p, uv)
-            capped = usable & torch.ge(p, uv)
+        beta = alpha.movedim(ctx.dim, -1).reshape(-1, 1).to(dt) - 1.0
+        if uv is None:  # p = 0 at the unusable entries
+            free = torch.gt(p, 0.0)
+            pf = p
         else:
-            free, capped = pos, None
-        ps = torch.where(free, p, 1.0)
-        s = torch.log(ps)  # log p on S, 0 elsewhere
-        g = torch.where(free, torch.exp((1.0 - beta) * s), 0.0)  # p^(2 - a) on S
-        G = g.sum(-1, keepdim=True)
-        tiny = torch.finfo(dt).tiny
-        m = torch.where(torch.gt(G, 0), (g * v).sum(-1, keepdim=True) / G.clamp(min=tiny), 0.0)
-        vm = torch.where(free, v - m, 0.0)
+            free = torch.gt(p, 0.0) & torch.lt(p, uv)
+            pf = torch.where(free, p, 0.0)
+        s = torch.log(torch.where(free, p, 1.0))  # log p on S, 0 elsewhere
+        E = torch.expm1(s * -beta)  # p^(-b) - 1 on S
+        g = pf + pf * E  # p^(2 - a) on S, 0 elsewhere
+        m = (g * v).sum(-1, keepdim=True) / g.sum(-1, keepdim=True).clamp(min=tiny)
+        vm = v - m
         dz = rows.give(g * vm, ctx.z_dtype) if need_z else None
         du = None
-        if need_u and capped is not None:
-            du = rows.give(torch.where(capped, v - m, 0.0), ctx.u_dtype)
+        if need_u and uv is not None:
+            du = rows.give(torch.where(usable & torch.ge(p, uv), vm, 0.0), ctx.u_dtype)
         da = None
         if need_a:
-            pf = torch.where(free, p, 0.0)
+            # dalpha = (1/b) sum_S (v - m) (A / b - p s) with A = p - g P / G = p (e1 - E) / (1 + e1),
+            # e1 = sum_S p E / P: the cancellation of the terms of size 1/b^2 done exactly
+            W = vm * pf
             P = pf.sum(-1, keepdim=True).clamp(min=tiny)
-            one = torch.lt(beta, ALPHA_ONE_TOL)
             bb = beta.clamp(min=ALPHA_ONE_TOL)
-            # stable: A = p - g P / G = -p expm1(r), r = -b s - log1p(sum_S (p / P) expm1(-b s))
-            e1 = (pf / P * torch.expm1(-bb * s)).sum(-1, keepdim=True)
-            A = -pf * torch.expm1(-bb * s - torch.log1p(e1))
-            general = (vm * (A / bb - pf * s)).sum(-1, keepdim=True) / bb
-            # the limit at alpha = 1
-            ps2 = (pf * s * s).sum(-1, keepdim=True) / P
-            limit = (vm * (-0.5) * pf * (s * s - ps2)).sum(-1, keepdim=True)
-            da2 = torch.where(one, limit, general)
+            Eb = torch.expm1(s * -bb) if ctx.any_one else E  # the rows solved as alpha = 1 aside
+            e1 = (pf * Eb).sum(-1, keepdim=True) / P
+            Ws = W * s
+            da2 = ((W * (e1 - Eb)).sum(-1, keepdim=True) / ((1.0 + e1) * bb) - Ws.sum(-1, keepdim=True)) / bb
+            if ctx.any_one:  # the limit at alpha = 1: -(1/2) sum_S (v - m) p (s^2 - sum_S p s^2 / P)
+                ps2 = (pf * s * s).sum(-1, keepdim=True) / P
+                limit = ((Ws * s).sum(-1, keepdim=True) - ps2 * W.sum(-1, keepdim=True)) * -0.5
+                da2 = torch.where(torch.lt(beta, ALPHA_ONE_TOL), limit, da2)
             ashape = list(rows.moved_shape)
             ashape[-1] = 1
             da = da2.reshape(ashape).movedim(-1, ctx.dim).to(ctx.a_dtype)
