@@ -437,50 +437,53 @@ def _newton_guarded(
     step before last; else the bracket is halved.  A row is done once ``phi(t) = 1`` to
     ``RESIDUAL_TOL sqrt(J)`` (the rounding of a sum of ``J`` terms; every ``min(u_j, q_j)``, hence
     ``p``, is then within it of the solution: they all move the same way with ``t``), or its bracket
-    holds no float but its ends, or, for
-    ``a <= 2`` (where the slope is at most the number of free entries), its step is at rounding,
-    ``4 eps (1 + |t|)`` (then it takes it).  For ``a > 2`` a small step says nothing: the slope is unbounded near an entry at the
+    holds no float but its ends, or, for ``a <= 2`` (where the slope is at most the number of free
+    entries), its step is at rounding, ``4 eps (1 + max(|lo|, |hi|))`` (then it takes it).  For ``a > 2`` a small step says nothing: the slope is unbounded near an entry at the
     threshold.  Rows still running after ``max_steps`` steps take their bracket's midpoint.  Writes
     ``t_out[idx]``."""
-    inv = 1.0 / beta
-    eps4 = 4.0 * torch.finfo(x.dtype).eps
+    k = _checks.consts(x.dtype, x.device)
+    inv, nbeta = 1.0 / beta, -beta
     res_tol = RESIDUAL_TOL * math.sqrt(x.shape[-1])
-    steep = torch.gt(beta, 1.0).to(beta.dtype)  # a > 2
+    # a <= 2: a step at rounding ends the row (|t| stays within the first bracket)
+    steady = torch.le(beta, 1.0)
+    tol = torch.maximum(lo.abs(), hi.abs()).add_(1.0).mul_(4.0 * torch.finfo(x.dtype).eps)
     t = torch.maximum(torch.minimum(-inv, hi), lo)
     dx1 = hi - lo
     dx2 = dx1
     for step in range(max_steps + 1):
         phi, mass, slope = _sums(x, t, uc, beta, inv)
-        res = phi - 1.0
-        above = torch.ge(res, 0.0)
+        res = phi - k.one  # (phi is mass itself without bounds)
+        above = torch.ge(res, k.zero)
         lo = torch.where(above, t, lo)
         hi = torch.where(above, hi, t)
-        budget = torch.sub(mass, res)  # 1 - the capped mass
-        ok = torch.gt(slope, 0.0).logical_and_(torch.gt(mass, 0.0)).logical_and_(torch.gt(budget, 0.0))
-        mass_ok = torch.where(ok, mass, 1.0)
-        dt = torch.where(ok, budget, 1.0).div_(mass_ok).log_().mul_(beta).expm1_().mul_(mass_ok)
-        dt.div_(torch.where(ok, slope, -1.0).mul_(beta).neg_())
-        small = ok & torch.le(dt.abs(), t.abs().add_(1.0).mul_(eps4)) & torch.lt(steep, 0.5)
-        mid = (lo + hi) * 0.5
-        closed = torch.le(mid, lo) | torch.ge(mid, hi)  # no float between lo and hi
-        done = (torch.le(res.abs_(), res_tol) | closed | small).reshape(-1)
-        tn = torch.where(small, t + dt, t)  # the done rows' t
-        n_done = int(done.sum())
-        if step == max_steps or n_done == idx.numel():
-            t_out[idx] = torch.where(done.unsqueeze(1), tn, mid)
-            return
+        budget = mass - res  # 1 - the capped mass
+        ok = torch.gt(torch.minimum(torch.minimum(mass, slope), budget), k.zero)
+        # NaN or inf where not ok (rejected below)
+        dt = budget.div_(mass).log_().mul_(beta).expm1_().mul_(mass).div_(slope.mul_(nbeta))
         t_new = t + dt
-        inside = ok & (t_new > lo) & (t_new < hi) & (dt.abs() <= 0.5 * dx2)
-        t_new = torch.where(inside, t_new, mid)
-        t_new = torch.where(done.unsqueeze(1), tn, t_new)
-        dx2, dx1 = dx1, (t_new - t).abs()
+        adt = dt.abs_()
+        small = torch.le(adt, tol).logical_and_(ok).logical_and_(steady)
+        mid = (lo + hi).mul_(k.half)
+        done = torch.le(res.abs_(), res_tol).logical_or_(small)
+        done.logical_or_(torch.le(mid, lo)).logical_or_(torch.ge(mid, hi))  # no float between lo and hi
+        n_done = int(done.sum())
+        t_done = torch.where(small, t_new, t)
+        if step == max_steps or n_done == idx.numel():
+            t_out[idx] = torch.where(done, t_done, mid)
+            return
+        inside = torch.gt(t_new, lo).logical_and_(torch.lt(t_new, hi)).logical_and_(ok)
+        inside.logical_and_(torch.le(adt, dx2.mul_(k.half)))
+        t_new = torch.where(done, t_done, torch.where(inside, t_new, mid))
+        dx2, dx1 = dx1, (t_new - t).abs_()
         t = t_new
         if 2 * n_done >= idx.numel():  # done rows leave the working set
+            done = done.reshape(-1)
             rows = done.nonzero().reshape(-1)
             t_out[idx[rows]] = t.index_select(0, rows)
             keep = done.logical_not_().nonzero().reshape(-1)
-            state = torch.cat([t, lo, hi, dx1, dx2, beta, inv, steep], 1).index_select(0, keep)
-            t, lo, hi, dx1, dx2, beta, inv, steep = state.split(1, dim=1)
+            state = torch.cat([t, lo, hi, dx1, dx2, beta, nbeta, inv, tol, steady.to(x.dtype)], 1).index_select(0, keep)
+            t, lo, hi, dx1, dx2, beta, nbeta, inv, tol, steady_f = state.split(1, dim=1)
+            steady = torch.gt(steady_f, 0.5)
             idx, x = idx.index_select(0, keep), x.index_select(0, keep)
             uc = None if uc is None else uc.index_select(0, keep)
 
