@@ -32,30 +32,45 @@ written in the units of ``z`` (``t = tau / b``):
 ``sum_j u_j`` (every entry capped) to 0 (every entry zero), so ``t`` exists when
 ``sum(u) >= 1``, and ``p`` is unique (the objective is strictly concave).  Algorithms:
 
-* ``entmax15`` (``a = 1.5``, no bounds): exact, by sorting (Peters et al., Algorithm 2):
-  with ``x = (z - max z) / 2`` sorted in decreasing order and support size ``k``,
-  ``tau_k = mean_k - sqrt(max(0, (1 - k (mean2_k - mean_k^2)) / k))`` (``mean2`` the mean of
-  the squares); the support is the largest ``k`` with ``tau_k <= x_k``, ``p = [x - tau]_+^2``.
-  Entries below ``max(x) - 1`` are never in the support, so ``x`` is clamped at ``-2`` (no
-  overflow of the squares at huge scores).  No data-dependent control flow, except on CPU rows
-  of at least ``PARTIAL_MIN_J`` (1024) entries (an output layer's vocabulary): there only the
-  ``TOP_K`` (128) largest entries are sorted (``torch.topk``), and again twice as many for the
-  rows whose support they do not hold (support size = ``K``), as the entmax package does; the
-  prefix sums are those of the full sort (``cumsum`` adds in order), so ``p`` is the same, bit
-  for bit.
-* ``entmax_bisect`` and ``centmax``: bisection on ``t``, in float64 (the power ``1/b``
-  amplifies the relative error of ``b (z - t)`` by ``1/b``), on ``z - max(z)``.  Without
-  bounds ``t`` lies in ``[-1/b, -(1/n)^b / b]`` (``n`` usable entries: the maximum gets 1,
-  resp. at most ``1/n``), so 60 halvings reach rounding; with bounds the bracket is
-  ``[min_j (z_j - u_j^b / b), 0]`` (every entry capped, resp. none positive) and the number
-  of halvings grows with its width (one host synchronisation to read it).  The result is
-  finished exactly: without bounds ``p / sum(p)``; with bounds the free entries are rescaled
-  to the budget ``1 - sum_capped u`` and clipped at ``u``.  Without bounds, on the same long
-  CPU rows, the halvings run on the ``TOP_K`` largest entries (more where the ``K``-th is in the
-  support): the others are zero at the threshold and at every midpoint above it, and at a
-  midpoint below it the largest entries alone sum to at least 1, so every halving goes the same
-  way (the sums differ by rounding: ``p`` agrees to 1e-16 in float64, bit for bit in float32
-  in the tests); the finish is on the whole row.
+* ``entmax15`` (``a = 1.5``, no bounds): exact, by sorting (Peters et al., Algorithm 2), in
+  the units of ``y = z - max z`` (``T = 2 tau``): with ``y`` sorted in decreasing order, the
+  candidate ``T_k = m_k - sqrt(max(0, 4 / k - (q_k - m_k^2)))`` (``m``, ``q`` the means of the
+  first ``k`` entries and of their squares) is the smaller root of ``sum_{j <= k} (y_j - T)^2 = 4``;
+  the threshold is ``T = max_k min(T_k, y_k)`` (the candidates up to the support size are at most
+  ``T`` and reach it there, the entries beyond it are at most ``T``: no mask, no count) and
+  ``p = [y - T]_+^2 / sum``.  Entries below ``max(y) - 2`` are never in the support, so ``y`` is
+  clamped at ``-4`` (no overflow of the squares at huge scores; ``-inf`` included).  The row
+  maxima are the sort's first column, and one host synchronisation (their sum is finite) rules
+  out NaN, ``+inf`` and fully masked rows at once; only then are the maxima guarded.  No other
+  data-dependent control flow, except on CPU rows of at least ``PARTIAL_MIN_J`` (1024) entries
+  (an output layer's vocabulary): there only the ``TOP_K`` (128) largest entries are sorted
+  (``torch.topk``), and again twice as many for the rows whose support they do not hold
+  (``T_K > y_K``), as the entmax package does; the prefix sums are those of the full sort
+  (``cumsum`` adds in order), so ``p`` is the same, bit for bit.
+* ``entmax_bisect`` and ``centmax``: Newton's method on ``t``, in float64 (the power ``1/b``
+  amplifies the relative error of ``b (z - t)`` by ``1/b``), on ``z - max(z)``.  Each step
+  solves ``(sum_F q)^b = B^b`` with the partition held fixed (``F`` the free entries,
+  ``q = [b (z - t)]_+^(1/b)``, ``B`` one minus the capped mass): a single free entry is solved in
+  one step.  Without bounds and for ``a <= 2`` the function is ``||[b (z - t)]_+||_(1/b) - 1``,
+  convex and decreasing, so from ``t = -1/b`` (where the maximum alone gets 1) the steps increase
+  to the root without overshooting it: 4 to 6 steps on random rows, down to rounding.  With
+  bounds, or for ``a > 2`` (where the slope is unbounded near an entry at the threshold), a step
+  is taken only inside a bracket (``[-1/b, -(1/n)^b / b]`` without bounds, ``n`` usable entries;
+  ``[min_j (z_j - u_j^b / b), max z]`` with bounds: every entry capped, resp. none positive) and
+  when it is at most half the step before last, else the bracket is halved; a row is done once
+  ``sum_j min(u_j, q_j) = 1`` to rounding (each term, hence ``p``, is then within as much of the
+  solution: they all move the same way with ``t``), its bracket holds no float but its ends, or,
+  for ``a <= 2``, its step is at rounding.  The number of steps is bounded by the halvings a
+  bisection would take (60 plus the bracket's width in powers of 2; one host synchronisation to
+  read it, and one per step); rows that are done leave the working set once they are half of it.
+  The powers are ``torch.pow`` (``exp(log(y) / b)`` is as fast where ``y > 0``, several times
+  slower at ``y = 0``).  The result is finished exactly: without bounds ``p / sum(p)``; with
+  bounds the free entries are rescaled to the budget ``1 - sum_capped u`` and clipped at ``u``.
+  Without bounds, on the same long CPU rows, the steps run on the ``TOP_K`` largest entries
+  (more where the ``K``-th is in the support, starting from the threshold found on fewer: it is
+  below the row's): the others are zero at the threshold and at every step below it (the sums
+  differ by rounding: ``p`` agrees to 1e-15 in float64, bit for bit in float32 in the tests);
+  the finish is on the whole row.
 * a row whose ``a`` is within ``ALPHA_ONE_TOL`` (1e-6) of 1 is solved as ``a = 1`` (by
   softmax / csoftmax); a Python ``alpha`` of exactly 1 or 2 calls softmax / csoftmax /
   sparsemax / csparsemax.
@@ -94,8 +109,8 @@ out of ``sum_S q (v - m)`` for the same reason, so
 terms of size ``1/b^2`` down to ``O(1)``; it is evaluated, in float64, as
 ``sum_S (v - m) (A / b - p s) / b`` with ``A_j = p_j - g_j P / G`` (``P = sum_S p``,
 ``G = sum_S g``; ``sum_S (v - m) p = sum_S (v - m) A``) computed without cancellation as
-``A_j = -p_j expm1(r_j)``, ``r_j = -b s_j - log1p(sum_S (p / P) expm1(-b s))``: its error is
-``O(eps / b)``.  At ``a = 1`` (``b -> 0``) the limit is
+``A_j = p_j (e1 - E_j) / (1 + e1)``, ``E = expm1(-b s)`` (so ``g = p (1 + E)``),
+``e1 = sum_S (p / P) E``: its error is ``O(eps / b)``.  At ``a = 1`` (``b -> 0``) the limit is
 
     dp_j/da = -(1/2) p_j (s_j^2 - sum_S p s^2 / P)   on S,
 
@@ -134,8 +149,8 @@ from .sparsemax import sparsemax
 
 #: rows whose alpha is within this of 1 are solved (and differentiated) as alpha = 1
 ALPHA_ONE_TOL = 1e-6
-#: bisection steps beyond those that shrink the bracket to the scale 1/b of the free entries (the
-#: Newton iteration of _newton may take twice as many steps; it takes far fewer)
+#: the most steps of _newton: those a bisection would take beyond the halvings that shrink the
+#: bracket to the scale 1/b of the free entries (Newton's method takes far fewer)
 BISECT_STEPS = 60
 #: most bisection steps in one call (float64 from 1e308 down to rounding)
 MAX_BISECT_STEPS = 2200
@@ -312,7 +327,7 @@ def entmax15(z: Tensor, dim: int = -1, mask: Optional[Tensor] = None, *, validat
 
 
 # ----------------------------------------------------------------------------
-# entmax_bisect and centmax: bisection, alpha differentiable
+# entmax_bisect and centmax: Newton's method, alpha differentiable
 # ----------------------------------------------------------------------------
 
 
@@ -663,7 +678,8 @@ def _alpha_transform(
 def entmax_bisect(
     z: Tensor, alpha: Any = 1.5, dim: int = -1, mask: Optional[Tensor] = None, *, validate: bool = True
 ) -> Tensor:
-    """alpha-entmax of ``z`` along ``dim``, by bisection: ``p = [(a - 1) (z - t)]_+^(1/(a - 1))``.
+    """alpha-entmax of ``z`` along ``dim``: ``p = [(a - 1) (z - t)]_+^(1/(a - 1))``, the threshold ``t`` by
+    Newton's method (the name is the entmax package's, which bisects).
 
     Args:
         z: scores, any floating dtype (computed in float64, returned in ``z``'s dtype).
