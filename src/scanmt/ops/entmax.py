@@ -154,9 +154,9 @@ ALPHA_ONE_TOL = 1e-6
 BISECT_STEPS = 60
 #: most bisection steps in one call (float64 from 1e308 down to rounding)
 MAX_BISECT_STEPS = 2200
-#: a row of _newton_guarded is done once its ``sum(p)`` is 1 to this times ``sqrt(J)`` (float64
+#: a row of _newton_guarded is done once its ``sum(p)`` is 1 to this times ``eps sqrt(J)`` (the
 #: rounding of a sum of ``J`` terms of order ``1 / J``)
-RESIDUAL_TOL = 8 * 2.0 ** -52
+RESIDUAL_TOL = 8.0
 #: rows whose threshold lies below ``-FAR / (alpha - 1)`` (units of ``z - max z``) are re-solved
 #: in recentred frames (float64: below it the rounding of ``z - max z`` costs < 1e-10)
 FAR = 1e6
@@ -450,7 +450,7 @@ def _newton_guarded(
     """:func:`_newton` with bounds, or ``a > 2``, from ``t = -1/b`` (clipped to the bracket): a step is
     taken only inside the bracket, which each evaluation shrinks, and where it is at most half the
     step before last; else the bracket is halved.  A row is done once ``phi(t) = 1`` to
-    ``RESIDUAL_TOL sqrt(J)`` (the rounding of a sum of ``J`` terms; every ``min(u_j, q_j)``, hence
+    ``RESIDUAL_TOL eps sqrt(J)`` (the rounding of a sum of ``J`` terms; every ``min(u_j, q_j)``, hence
     ``p``, is then within it of the solution: they all move the same way with ``t``), or its bracket
     holds no float but its ends, or, for ``a <= 2`` (where the slope is at most the number of free
     entries), its step is at rounding, ``4 eps (1 + max(|lo|, |hi|))`` (then it takes it).  For ``a > 2`` a small step says nothing: the slope is unbounded near an entry at the
@@ -458,7 +458,7 @@ def _newton_guarded(
     ``t_out[idx]``."""
     k = _checks.consts(x.dtype, x.device)
     inv, nbeta = 1.0 / beta, -beta
-    res_tol = RESIDUAL_TOL * math.sqrt(x.shape[-1])
+    res_tol = RESIDUAL_TOL * torch.finfo(x.dtype).eps * math.sqrt(x.shape[-1])
     # a <= 2: a step at rounding ends the row (|t| stays within the first bracket)
     steady = torch.le(beta, 1.0)
     tol = torch.maximum(lo.abs(), hi.abs()).add_(1.0).mul_(4.0 * torch.finfo(x.dtype).eps)
