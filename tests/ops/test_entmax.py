@@ -135,6 +135,7 @@ def test_long_rows_partial_sort_equals_full_sort(top_k, dtype, monkeypatch):
     add in order); entmax_bisect's Newton steps on them end within rounding of those on the whole row."""
     E = importlib.import_module("scanmt.ops.entmax")
     monkeypatch.setattr(E, "TOP_K", top_k)
+    monkeypatch.setattr(E, "PARTIAL_MAX_REACH", 1.0)  # the flat rows too
     z, mask = _long_rows(dtype)
     assert z.shape[-1] >= E.PARTIAL_MIN_J
     for m in (None, mask):
@@ -146,12 +147,30 @@ def test_long_rows_partial_sort_equals_full_sort(top_k, dtype, monkeypatch):
         assert (full15[1] == 0).all() and (full_b[1] == 0).all()
 
 
+def test_partial_sort_only_where_few_entries_are_within_reach():
+    """Rows of at least PARTIAL_MIN_J entries start the partial sort with the TOP_K largest unless they
+    have more than PARTIAL_MAX_REACH of their entries within reach of the support (flat rows: the
+    doublings would end at the whole row); those are sorted whole.  The results are the same either
+    way (the tests above)."""
+    E = importlib.import_module("scanmt.ops.entmax")
+    g = torch.Generator().manual_seed(2)
+    peaked = torch.randn(4, E.PARTIAL_MIN_J, generator=g, dtype=torch.float64) * 3
+    z = torch.cat([peaked, peaked * 0.01])
+    assert E._long(z) and not E._long(z[:, 1:])
+    assert E._wide(z, z.amax(-1, keepdim=True) - 2.0).tolist() == [False] * 4 + [True] * 4
+    with _checks.use_method("sort"):
+        full15, full_b = entmax15(z), entmax_bisect(z, 1.3)
+    assert torch.equal(entmax15(z), full15)
+    torch.testing.assert_close(entmax_bisect(z, 1.3), full_b, rtol=0, atol=1e-15)
+
+
 def test_long_rows_partial_sort_against_the_oracle(monkeypatch):
     """The partial sort with a tiny first ``TOP_K`` (so rows need several doublings) on long enough rows, against
     the active-set oracle; gradients as on the full sort."""
     E = importlib.import_module("scanmt.ops.entmax")
     monkeypatch.setattr(E, "TOP_K", 2)
     monkeypatch.setattr(E, "PARTIAL_MIN_J", 8)
+    monkeypatch.setattr(E, "PARTIAL_MAX_REACH", 1.0)
     z, _ = _random_rows(6, 9, seed=11, bounds=False)
     zt = torch.tensor(z, requires_grad=True)
     v = torch.randn(6, 9, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
@@ -274,6 +293,7 @@ def test_entmax15_float32_masked_and_unvalidated(partial, monkeypatch):
     if partial:
         monkeypatch.setattr(E, "PARTIAL_MIN_J", 8)
         monkeypatch.setattr(E, "TOP_K", 4)
+        monkeypatch.setattr(E, "PARTIAL_MAX_REACH", 1.0)
     rng = np.random.default_rng(4)
     R, J = 24, 40
     z = rng.standard_normal((R, J)) * rng.choice([0.1, 1.0, 5.0], size=(R, 1))

@@ -42,11 +42,14 @@ written in the units of ``z`` (``t = tau / b``):
   clamped at ``-4`` (no overflow of the squares at huge scores; ``-inf`` included).  The row
   maxima are the sort's first column, and one host synchronisation (their sum is finite) rules
   out NaN, ``+inf`` and fully masked rows at once; only then are the maxima guarded.  No other
-  data-dependent control flow, except on CPU rows of at least ``PARTIAL_MIN_J`` (1024) entries
-  (an output layer's vocabulary): there only the ``TOP_K`` (128) largest entries are sorted
-  (``torch.topk``), and again twice as many for the rows whose support they do not hold
-  (``T_K > y_K``), as the entmax package does; the prefix sums are those of the full sort
-  (``cumsum`` adds in order), so ``p`` is the same, bit for bit.
+  data-dependent control flow, except on CPU rows of at least ``PARTIAL_MIN_J`` (256) entries
+  (long attention rows, an output layer's vocabulary): there only the ``TOP_K`` (128) largest
+  entries are sorted (``torch.topk``), and again twice as many for the rows whose support they do
+  not hold (``T_K > y_K``), as the entmax package does; the prefix sums are those of the full sort
+  (``cumsum`` adds in order), so ``p`` is the same, bit for bit.  Rows with more than
+  ``PARTIAL_MAX_REACH`` (3/4) of their usable entries within reach of the support (``y > -2``;
+  flat rows, as at initialisation) are sorted whole at once instead: their doublings would end
+  there, after 2-3 times the work.
 * ``entmax_bisect`` and ``centmax``: Newton's method on ``t``, in float64 (the power ``1/b``
   amplifies the relative error of ``b (z - t)`` by ``1/b``), on ``z - max(z)``.  Each step
   solves ``(sum_F q)^b = B^b`` with the partition held fixed (``F`` the free entries,
@@ -66,9 +69,10 @@ written in the units of ``z`` (``t = tau / b``):
   The powers are ``torch.pow`` (``exp(log(y) / b)`` is as fast where ``y > 0``, several times
   slower at ``y = 0``).  The result is finished exactly: without bounds ``p / sum(p)``; with
   bounds the free entries are rescaled to the budget ``1 - sum_capped u`` and clipped at ``u``.
-  Without bounds, on the same long CPU rows, the steps run on the ``TOP_K`` largest entries
-  (more where the ``K``-th is in the support, starting from the threshold found on fewer: it is
-  below the row's): the others are zero at the threshold and at every step below it (the sums
+  Without bounds, on the same long CPU rows (within reach: ``z - max z > -1/b``), the steps run
+  on the ``TOP_K`` largest entries (more where the ``K``-th is in the support, starting from the
+  threshold found on fewer: it is below the row's): the others are zero at the threshold and at
+  every step below it (the sums
   differ by rounding: ``p`` agrees to 1e-15 in float64, bit for bit in float32 in the tests);
   the finish is on the whole row.
 * a row whose ``a`` is within ``ALPHA_ONE_TOL`` (1e-6) of 1 is solved as ``a = 1`` (by
@@ -162,9 +166,14 @@ RESIDUAL_TOL = 8.0
 FAR = 1e6
 #: CPU rows of at least this many entries find entmax15's and entmax_bisect's threshold among their
 #: largest entries (``torch.topk``): first the ``TOP_K`` largest, twice as many for the rows whose
-#: support they do not hold, and so on (the entmax package's partial sort, exact)
-PARTIAL_MIN_J = 1024
+#: support they do not hold, and so on (the entmax package's partial sort, exact) ...
+PARTIAL_MIN_J = 256
 TOP_K = 128
+#: ... except the rows with more than this fraction of their usable entries within reach of the
+#: support (flat rows, as at initialisation: the doublings would end at the whole row, 2-3 times
+#: slower than the sort); the bounds on the support are loose (at alpha 1.3 on N(0, 1) scores,
+#: half the entries are within reach and a tenth in the support)
+PARTIAL_MAX_REACH = 0.75
 
 
 # ----------------------------------------------------------------------------
@@ -172,15 +181,23 @@ TOP_K = 128
 # ----------------------------------------------------------------------------
 
 
-def _partial(x: Tensor) -> bool:
-    """Whether the threshold of ``x [R, J]`` is looked for among its largest entries
-    (:func:`_on_largest`): CPU rows of at least ``PARTIAL_MIN_J`` entries (``use_method("sort")``:
-    never)."""
+def _long(x: Tensor) -> bool:
+    """Whether the threshold of ``x [R, J]`` may be looked for among its largest entries: CPU rows of
+    at least ``PARTIAL_MIN_J`` entries (``use_method("sort")``: never)."""
     return x.shape[-1] >= PARTIAL_MIN_J and _checks.choose_method(x, 0, 0, 0) == "iter"
 
 
+def _wide(x: Tensor, reach: Tensor) -> Tensor:
+    """``[R]`` bool: the long rows of ``x [R, J]`` (:func:`_long`) whose threshold is looked for among
+    all their entries: those with more than ``PARTIAL_MAX_REACH`` of their usable entries (``> -inf``)
+    above ``reach`` ``[R, 1]``, below which an entry is never in the support.  The others start with
+    the ``TOP_K`` largest (:func:`_on_largest`)."""
+    usable = torch.gt(x, float("-inf")).sum(-1)
+    return torch.gt(x, reach).sum(-1).gt_(usable * PARTIAL_MAX_REACH)
+
+
 def _on_largest(
-    x: Tensor, solve: Callable[[Tensor, Optional[Tensor], Optional[Tensor]], Tuple[Tensor, Tensor]]
+    x: Tensor, solve: Callable[[Tensor, Optional[Tensor], Optional[Tensor]], Tuple[Tensor, Tensor]], wide: Tensor
 ) -> Tensor:
     """A threshold ``[R, 1]`` per row of ``x [R, J]``, found on the row's largest entries (the
     partial sort of the entmax package).
@@ -190,25 +207,35 @@ def _on_largest(
     first), and returns their thresholds and whether each one is final (``[n, 1]`` bool): the
     ``K``-th largest entry is outside the support, so the smaller ones are too and the threshold is
     the whole row's.  The other rows are solved again with twice as many entries, at most all of
-    them (``TOP_K`` first)."""
+    them (``TOP_K`` first).  The ``wide`` rows (``[R]`` bool, :func:`_wide`) are solved on all their
+    entries (sorted) at once."""
     J = x.shape[-1]
-    K = min(TOP_K, J)
+    tau = torch.empty((x.shape[0], 1), dtype=x.dtype, device=x.device)
     rows: Optional[Tensor] = None
-    tau: Optional[Tensor] = None
+    w = wide.nonzero().reshape(-1)
+    if w.numel():
+        xs = torch.sort(x.index_select(0, w), dim=-1, descending=True).values
+        tau.index_copy_(0, w, solve(xs, w, None)[0])
+        rows = wide.logical_not().nonzero().reshape(-1)
+        if rows.numel() == 0:
+            return tau
+    K = min(TOP_K, J)
+    prev: Optional[Tensor] = None
     while True:
         xr = x if rows is None else x.index_select(0, rows)
         xs = torch.topk(xr, K, dim=-1).values if K < J else torch.sort(xr, dim=-1, descending=True).values
-        t, final = solve(xs, rows, None if tau is None else tau.index_select(0, rows))  # type: ignore[arg-type]
-        if tau is None:
-            tau = t
+        t, final = solve(xs, rows, prev)
+        if rows is None:
+            tau.copy_(t)
         else:
-            tau.index_copy_(0, rows, t)  # type: ignore[arg-type]
+            tau.index_copy_(0, rows, t)
         if K == J:
             return tau
         left = (~final).reshape(-1).nonzero().reshape(-1)
         if left.numel() == 0:
             return tau
         rows = left if rows is None else rows.index_select(0, left)
+        prev = tau.index_select(0, rows)
         K = min(2 * K, J)
 
 
@@ -236,13 +263,17 @@ def _entmax15_pick(ys: Tensor, cand: Tensor) -> Tensor:
 
 def _entmax15(z2: Tensor, k: _checks.Consts, validate: bool) -> Tensor:
     """``p`` ``[R, J]`` of 1.5-entmax for the masked scores ``z2`` (``-inf`` = unusable; not written
-    to).  The row maxima come with the sort (with a cheap ``amax`` before the partial sort), and a
+    to).  The row maxima come with the sort (from ``amax`` on long rows), and a
     single host synchronisation (on the CPU, or to validate) checks that they are all finite: then
     there is no fully masked row, no NaN and no ``+inf``; otherwise ``validate`` raises the detailed
     error and fully masked rows are guarded (their ``p`` is 0: every entry is ``-inf``)."""
     four = k.scalar(-4.0)
-    if _partial(z2):
-        zs, zmax = None, z2.amax(-1, keepdim=True)
+    zs: Optional[Tensor] = None
+    if _long(z2):
+        zmax = z2.amax(-1, keepdim=True)
+        wide = _wide(z2, zmax - 2.0)  # y = z - max z <= -2 is never in the support
+        if bool(wide.all()):
+            zs = torch.sort(z2, dim=-1, descending=True).values
     else:
         zs = torch.sort(z2, dim=-1, descending=True).values
         zmax = zs[:, :1]
@@ -262,7 +293,7 @@ def _entmax15(z2: Tensor, k: _checks.Consts, validate: bool) -> Tensor:
             final = torch.gt(cand[:, -1:], ys[:, -1:])  # the K-th largest is outside the support
             return _entmax15_pick(ys, cand), final
 
-        T = _on_largest(z2, solve)
+        T = _on_largest(z2, solve, wide)
     else:
         ys = torch.sub(zs, zmax).clamp_(min=four)
         T = _entmax15_pick(ys, _entmax15_candidates(ys, k))
@@ -355,19 +386,21 @@ def _threshold(x: Tensor, uc: Optional[Tensor], beta: Tensor, live: Tensor, lo: 
     if uc is not None:
         ratio = float(((hi - lo) * beta).amax().clamp(min=1.0))
         steps = min(MAX_BISECT_STEPS, BISECT_STEPS + math.ceil(math.log2(ratio)))
-    elif _partial(x):
-        # the same steps on the largest entries: an entry below the threshold adds 0 to the sums (and
-        # to the slope) there and beyond it; the threshold on the K largest is below the row's (it
-        # leaves out positive terms), so a row solved again starts from there
-        def solve(xs: Tensor, rows: Optional[Tensor], prev: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
-            def pick(t: Tensor) -> Tensor:
-                return t if rows is None else t.index_select(0, rows)
+    elif _long(x):
+        wide = _wide(x, -inv)  # the threshold is at least -1/b
+        if not bool(wide.all()):
+            # the same steps on the largest entries: an entry below the threshold adds 0 to the sums
+            # (and to the slope) there and beyond it; the threshold on the K largest is below the
+            # row's (it leaves out positive terms), so a row solved again starts from there
+            def solve(xs: Tensor, rows: Optional[Tensor], prev: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
+                def pick(t: Tensor) -> Tensor:
+                    return t if rows is None else t.index_select(0, rows)
 
-            start = pick(lo) if prev is None else torch.maximum(prev, pick(lo))
-            t = _newton(xs, None, pick(beta), start, pick(hi), pick(live), steps)
-            return t, torch.le(xs[:, -1:], t)
+                start = pick(lo) if prev is None else torch.maximum(prev, pick(lo))
+                t = _newton(xs, None, pick(beta), start, pick(hi), pick(live), steps)
+                return t, torch.le(xs[:, -1:], t)
 
-        return _on_largest(x, solve)
+            return _on_largest(x, solve, wide)
     return _newton(x, uc, beta, lo, hi, live, steps)
 
 
