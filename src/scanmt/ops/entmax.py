@@ -59,7 +59,7 @@ written in the units of ``z`` (``t = tau / b``):
   to the root without overshooting it: 4 to 6 steps on random rows, down to rounding.  With
   bounds, or for ``a > 2`` (where the slope is unbounded near an entry at the threshold), a step
   is taken only inside a bracket (``[-1/b, -(1/n)^b / b]`` without bounds, ``n`` usable entries;
-  ``[min_j (z_j - u_j^b / b), max z]`` with bounds: every entry capped, resp. none positive) and
+  ``[min z - 1/b, max z]`` with bounds: every entry capped, resp. none positive) and
   when it is at most half the step before last, else the bracket is halved; a row is done once
   ``sum_j min(u_j, q_j) = 1`` to rounding (each term, hence ``p``, is then within as much of the
   solution: they all move the same way with ``t``), its bracket holds no float but its ends, or,
@@ -371,15 +371,14 @@ def _threshold(x: Tensor, uc: Optional[Tensor], beta: Tensor, live: Tensor, lo: 
     method (:func:`_newton`): ``x`` float64 scores (``-inf`` = unusable; the row maximum 0, or at most
     ``-lo`` for the recentred rows), bounds ``uc`` in ``[0, 1]`` (0 where unusable), per-row ``beta``;
     rows without ``live`` are not solved (0).  ``lo`` overrides the lower end of the bracket."""
-    usable = torch.gt(x, float("-inf"))
     inv = 1.0 / beta
     if uc is None:
-        n = usable.sum(-1, keepdim=True).clamp(min=1).to(x.dtype)
+        n = torch.gt(x, float("-inf")).sum(-1, keepdim=True).clamp(min=1).to(x.dtype)
         lo_, hi = -inv, -torch.pow(1.0 / n, beta) * inv
     else:
-        key = torch.where(usable, x - torch.pow(uc, beta) * inv, float("inf"))
-        lo_ = torch.where(live, key.amin(-1, keepdim=True), -inv)
-        hi = torch.where(usable, x, float("-inf")).amax(-1, keepdim=True).clamp(min=lo_)
+        # every usable entry is capped at t <= min z - 1/b (q >= 1 >= u there), none positive at max z
+        lo_ = torch.where(live, x.nan_to_num(neginf=float("inf")).amin(-1, keepdim=True) - inv, -inv)
+        hi = x.amax(-1, keepdim=True).clamp(min=lo_)
     lo = lo_ if lo is None else torch.minimum(lo, lo_)
     # at most as many steps as the halvings down to rounding at the scale 1/b of the free entries
     steps = BISECT_STEPS
@@ -539,19 +538,20 @@ def _newton_guarded(
 def _finish(x: Tensor, t: Tensor, uc: Optional[Tensor], beta: Tensor, live: Tensor) -> Tensor:
     """``p`` from the threshold ``t``, made exact to rounding: without bounds ``p / sum(p)``;
     with bounds the free entries rescaled to the budget ``1 - sum_capped u``, clipped at ``u``.
-    Rows without ``live`` get 0 (the caller fills them)."""
+    Rows without ``live`` get 0 (the caller fills them).  Masks as 0/1 floats: ``torch.where`` is
+    ten times slower than a product on large inputs."""
     q = torch.pow(torch.sub(x, t).mul_(beta).relu_(), 1.0 / beta)
     if uc is None:
         p = q.div_(q.sum(-1, keepdim=True).clamp(min=torch.finfo(q.dtype).tiny))
     else:
-        capped = torch.ge(q, uc) & torch.gt(x, float("-inf"))
-        p = torch.minimum(q, uc)
-        free = ~capped & torch.gt(p, 0)
-        budget = 1.0 - torch.where(capped, uc, 0.0).sum(-1, keepdim=True)
-        mass = torch.where(free, p, 0.0).sum(-1, keepdim=True)
+        free = _checks.gt_float(uc, q)  # q < u (0 where u = 0, unusable entries included)
+        qf = q.mul_(free)
+        capped = torch.addcmul(uc, uc, free, value=-1.0)  # u where q >= u, else 0
+        budget = 1.0 - capped.sum(-1, keepdim=True)
+        mass = qf.sum(-1, keepdim=True)
         scale = torch.where(torch.gt(mass, 0) & torch.gt(budget, 0), budget / mass.clamp(min=1e-300), 1.0)
-        p = torch.minimum(torch.where(free, p * scale, p), uc)
-    return p.masked_fill_(~live, 0.0)
+        p = torch.minimum(capped.addcmul_(qf, scale), uc)
+    return p.mul_(live.to(p.dtype))
 
 
 def _solve(z2: Tensor, zmax: Tensor, zs: Tensor, uc: Optional[Tensor], beta: Tensor, live: Tensor) -> Tensor:
@@ -622,7 +622,8 @@ class AlphaEntmaxFunction(torch.autograd.Function):
             live = live & torch.gt(b.usum, k.one)
         p = _solve(z2, zmax, zs, None if b is None else b.uc, beta.clamp(min=ALPHA_ONE_TOL), live)
         if b is not None:  # sum(u) <= 1 over the usable positions (or none usable): p = u
-            p = torch.where(live, p, b.uc)
+            live_f = live.to(dt)
+            p = p.mul_(live_f).addcmul_(b.uc, 1.0 - live_f)
         ctx.any_one = bool(one.any())
         if ctx.any_one:  # alpha = 1: softmax / csoftmax
             idx = one.nonzero().reshape(-1)
@@ -630,7 +631,7 @@ class AlphaEntmaxFunction(torch.autograd.Function):
                 p[idx] = softmax(z2[idx], validate=False)
             else:
                 p[idx] = csoftmax(z2[idx], b.uv[idx].clamp(min=0.0), validate=False)
-        usable = None if b is None else torch.gt(z2, k.ninf)
+        usable = None if b is None else _checks.gt_float(z2, k.ninf)
         out = rows.give(p, out_dtype)
         ctx.rows, ctx.dim, ctx.dt = rows, dim, dt
         ctx.z_dtype, ctx.u_dtype, ctx.a_dtype = z.dtype, None if u is None else u.dtype, alpha.dtype
@@ -648,13 +649,14 @@ class AlphaEntmaxFunction(torch.autograd.Function):
         p = rows.take(out, dt)
         v = rows.take(grad, dt)
         beta = alpha.movedim(ctx.dim, -1).reshape(-1, 1).to(dt) - 1.0
+        # masks as 0/1 floats (torch.where is ten times slower than a product on large inputs)
+        free = _checks.gt_float(p, torch.zeros((), dtype=dt, device=p.device))
         if uv is None:  # p = 0 at the unusable entries
-            free = torch.gt(p, 0.0)
             pf = p
         else:
-            free = torch.gt(p, 0.0) & torch.lt(p, uv)
-            pf = torch.where(free, p, 0.0)
-        s = torch.log(torch.where(free, p, 1.0))  # log p on S, 0 elsewhere
+            free = free.mul_(_checks.gt_float(uv, p))
+            pf = p * free
+        s = torch.log(pf + (1.0 - free))  # log p on S, 0 elsewhere
         E = torch.expm1(s * -beta)  # p^(-b) - 1 on S
         g = pf + pf * E  # p^(2 - a) on S, 0 elsewhere
         m = (g * v).sum(-1, keepdim=True) / g.sum(-1, keepdim=True).clamp(min=tiny)
@@ -662,7 +664,7 @@ class AlphaEntmaxFunction(torch.autograd.Function):
         dz = rows.give(g * vm, ctx.z_dtype) if need_z else None
         du = None
         if need_u and uv is not None:
-            du = rows.give(torch.where(usable & torch.ge(p, uv), vm, 0.0), ctx.u_dtype)
+            du = rows.give(vm * torch.ge(p, uv).to(dt).mul_(usable), ctx.u_dtype)
         da = None
         if need_a:
             # dalpha = (1/b) sum_S (v - m) (A / b - p s) with A = p - g P / G = p (e1 - E) / (1 + e1),
