@@ -542,7 +542,7 @@ def _finish(x: Tensor, t: Tensor, uc: Optional[Tensor], beta: Tensor, live: Tens
     with bounds the free entries rescaled to the budget ``1 - sum_capped u``, clipped at ``u``.
     Rows without ``live`` get 0 (the caller fills them).  Masks as 0/1 floats: ``torch.where`` is
     ten times slower than a product on large inputs."""
-    q = torch.pow(torch.sub(x, t).mul_(beta).relu_(), 1.0 / beta)
+    q = torch.sub(x, t).mul_(beta).relu_().pow_(1.0 / beta)  # in place: one [R, J] tensor at vocabulary size
     if uc is None:
         p = q.div_(q.sum(-1, keepdim=True).clamp(min=torch.finfo(q.dtype).tiny))
     else:
