@@ -47,9 +47,9 @@ written in the units of ``z`` (``t = tau / b``):
   entries are sorted (``torch.topk``), and again twice as many for the rows whose support they do
   not hold (``T_K > y_K``), as the entmax package does; the prefix sums are those of the full sort
   (``cumsum`` adds in order), so ``p`` is the same, bit for bit.  Rows with more than
-  ``PARTIAL_MAX_REACH`` (3/4) of their usable entries within reach of the support (``y > -2``;
-  flat rows, as at initialisation) are sorted whole at once instead: their doublings would end
-  there, after 2-3 times the work.
+  ``PARTIAL_MAX_REACH`` (3/4) of their usable entries within reach of the support (``y > -2``,
+  counted on about 256 columns; flat rows, as at initialisation) are sorted whole at once instead:
+  their doublings would end there, after 2-3 times the work.
 * ``entmax_bisect`` and ``centmax``: Newton's method on ``t``, in float64 (the power ``1/b``
   amplifies the relative error of ``b (z - t)`` by ``1/b``), on ``z - max(z)``.  Each step
   solves ``(sum_F q)^b = B^b`` with the partition held fixed (``F`` the free entries,
