@@ -327,9 +327,17 @@ class Entmax15Function(_function.TransformFunction):
         p = _entmax15(z2, k, False)
         return p, (p,)
 
-    @staticmethod
-    def _free_set(p: Tensor) -> Tuple[Tensor, Optional[Tensor]]:  # type: ignore[override]
-        return torch.sqrt(p), None  # g = p^(2 - 1.5) on the support, 0 elsewhere
+    @classmethod
+    def _vjp(
+        cls, g: Tensor, saved: Tuple[Tensor, ...], need_z: bool, need_u: bool
+    ) -> Tuple[Optional[Tensor], Optional[Tensor]]:
+        """The shared closed form with ``w = sqrt(p)`` (``p^(2 - 1.5)`` on the support, 0 elsewhere) as
+        ``dz = w g - w m``: one operation fewer than ``w (g - m)`` (per-operation overhead is most of
+        the time on decoder-step inputs)."""
+        w = saved[0].sqrt()
+        wg = w * g
+        m = wg.sum(-1, keepdim=True).div_(w.sum(-1, keepdim=True).clamp_(min=_checks.consts(w.dtype, w.device).tiny))
+        return (wg.addcmul_(w, m, value=-1.0) if need_z else None), None
 
     @classmethod
     def _vjp_differentiable(
