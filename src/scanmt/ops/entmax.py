@@ -72,9 +72,8 @@ written in the units of ``z`` (``t = tau / b``):
   Without bounds, on the same long CPU rows (within reach: ``z - max z > -1/b``), the steps run
   on the ``TOP_K`` largest entries (more where the ``K``-th is in the support, starting from the
   threshold found on fewer: it is below the row's): the others are zero at the threshold and at
-  every step below it (the sums
-  differ by rounding: ``p`` agrees to 1e-15 in float64, bit for bit in float32 in the tests);
-  the finish is on the whole row.
+  every step below it (the sums differ by rounding: ``p`` agrees to 1e-15 in float64, bit for bit
+  in float32 in the tests); the finish is on the whole row.
 * a row whose ``a`` is within ``ALPHA_ONE_TOL`` (1e-6) of 1 is solved as ``a = 1`` (by
   softmax / csoftmax); a Python ``alpha`` of exactly 1 or 2 calls softmax / csoftmax /
   sparsemax / csparsemax.
@@ -271,6 +270,7 @@ def _entmax15(z2: Tensor, k: _checks.Consts, validate: bool) -> Tensor:
     error and fully masked rows are guarded (their ``p`` is 0: every entry is ``-inf``)."""
     four = k.scalar(-4.0)
     zs: Optional[Tensor] = None
+    wide: Optional[Tensor] = None
     if _long(z2):
         zmax = z2.amax(-1, keepdim=True)
         wide = _wide(z2, zmax - 2.0)  # y = z - max z <= -2 is never in the support
@@ -295,7 +295,7 @@ def _entmax15(z2: Tensor, k: _checks.Consts, validate: bool) -> Tensor:
             final = torch.gt(cand[:, -1:], ys[:, -1:])  # the K-th largest is outside the support
             return _entmax15_pick(ys, cand), final
 
-        T = _on_largest(z2, solve, wide)
+        T = _on_largest(z2, solve, wide)  # type: ignore[arg-type]
     else:
         ys = torch.sub(zs, zmax).clamp_(min=four)
         T = _entmax15_pick(ys, _entmax15_candidates(ys, k))
@@ -450,7 +450,7 @@ def _newton(
     if idx.numel() == 0:
         return t_out
     if idx.numel() < x.shape[0]:
-        x, beta, lo, hi = x.index_select(0, idx), beta.index_select(0, idx), lo.index_select(0, idx), hi.index_select(0, idx)
+        x, beta, lo, hi = (v.index_select(0, idx) for v in (x, beta, lo, hi))
         uc = None if uc is None else uc.index_select(0, idx)
     if uc is None and not bool(torch.gt(beta, 1.0).any()):
         _newton_monotone(x, beta, lo, max_steps, idx, t_out)
@@ -495,8 +495,9 @@ def _newton_guarded(
     ``RESIDUAL_TOL eps sqrt(J)`` (the rounding of a sum of ``J`` terms; every ``min(u_j, q_j)``, hence
     ``p``, is then within it of the solution: they all move the same way with ``t``), or its bracket
     holds no float but its ends, or, for ``a <= 2`` (where the slope is at most the number of free
-    entries), its step is at rounding, ``4 eps (1 + max(|lo|, |hi|))`` (then it takes it).  For ``a > 2`` a small step says nothing: the slope is unbounded near an entry at the
-    threshold.  Rows still running after ``max_steps`` steps take their bracket's midpoint.  Writes
+    entries), its step is at rounding, ``4 eps (1 + max(|lo|, |hi|))`` (then it takes it).  For
+    ``a > 2`` a small step says nothing: the slope is unbounded near an entry at the threshold.
+    Rows still running after ``max_steps`` steps take their bracket's midpoint.  Writes
     ``t_out[idx]``."""
     k = _checks.consts(x.dtype, x.device)
     inv, nbeta = 1.0 / beta, -beta
@@ -538,7 +539,8 @@ def _newton_guarded(
             rows = done.nonzero().reshape(-1)
             t_out[idx[rows]] = t.index_select(0, rows)
             keep = done.logical_not_().nonzero().reshape(-1)
-            state = torch.cat([t, lo, hi, dx1, dx2, beta, nbeta, inv, tol, steady.to(x.dtype)], 1).index_select(0, keep)
+            state = torch.cat([t, lo, hi, dx1, dx2, beta, nbeta, inv, tol, steady.to(x.dtype)], 1)
+            state = state.index_select(0, keep)
             t, lo, hi, dx1, dx2, beta, nbeta, inv, tol, steady_f = state.split(1, dim=1)
             steady = torch.gt(steady_f, 0.5)
             idx, x = idx.index_select(0, keep), x.index_select(0, keep)
