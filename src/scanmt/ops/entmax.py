@@ -530,7 +530,7 @@ def _newton_guarded(
             t_out[idx] = torch.where(done, t_done, mid)
             return
         inside = torch.gt(t_new, lo).logical_and_(torch.lt(t_new, hi)).logical_and_(ok)
-        inside.logical_and_(torch.le(adt, dx2.mul_(k.half)))
+        inside.logical_and_(torch.le(adt, dx2 * k.half))  # (dx2 may be dx1: not in place)
         t_new = torch.where(done, t_done, torch.where(inside, t_new, mid))
         dx2, dx1 = dx1, (t_new - t).abs_()
         t = t_new
