@@ -132,9 +132,10 @@ def _long_rows(dtype):
 def test_long_rows_partial_sort_equals_full_sort(top_k, dtype, monkeypatch):
     """entmax15's threshold from the largest entries (torch.topk, doubling where the support does not fit:
     ``top_k = 3`` doubles up to the full sort on the flat rows) is the full sort's, bit for bit (prefix sums
-    add in order); entmax_bisect's halvings on them end within rounding of those on the whole row."""
+    add in order); entmax_bisect's Newton steps on them end within rounding of those on the whole row."""
     E = importlib.import_module("scanmt.ops.entmax")
     monkeypatch.setattr(E, "TOP_K", top_k)
+    monkeypatch.setattr(E, "PARTIAL_MAX_REACH", 1.0)  # the flat rows too
     z, mask = _long_rows(dtype)
     assert z.shape[-1] >= E.PARTIAL_MIN_J
     for m in (None, mask):
@@ -146,12 +147,30 @@ def test_long_rows_partial_sort_equals_full_sort(top_k, dtype, monkeypatch):
         assert (full15[1] == 0).all() and (full_b[1] == 0).all()
 
 
+def test_partial_sort_only_where_few_entries_are_within_reach():
+    """Rows of at least PARTIAL_MIN_J entries start the partial sort with the TOP_K largest unless they
+    have more than PARTIAL_MAX_REACH of their entries within reach of the support (flat rows: the
+    doublings would end at the whole row); those are sorted whole.  The results are the same either
+    way (the tests above)."""
+    E = importlib.import_module("scanmt.ops.entmax")
+    g = torch.Generator().manual_seed(2)
+    peaked = torch.randn(4, E.PARTIAL_MIN_J, generator=g, dtype=torch.float64) * 3
+    z = torch.cat([peaked, peaked * 0.01])
+    assert E._long(z) and not E._long(z[:, 1:])
+    assert E._wide(z, z.amax(-1, keepdim=True) - 2.0).tolist() == [False] * 4 + [True] * 4
+    with _checks.use_method("sort"):
+        full15, full_b = entmax15(z), entmax_bisect(z, 1.3)
+    assert torch.equal(entmax15(z), full15)
+    torch.testing.assert_close(entmax_bisect(z, 1.3), full_b, rtol=0, atol=1e-15)
+
+
 def test_long_rows_partial_sort_against_the_oracle(monkeypatch):
     """The partial sort with a tiny first ``TOP_K`` (so rows need several doublings) on long enough rows, against
     the active-set oracle; gradients as on the full sort."""
     E = importlib.import_module("scanmt.ops.entmax")
     monkeypatch.setattr(E, "TOP_K", 2)
     monkeypatch.setattr(E, "PARTIAL_MIN_J", 8)
+    monkeypatch.setattr(E, "PARTIAL_MAX_REACH", 1.0)
     z, _ = _random_rows(6, 9, seed=11, bounds=False)
     zt = torch.tensor(z, requires_grad=True)
     v = torch.randn(6, 9, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
@@ -163,6 +182,138 @@ def test_long_rows_partial_sort_against_the_oracle(monkeypatch):
         with _checks.use_method("sort"):
             (grad_full,) = torch.autograd.grad((fn(zt) * v).sum(), zt)
         torch.testing.assert_close(grad, grad_full, rtol=0, atol=1e-12)
+
+
+# ----------------------------------------------------------------------------
+# Newton's method (entmax_bisect, centmax) and the float32 sort (entmax15) on larger rows
+# ----------------------------------------------------------------------------
+
+
+def _bisection_reference(z, u, alpha):
+    """float64 ``p`` ``[R, J]`` by plain bisection, independent of scanmt.ops: 300 halvings of
+    ``[min z - 1/b, max z]`` on ``phi(t) = sum_j min(u_j, [b (z_j - t)]_+^(1/b)) = 1`` (``u = None``: no
+    bounds; ``-inf`` = unusable), then the free entries rescaled to their budget.  ``alpha`` ``[R, 1]``."""
+    b = alpha - 1.0
+    ok = z > -np.inf
+    with np.errstate(invalid="ignore"):  # rows without a usable entry: NaN (the caller's business)
+        x = z - np.where(ok, z, -np.inf).max(-1, keepdims=True)
+    uu = np.full_like(x, np.inf) if u is None else np.where(ok, np.minimum(u, 1.0), 0.0)
+    lo = np.where(ok, x, np.inf).min(-1, keepdims=True) - 1.0 / b
+    hi = np.zeros_like(lo)
+
+    def q_at(t):
+        y = np.maximum(b * (x - t), 0.0)
+        return np.where(y > 0, y ** (1.0 / b), 0.0)
+
+    for _ in range(300):
+        mid = 0.5 * (lo + hi)
+        above = np.minimum(q_at(mid), uu).sum(-1, keepdims=True) >= 1.0
+        lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
+    q = q_at(lo)
+    capped = q >= uu
+    free = ~capped & (q > 0)
+    budget = 1.0 - np.where(capped, uu, 0.0).sum(-1, keepdims=True)
+    mass = np.where(free, q, 0.0).sum(-1, keepdims=True)
+    return np.where(capped, uu, np.where(free, q * budget / np.maximum(mass, 1e-300), 0.0))
+
+
+def _bounds(kind, z, rng):
+    """``None`` or bounds feasible over the usable entries of ``z`` ``[R, J]``: ``nmt`` (a decoder step:
+    ``f - beta``, some exhausted, an unbounded sink in the first column) or ``tight`` (``U(0, 3 / J)``,
+    binding on most of the support)."""
+    R, J = z.shape
+    if kind is None:
+        return None
+    if kind == "nmt":
+        f = rng.integers(1, 4, (R, J)).astype(np.float64)
+        u = np.maximum(f - f * rng.uniform(0, 1.05, (R, J)), 0.0)
+        u[:, 0] = np.inf
+        return u
+    u = rng.uniform(0, 3.0 / J, (R, J))
+    s = np.where(z > -np.inf, u, 0.0).sum(-1, keepdims=True)
+    return np.where(s < 1.05, u * 1.05 / s, u)
+
+
+@pytest.mark.parametrize("bounds", [None, "nmt", "tight"])
+@pytest.mark.parametrize("J", [7, 60, 400])
+def test_newton_matches_plain_bisection(J, bounds):
+    """entmax_bisect and centmax (Newton: monotone without bounds for alpha <= 2, safeguarded otherwise)
+    against 300 halvings in float64, on rows at four scales with a per-row alpha from 1.05 to 3, some
+    masked entries; alpha > 2 is ill-conditioned near the threshold (p = y^(1/b), 1/b < 1), so looser."""
+    rng = np.random.default_rng(J + (0 if bounds is None else len(bounds)))
+    R = 48
+    z = rng.standard_normal((R, J)) * rng.choice([0.3, 1.0, 3.0, 10.0], size=(R, 1))
+    z[:, 1:][rng.random((R, J - 1)) < 0.1] = -np.inf
+    alpha = rng.choice([1.05, 1.2, 1.3, 1.5, 1.8, 2.0, 2.4, 3.0], size=(R, 1))
+    u = _bounds(bounds, z, rng)
+    want = _bisection_reference(z, u, alpha)
+    a = torch.tensor(alpha)
+    p = entmax_bisect(torch.tensor(z), a) if u is None else centmax(torch.tensor(z), torch.tensor(u), a)
+    err = np.abs(p.numpy() - want).max(-1)
+    assert err[alpha[:, 0] <= 2].max() < 1e-13
+    assert err.max() < 1e-11
+    # one alpha for all rows: the monotone path without bounds
+    for a1 in (1.3, 1.5):
+        want = _bisection_reference(z, u, np.full((R, 1), a1))
+        got = entmax_bisect(torch.tensor(z), a1) if u is None else centmax(torch.tensor(z), torch.tensor(u), a1)
+        np.testing.assert_allclose(got.numpy(), want, rtol=0, atol=1e-13)
+
+
+def test_newton_takes_few_steps(monkeypatch):
+    """The steps are Newton's: a handful of evaluations of the sums per row, not the 60 halvings of a
+    bisection (a wrong step formula still converges, slowly: this catches it)."""
+    E = importlib.import_module("scanmt.ops.entmax")
+    rows = []
+
+    def counting(x, *args):
+        rows.append(x.shape[0])
+        return sums(x, *args)
+
+    sums = E._sums
+    monkeypatch.setattr(E, "_sums", counting)
+    rng = np.random.default_rng(3)
+    R, J = 256, 50
+    z = torch.tensor(rng.standard_normal((R, J)))
+    for call, most in (
+        (lambda: entmax_bisect(z, 1.3), 6),
+        (lambda: entmax_bisect(z, torch.full((R, 1), 1.5, dtype=torch.float64)), 6),
+        (lambda: centmax(z, torch.tensor(_bounds("nmt", z.numpy(), rng)), 1.3), 8),
+    ):
+        rows.clear()
+        call()
+        assert sum(rows) / R <= most, rows  # evaluations per row (done rows leave the working set)
+
+
+@pytest.mark.parametrize("partial", [False, True])
+def test_entmax15_float32_masked_and_unvalidated(partial, monkeypatch):
+    """entmax15 in float32 (its compute dtype) within 1e-6 of the float64 reference, with masked
+    entries, ``-inf`` and fully masked rows, validated or not (the row maxima's finite sum decides
+    whether masked rows need guarding), on the sort and on the partial sort."""
+    E = importlib.import_module("scanmt.ops.entmax")
+    if partial:
+        monkeypatch.setattr(E, "PARTIAL_MIN_J", 8)
+        monkeypatch.setattr(E, "TOP_K", 4)
+        monkeypatch.setattr(E, "PARTIAL_MAX_REACH", 1.0)
+    rng = np.random.default_rng(4)
+    R, J = 24, 40
+    z = rng.standard_normal((R, J)) * rng.choice([0.1, 1.0, 5.0], size=(R, 1))
+    z[rng.random((R, J)) < 0.2] = -np.inf
+    z[:, 0] = 1.0
+    z[3] = -np.inf
+    mask = rng.random((R, J)) < 0.9
+    mask[:, 0] = True
+    mask[5] = False
+    want = _bisection_reference(np.where(mask, z, -np.inf), None, np.full((R, 1), 1.5))
+    want[[3, 5]] = 0.0
+    for validate in (True, False):
+        p = entmax15(torch.tensor(z, dtype=torch.float32), mask=torch.tensor(mask), validate=validate)
+        assert p.dtype == torch.float32
+        np.testing.assert_allclose(p.double().numpy(), want, rtol=0, atol=1e-6)
+    # no mask, no -inf: the fast path (no guarding)
+    zf = rng.standard_normal((R, J))
+    want = _bisection_reference(zf, None, np.full((R, 1), 1.5))
+    np.testing.assert_allclose(entmax15(torch.tensor(zf, dtype=torch.float32)).double().numpy(), want, atol=1e-6)
+    np.testing.assert_allclose(entmax15(torch.tensor(zf)).numpy(), want, atol=1e-12)
 
 
 # ----------------------------------------------------------------------------

@@ -245,13 +245,15 @@ class Rows:
     def take(self, t: Tensor, dtype: Optional[torch.dtype] = None) -> Tensor:
         if not self.last:
             t = t.movedim(self.dim, -1)
-        t = t.reshape(-1, self.J)
+        if t.dim() != 2:  # [rows, J] already: no view needed (a microsecond on small inputs)
+            t = t.reshape(-1, self.J)
         if dtype is not None and t.dtype != dtype:
             t = t.to(dtype)
         return t
 
     def give(self, t: Tensor, dtype: torch.dtype) -> Tensor:
-        t = t.reshape(self.moved_shape)
+        if t.shape != self.moved_shape:
+            t = t.reshape(self.moved_shape)
         if not self.last:
             t = t.movedim(-1, self.dim)
         if t.dtype != dtype:
@@ -314,6 +316,23 @@ class Consts:
         t = self._ar.get(n)
         if t is None:
             t = self._ar[n] = torch.arange(1, n + 1, dtype=self.dtype, device=self.device)
+        return t
+
+    def inv_arange1(self, n: int, num: float = 1.0) -> Tensor:
+        """``num / 1, num / 2, ..., num / n``."""
+        key = ("inv", n, num)
+        t = self._ar.get(key)
+        if t is None:
+            t = torch.arange(1, n + 1, dtype=self.dtype, device=self.device).reciprocal_().mul_(num)
+            self._ar[key] = t
+        return t
+
+    def scalar(self, v: float) -> Tensor:
+        """``v`` as a cached 0-dim tensor (for the constants that have no attribute)."""
+        key = ("s", v)
+        t = self._ar.get(key)
+        if t is None:
+            t = self._ar[key] = torch.full((), v, dtype=self.dtype, device=self.device)
         return t
 
 

@@ -141,6 +141,8 @@ class TransformFunction(torch.autograd.Function):
         out = rows.give(p, out_dtype)
         # the output (p-weighted ops) or the inputs: what a double backward differentiates through
         linked = (out,) if cls.p_weighted else ((z,) if u is None else (z, u))
+        if cls.p_weighted and saved and saved[0] is out:  # the output is saved already
+            linked = ()
         ctx.n_linked = len(linked)
         ctx.save_for_backward(*saved, *linked)
         return out
@@ -227,8 +229,9 @@ class TransformFunction(torch.autograd.Function):
 
     @classmethod
     def backward(cls, ctx: Any, grad: Tensor):  # type: ignore[override]
-        n = len(ctx.saved_tensors) - ctx.n_linked
-        saved, linked = ctx.saved_tensors[:n], ctx.saved_tensors[n:]
+        tensors = ctx.saved_tensors  # unpacked once (each access checks every tensor)
+        n = len(tensors) - ctx.n_linked
+        saved, linked = tensors[:n], tensors[n:]
         rows: _checks.Rows = ctx.rows
         need_z, need_u = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
         g = rows.take(grad, saved[0].dtype)
@@ -237,7 +240,7 @@ class TransformFunction(torch.autograd.Function):
             dz = None if dz is None else rows.give(dz, ctx.z_dtype)
             du = None if du is None else rows.give(du, ctx.u_dtype)
             return dz, du, None, None, None, None
-        p = rows.take(linked[0], saved[0].dtype) if cls.p_weighted else None
+        p = rows.take(linked[0] if linked else saved[0], saved[0].dtype) if cls.p_weighted else None
         dz, du = cls._vjp_differentiable(g, saved, p, need_z, need_u)
         dz = None if dz is None else rows.give(dz, ctx.z_dtype)
         du = None if du is None else rows.give(du, ctx.u_dtype)

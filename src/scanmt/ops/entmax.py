@@ -32,30 +32,48 @@ written in the units of ``z`` (``t = tau / b``):
 ``sum_j u_j`` (every entry capped) to 0 (every entry zero), so ``t`` exists when
 ``sum(u) >= 1``, and ``p`` is unique (the objective is strictly concave).  Algorithms:
 
-* ``entmax15`` (``a = 1.5``, no bounds): exact, by sorting (Peters et al., Algorithm 2):
-  with ``x = (z - max z) / 2`` sorted in decreasing order and support size ``k``,
-  ``tau_k = mean_k - sqrt(max(0, (1 - k (mean2_k - mean_k^2)) / k))`` (``mean2`` the mean of
-  the squares); the support is the largest ``k`` with ``tau_k <= x_k``, ``p = [x - tau]_+^2``.
-  Entries below ``max(x) - 1`` are never in the support, so ``x`` is clamped at ``-2`` (no
-  overflow of the squares at huge scores).  No data-dependent control flow, except on CPU rows
-  of at least ``PARTIAL_MIN_J`` (1024) entries (an output layer's vocabulary): there only the
-  ``TOP_K`` (128) largest entries are sorted (``torch.topk``), and again twice as many for the
-  rows whose support they do not hold (support size = ``K``), as the entmax package does; the
-  prefix sums are those of the full sort (``cumsum`` adds in order), so ``p`` is the same, bit
-  for bit.
-* ``entmax_bisect`` and ``centmax``: bisection on ``t``, in float64 (the power ``1/b``
-  amplifies the relative error of ``b (z - t)`` by ``1/b``), on ``z - max(z)``.  Without
-  bounds ``t`` lies in ``[-1/b, -(1/n)^b / b]`` (``n`` usable entries: the maximum gets 1,
-  resp. at most ``1/n``), so 60 halvings reach rounding; with bounds the bracket is
-  ``[min_j (z_j - u_j^b / b), 0]`` (every entry capped, resp. none positive) and the number
-  of halvings grows with its width (one host synchronisation to read it).  The result is
-  finished exactly: without bounds ``p / sum(p)``; with bounds the free entries are rescaled
-  to the budget ``1 - sum_capped u`` and clipped at ``u``.  Without bounds, on the same long
-  CPU rows, the halvings run on the ``TOP_K`` largest entries (more where the ``K``-th is in the
-  support): the others are zero at the threshold and at every midpoint above it, and at a
-  midpoint below it the largest entries alone sum to at least 1, so every halving goes the same
-  way (the sums differ by rounding: ``p`` agrees to 1e-16 in float64, bit for bit in float32
-  in the tests); the finish is on the whole row.
+* ``entmax15`` (``a = 1.5``, no bounds): exact, by sorting (Peters et al., Algorithm 2), in
+  the units of ``y = z - max z`` (``T = 2 tau``): with ``y`` sorted in decreasing order, the
+  candidate ``T_k = m_k - sqrt(max(0, 4 / k - (q_k - m_k^2)))`` (``m``, ``q`` the means of the
+  first ``k`` entries and of their squares) is the smaller root of ``sum_{j <= k} (y_j - T)^2 = 4``;
+  the threshold is ``T = max_k min(T_k, y_k)`` (the candidates up to the support size are at most
+  ``T`` and reach it there, the entries beyond it are at most ``T``: no mask, no count) and
+  ``p = [y - T]_+^2 / sum``.  Entries below ``max(y) - 2`` are never in the support, so ``y`` is
+  clamped at ``-4`` (no overflow of the squares at huge scores; ``-inf`` included).  The row
+  maxima are the sort's first column, and one host synchronisation (their sum is finite) rules
+  out NaN, ``+inf`` and fully masked rows at once; only then are the maxima guarded.  No other
+  data-dependent control flow, except on CPU rows of at least ``PARTIAL_MIN_J`` (256) entries
+  (long attention rows, an output layer's vocabulary): there only the ``TOP_K`` (128) largest
+  entries are sorted (``torch.topk``), and again twice as many for the rows whose support they do
+  not hold (``T_K > y_K``), as the entmax package does; the prefix sums are those of the full sort
+  (``cumsum`` adds in order), so ``p`` is the same, bit for bit.  Rows with more than
+  ``PARTIAL_MAX_REACH`` (3/4) of their usable entries within reach of the support (``y > -2``,
+  counted on about 256 columns; flat rows, as at initialisation) are sorted whole at once instead:
+  their doublings would end there, after 2-3 times the work.
+* ``entmax_bisect`` and ``centmax``: Newton's method on ``t``, in float64 (the power ``1/b``
+  amplifies the relative error of ``b (z - t)`` by ``1/b``), on ``z - max(z)``.  Each step
+  solves ``(sum_F q)^b = B^b`` with the partition held fixed (``F`` the free entries,
+  ``q = [b (z - t)]_+^(1/b)``, ``B`` one minus the capped mass): a single free entry is solved in
+  one step.  Without bounds and for ``a <= 2`` the function is ``||[b (z - t)]_+||_(1/b) - 1``,
+  convex and decreasing, so from ``t = -1/b`` (where the maximum alone gets 1) the steps increase
+  to the root without overshooting it: 4 to 6 steps on random rows, down to rounding.  With
+  bounds, or for ``a > 2`` (where the slope is unbounded near an entry at the threshold), a step
+  is taken only inside a bracket (``[-1/b, -(1/n)^b / b]`` without bounds, ``n`` usable entries;
+  ``[min z - 1/b, max z]`` with bounds: every entry capped, resp. none positive) and
+  when it is at most half the step before last, else the bracket is halved; a row is done once
+  ``sum_j min(u_j, q_j) = 1`` to rounding (each term, hence ``p``, is then within as much of the
+  solution: they all move the same way with ``t``), its bracket holds no float but its ends, or,
+  for ``a <= 2``, its step is at rounding.  The number of steps is bounded by the halvings a
+  bisection would take (60 plus the bracket's width in powers of 2; one host synchronisation to
+  read it, and one per step); rows that are done leave the working set once they are half of it.
+  The powers are ``torch.pow`` (``exp(log(y) / b)`` is as fast where ``y > 0``, several times
+  slower at ``y = 0``).  The result is finished exactly: without bounds ``p / sum(p)``; with
+  bounds the free entries are rescaled to the budget ``1 - sum_capped u`` and clipped at ``u``.
+  Without bounds, on the same long CPU rows (within reach: ``z - max z > -1/b``), the steps run
+  on the ``TOP_K`` largest entries (more where the ``K``-th is in the support, starting from the
+  threshold found on fewer: it is below the row's): the others are zero at the threshold and at
+  every step below it (the sums differ by rounding: ``p`` agrees to 1e-15 in float64, bit for bit
+  in float32 in the tests); the finish is on the whole row.
 * a row whose ``a`` is within ``ALPHA_ONE_TOL`` (1e-6) of 1 is solved as ``a = 1`` (by
   softmax / csoftmax); a Python ``alpha`` of exactly 1 or 2 calls softmax / csoftmax /
   sparsemax / csparsemax.
@@ -94,8 +112,8 @@ out of ``sum_S q (v - m)`` for the same reason, so
 terms of size ``1/b^2`` down to ``O(1)``; it is evaluated, in float64, as
 ``sum_S (v - m) (A / b - p s) / b`` with ``A_j = p_j - g_j P / G`` (``P = sum_S p``,
 ``G = sum_S g``; ``sum_S (v - m) p = sum_S (v - m) A``) computed without cancellation as
-``A_j = -p_j expm1(r_j)``, ``r_j = -b s_j - log1p(sum_S (p / P) expm1(-b s))``: its error is
-``O(eps / b)``.  At ``a = 1`` (``b -> 0``) the limit is
+``A_j = p_j (e1 - E_j) / (1 + e1)``, ``E = expm1(-b s)`` (so ``g = p (1 + E)``),
+``e1 = sum_S (p / P) E``: its error is ``O(eps / b)``.  At ``a = 1`` (``b -> 0``) the limit is
 
     dp_j/da = -(1/2) p_j (s_j^2 - sum_S p s^2 / P)   on S,
 
@@ -134,18 +152,27 @@ from .sparsemax import sparsemax
 
 #: rows whose alpha is within this of 1 are solved (and differentiated) as alpha = 1
 ALPHA_ONE_TOL = 1e-6
-#: bisection steps beyond those that shrink the bracket to the scale 1/b of the free entries
+#: the most steps of _newton: those a bisection would take beyond the halvings that shrink the
+#: bracket to the scale 1/b of the free entries (Newton's method takes far fewer)
 BISECT_STEPS = 60
 #: most bisection steps in one call (float64 from 1e308 down to rounding)
 MAX_BISECT_STEPS = 2200
+#: a row of _newton_guarded is done once its ``sum(p)`` is 1 to this times ``eps sqrt(J)`` (the
+#: rounding of a sum of ``J`` terms of order ``1 / J``)
+RESIDUAL_TOL = 8.0
 #: rows whose threshold lies below ``-FAR / (alpha - 1)`` (units of ``z - max z``) are re-solved
 #: in recentred frames (float64: below it the rounding of ``z - max z`` costs < 1e-10)
 FAR = 1e6
 #: CPU rows of at least this many entries find entmax15's and entmax_bisect's threshold among their
 #: largest entries (``torch.topk``): first the ``TOP_K`` largest, twice as many for the rows whose
-#: support they do not hold, and so on (the entmax package's partial sort, exact)
-PARTIAL_MIN_J = 1024
+#: support they do not hold, and so on (the entmax package's partial sort, exact) ...
+PARTIAL_MIN_J = 256
 TOP_K = 128
+#: ... except the rows with more than this fraction of their usable entries within reach of the
+#: support (flat rows, as at initialisation: the doublings would end at the whole row, 2-3 times
+#: slower than the sort); the bounds on the support are loose (at alpha 1.3 on N(0, 1) scores,
+#: half the entries are within reach and a tenth in the support)
+PARTIAL_MAX_REACH = 0.75
 
 
 # ----------------------------------------------------------------------------
@@ -153,80 +180,130 @@ TOP_K = 128
 # ----------------------------------------------------------------------------
 
 
-def _partial(x: Tensor) -> bool:
-    """Whether the threshold of ``x [R, J]`` is looked for among its largest entries
-    (:func:`_on_largest`): CPU rows of at least ``PARTIAL_MIN_J`` entries (``use_method("sort")``:
-    never)."""
+def _long(x: Tensor) -> bool:
+    """Whether the threshold of ``x [R, J]`` may be looked for among its largest entries: CPU rows of
+    at least ``PARTIAL_MIN_J`` entries (``use_method("sort")``: never)."""
     return x.shape[-1] >= PARTIAL_MIN_J and _checks.choose_method(x, 0, 0, 0) == "iter"
 
 
-def _on_largest(x: Tensor, solve: Callable[[Tensor, Optional[Tensor]], Tuple[Tensor, Tensor]]) -> Tensor:
+def _wide(x: Tensor, reach: Tensor) -> Tensor:
+    """``[R]`` bool: the long rows of ``x [R, J]`` (:func:`_long`) whose threshold is looked for among
+    all their entries: those with more than ``PARTIAL_MAX_REACH`` of their usable entries (``> -inf``)
+    above ``reach`` ``[R, 1]``, below which an entry is never in the support.  The others start with
+    the ``TOP_K`` largest (:func:`_on_largest`).  Counted on every ``J // 256``-th column (a
+    vocabulary-sized pass costs as much as the rest of entmax15)."""
+    xs = x[:, :: max(1, x.shape[-1] // 256)]
+    usable = _checks.gt_float(xs, torch.full((), float("-inf"), dtype=x.dtype, device=x.device)).sum(-1)
+    return _checks.gt_float(xs, reach).sum(-1).gt_(usable.mul_(PARTIAL_MAX_REACH))
+
+
+def _on_largest(
+    x: Tensor, solve: Callable[[Tensor, Optional[Tensor], Optional[Tensor]], Tuple[Tensor, Tensor]], wide: Tensor
+) -> Tensor:
     """A threshold ``[R, 1]`` per row of ``x [R, J]``, found on the row's largest entries (the
     partial sort of the entmax package).
 
-    ``solve(xs, rows)`` gets the ``K`` largest entries of the rows ``rows`` (``None``: every row) in
-    decreasing order, and returns their thresholds and whether each one is final (``[n, 1]`` bool):
-    the ``K``-th largest entry is outside the support, so the smaller ones are too and the
-    threshold is the whole row's.  The other rows are solved again with twice as many entries, at
-    most all of them (``TOP_K`` first)."""
+    ``solve(xs, rows, prev)`` gets the ``K`` largest entries of the rows ``rows`` (``None``: every
+    row) in decreasing order and their thresholds from the previous round (``prev``, ``None`` in the
+    first), and returns their thresholds and whether each one is final (``[n, 1]`` bool): the
+    ``K``-th largest entry is outside the support, so the smaller ones are too and the threshold is
+    the whole row's.  The other rows are solved again with twice as many entries, at most all of
+    them (``TOP_K`` first).  The ``wide`` rows (``[R]`` bool, :func:`_wide`) are solved on all their
+    entries (sorted) at once."""
     J = x.shape[-1]
-    K = min(TOP_K, J)
+    tau = torch.empty((x.shape[0], 1), dtype=x.dtype, device=x.device)
     rows: Optional[Tensor] = None
-    tau: Optional[Tensor] = None
+    w = wide.nonzero().reshape(-1)
+    if w.numel():
+        xs = torch.sort(x.index_select(0, w), dim=-1, descending=True).values
+        tau.index_copy_(0, w, solve(xs, w, None)[0])
+        rows = wide.logical_not().nonzero().reshape(-1)
+        if rows.numel() == 0:
+            return tau
+    K = min(TOP_K, J)
+    prev: Optional[Tensor] = None
     while True:
         xr = x if rows is None else x.index_select(0, rows)
         xs = torch.topk(xr, K, dim=-1).values if K < J else torch.sort(xr, dim=-1, descending=True).values
-        t, final = solve(xs, rows)
-        if tau is None:
-            tau = t
+        t, final = solve(xs, rows, prev)
+        if rows is None:
+            tau.copy_(t)
         else:
-            tau.index_copy_(0, rows, t)  # type: ignore[arg-type]
+            tau.index_copy_(0, rows, t)
         if K == J:
             return tau
         left = (~final).reshape(-1).nonzero().reshape(-1)
         if left.numel() == 0:
             return tau
         rows = left if rows is None else rows.index_select(0, left)
+        prev = tau.index_select(0, rows)
         K = min(2 * K, J)
 
 
-def _entmax15_threshold(xs: Tensor, k: _checks.Consts) -> Tuple[Tensor, Tensor]:
-    """``tau`` of 1.5-entmax and the support size (``[R, 1]`` each) from the largest entries ``xs``
-    of ``x`` in decreasing order (``-inf`` = unusable): all of them, or as many as hold the support
-    (a support size smaller than ``xs.shape[-1]`` says so)."""
-    us = torch.gt(xs, k.ninf)
-    xf = torch.where(us, xs, k.zero)
-    rho = k.arange1(xs.shape[-1])
-    mean = xf.cumsum(-1) / rho
-    mean_sq = (xf * xf).cumsum(-1) / rho
-    ss = rho * (mean_sq - mean * mean)
-    delta = ((1.0 - ss) / rho).clamp(min=0.0)
-    tau = mean - torch.sqrt(delta)
-    support = torch.le(tau, xs).logical_and_(us).sum(-1, keepdim=True)
-    return tau.gather(-1, support.clamp(min=1) - 1), support
+def _entmax15_candidates(ys: Tensor, k: _checks.Consts) -> Tensor:
+    """The candidate thresholds ``T_k`` ``[R, K]`` of 1.5-entmax, in the units of ``y = z - max z``
+    (``T = 2 tau``), from the largest entries ``ys`` ``[R, K]`` of each row in decreasing order,
+    clamped at -4 (``-inf`` included): the smaller root of ``sum_{j <= k} (y_j - T)^2 = 4``,
+
+        T_k = m_k - sqrt(max(0, 4 / k - (q_k - m_k^2))),
+
+    ``m``, ``q`` the means of the first ``k`` entries and of their squares.  ``T_k <= y_k``
+    exactly for ``k`` up to the support size, and there ``T_k`` increases to the threshold."""
+    m = ys.cumsum(-1).mul_(k.inv_arange1(ys.shape[-1]))
+    q = (ys * ys).cumsum(-1).mul_(k.inv_arange1(ys.shape[-1]))
+    delta = torch.sub(k.inv_arange1(ys.shape[-1], 4.0), q).addcmul_(m, m).clamp_(min=k.zero)
+    return m.sub_(delta.sqrt_())
 
 
-def _entmax15_sort(zs: Tensor, k: _checks.Consts) -> Tensor:
-    """``p`` of 1.5-entmax for shifted scores ``zs = z - max z`` (``-inf`` = unusable; a new tensor,
-    overwritten: at vocabulary size every pass and every new tensor counts)."""
-    # on the CPU, skip the mask where a cheap reduction shows no -inf (nor NaN: unvalidated input)
-    usable = None if zs.device.type == "cpu" and bool(torch.gt(zs.amin(), k.ninf)) else torch.gt(zs, k.ninf)
-    x = zs.mul_(k.half).clamp_(min=-2.0)
-    if usable is not None:
-        x = torch.where(usable, x, k.ninf)
-    if _partial(x):
-        # the prefix sums of the largest entries are those of the full sort (cumsum adds in order)
-        def solve(xs: Tensor, rows: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
-            tau, support = _entmax15_threshold(xs, k)
-            return tau, torch.lt(support, xs.shape[-1])
+def _entmax15_pick(ys: Tensor, cand: Tensor) -> Tensor:
+    """The threshold ``T = max_k min(T_k, y_k)`` ``[R, 1]`` (overwrites ``cand``): the candidates
+    ``T_k`` with ``T_k <= y_k`` (``k`` up to the support size) are at most ``T`` and reach it at
+    the support size, and the entries beyond the support are at most ``T``."""
+    return torch.minimum(cand, ys, out=cand).amax(-1, keepdim=True)
 
-        tau_star = _on_largest(x, solve)
+
+def _entmax15(z2: Tensor, k: _checks.Consts, validate: bool) -> Tensor:
+    """``p`` ``[R, J]`` of 1.5-entmax for the masked scores ``z2`` (``-inf`` = unusable; not written
+    to).  The row maxima come with the sort (from ``amax`` on long rows), and a
+    single host synchronisation (on the CPU, or to validate) checks that they are all finite: then
+    there is no fully masked row, no NaN and no ``+inf``; otherwise ``validate`` raises the detailed
+    error and fully masked rows are guarded (their ``p`` is 0: every entry is ``-inf``)."""
+    four = k.scalar(-4.0)
+    zs: Optional[Tensor] = None
+    wide: Optional[Tensor] = None
+    if _long(z2):
+        zmax = z2.amax(-1, keepdim=True)
+        wide = _wide(z2, zmax - 2.0)  # y = z - max z <= -2 is never in the support
+        if bool(wide.all()):
+            zs = torch.sort(z2, dim=-1, descending=True).values
     else:
-        tau_star = _entmax15_threshold(torch.sort(x, dim=-1, descending=True).values, k)[0]
-    p = x.sub_(tau_star).clamp_(min=0.0)
+        zs = torch.sort(z2, dim=-1, descending=True).values
+        zmax = zs[:, :1]
+    if validate or z2.device.type == "cpu":
+        safe = not math.isfinite(float(zmax.sum()))  # NaN, +inf, a fully masked row (or overflow)
+        if safe and validate:
+            _checks.raise_if_invalid(Entmax15Function.op_name, zmax, k)
+    else:
+        safe = True
+    if safe:
+        zmax = zmax.clamp(min=k.fmin)
+    if zs is None:
+        # the prefix sums of the largest entries are those of the full sort (cumsum adds in order)
+        def solve(zk: Tensor, rows: Optional[Tensor], prev: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
+            ys = torch.sub(zk, zmax if rows is None else zmax.index_select(0, rows)).clamp_(min=four)
+            cand = _entmax15_candidates(ys, k)
+            final = torch.gt(cand[:, -1:], ys[:, -1:])  # the K-th largest is outside the support
+            return _entmax15_pick(ys, cand), final
+
+        T = _on_largest(z2, solve, wide)  # type: ignore[arg-type]
+    else:
+        ys = torch.sub(zs, zmax).clamp_(min=four)
+        T = _entmax15_pick(ys, _entmax15_candidates(ys, k))
+    # p = [y/2 - tau]_+^2 = [y - T]_+^2 / 4, made exact to rounding: rows sum to 1
+    p = torch.sub(z2, zmax).sub_(T).relu_()
     p.mul_(p)
-    # exact to rounding: rows sum to 1 (fully masked rows stay 0)
-    return p.div_(p.sum(-1, keepdim=True).clamp(min=k.tiny))
+    total = p.sum(-1, keepdim=True)
+    return p.div_(total.clamp_(min=k.tiny) if safe else total)
 
 
 class Entmax15Function(_function.TransformFunction):
@@ -235,13 +312,32 @@ class Entmax15Function(_function.TransformFunction):
     op_name, p_weighted = "entmax15", True
 
     @classmethod
-    def _solve(cls, z2: Tensor, zmax: Tensor, b: Optional[_checks.Bounds], k: _checks.Consts) -> _function.Solved:
-        p = _entmax15_sort(_checks.shift(z2, zmax, k), k)
+    def _torch_forward(
+        cls, rows: _checks.Rows, z: Tensor, u: Optional[Tensor], mask: Optional[Tensor], cdt: torch.dtype,
+        validate: bool,
+    ) -> _function.Solved:
+        """Mask, validate and solve (:func:`_entmax15`: the row maxima come with the sort)."""
+        k = _checks.consts(cdt, z.device)
+        p = _entmax15(_checks.masked_scores(rows, z, mask, cdt), k, validate)
         return p, (p,)
 
-    @staticmethod
-    def _free_set(p: Tensor) -> Tuple[Tensor, Optional[Tensor]]:  # type: ignore[override]
-        return torch.sqrt(p), None  # g = p^(2 - 1.5) on the support, 0 elsewhere
+    @classmethod
+    def _solve(cls, z2: Tensor, zmax: Tensor, b: Optional[_checks.Bounds], k: _checks.Consts) -> _function.Solved:
+        """The base class's hook (``_torch_forward`` above does not call it): ``zmax`` is not used."""
+        p = _entmax15(z2, k, False)
+        return p, (p,)
+
+    @classmethod
+    def _vjp(
+        cls, g: Tensor, saved: Tuple[Tensor, ...], need_z: bool, need_u: bool
+    ) -> Tuple[Optional[Tensor], Optional[Tensor]]:
+        """The shared closed form with ``w = sqrt(p)`` (``p^(2 - 1.5)`` on the support, 0 elsewhere) as
+        ``dz = w g - w m``: one operation fewer than ``w (g - m)`` (per-operation overhead is most of
+        the time on decoder-step inputs)."""
+        w = saved[0].sqrt()
+        wg = w * g
+        m = wg.sum(-1, keepdim=True).div_(w.sum(-1, keepdim=True).clamp_(min=_checks.consts(w.dtype, w.device).tiny))
+        return (wg.addcmul_(w, m, value=-1.0) if need_z else None), None
 
     @classmethod
     def _vjp_differentiable(
@@ -272,7 +368,7 @@ def entmax15(z: Tensor, dim: int = -1, mask: Optional[Tensor] = None, *, validat
 
 
 # ----------------------------------------------------------------------------
-# entmax_bisect and centmax: bisection, alpha differentiable
+# entmax_bisect and centmax: Newton's method, alpha differentiable
 # ----------------------------------------------------------------------------
 
 
@@ -280,83 +376,194 @@ def _alpha_dtype(device: torch.device) -> torch.dtype:
     return torch.float32 if device.type == "mps" else torch.float64
 
 
-def _powers(x: Tensor, beta: Tensor) -> Tensor:
-    """``[x]_+^(1/b)`` (0 where ``x <= 0``)."""
-    pos = torch.gt(x, 0)
-    return torch.where(pos, torch.exp(torch.log(torch.where(pos, x, 1.0)) / beta), 0.0)
-
-
-def _powers_(x: Tensor, beta: Tensor) -> Tensor:
-    """:func:`_powers` in place on ``x`` (a new tensor; the same operations, so the same values): at
-    vocabulary size each of its temporaries would cost more than the pass that fills it."""
-    npos = torch.gt(x, 0).logical_not_()  # NaN included, as in _powers
-    return x.masked_fill_(npos, 1.0).log_().div_(beta).exp_().masked_fill_(npos, 0.0)
-
-
 def _threshold(x: Tensor, uc: Optional[Tensor], beta: Tensor, live: Tensor, lo: Optional[Tensor] = None) -> Tensor:
-    """The threshold ``t`` (units of ``z``) of alpha-entmax (``uc is None``) or centmax by bisection:
-    ``x`` float64 scores (``-inf`` = unusable; the row maximum 0, or at most ``-lo`` for the
-    recentred rows), bounds ``uc`` in ``[0, 1]`` (0 where unusable), per-row ``beta``.
-    ``lo`` overrides the lower end of the bracket."""
-    usable = torch.gt(x, float("-inf"))
+    """The threshold ``t`` (units of ``z``) of alpha-entmax (``uc is None``) or centmax, by Newton's
+    method (:func:`_newton`): ``x`` float64 scores (``-inf`` = unusable; the row maximum 0, or at most
+    ``-lo`` for the recentred rows), bounds ``uc`` in ``[0, 1]`` (0 where unusable), per-row ``beta``;
+    rows without ``live`` are not solved (0).  ``lo`` overrides the lower end of the bracket."""
     inv = 1.0 / beta
     if uc is None:
-        n = usable.sum(-1, keepdim=True).clamp(min=1).to(x.dtype)
+        n = torch.gt(x, float("-inf")).sum(-1, keepdim=True).clamp(min=1).to(x.dtype)
         lo_, hi = -inv, -torch.pow(1.0 / n, beta) * inv
     else:
-        key = torch.where(usable, x - torch.pow(uc, beta) * inv, float("inf"))
-        lo_ = torch.where(live, key.amin(-1, keepdim=True), -inv)
-        hi = torch.where(usable, x, float("-inf")).amax(-1, keepdim=True).clamp(min=lo_)
-    lo = lo_.clone() if lo is None else torch.minimum(lo, lo_)
-    hi = hi.clone()
-    # halvings: down to rounding at the scale 1/b of the free entries
+        # every usable entry is capped at t <= min z - 1/b (q >= 1 >= u there), none positive at max z
+        lo_ = torch.where(live, x.nan_to_num(neginf=float("inf")).amin(-1, keepdim=True) - inv, -inv)
+        hi = x.amax(-1, keepdim=True).clamp(min=lo_)
+    lo = lo_ if lo is None else torch.minimum(lo, lo_)
+    # at most as many steps as the halvings down to rounding at the scale 1/b of the free entries
     steps = BISECT_STEPS
     if uc is not None:
         ratio = float(((hi - lo) * beta).amax().clamp(min=1.0))
         steps = min(MAX_BISECT_STEPS, BISECT_STEPS + math.ceil(math.log2(ratio)))
-    elif _partial(x):
-        # the same halvings on the largest entries: an entry below the threshold adds 0 to the sum
-        # there and beyond it, and does not decide any halving before it (the others sum to >= 1)
-        def solve(xs: Tensor, rows: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
-            def pick(t: Tensor) -> Tensor:
-                return t if rows is None else t.index_select(0, rows)
+    elif _long(x):
+        wide = _wide(x, -inv)  # the threshold is at least -1/b
+        if not bool(wide.all()):
+            # the same steps on the largest entries: an entry below the threshold adds 0 to the sums
+            # (and to the slope) there and beyond it; the threshold on the K largest is below the
+            # row's (it leaves out positive terms), so a row solved again starts from there
+            def solve(xs: Tensor, rows: Optional[Tensor], prev: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
+                def pick(t: Tensor) -> Tensor:
+                    return t if rows is None else t.index_select(0, rows)
 
-            t = _bisect(xs, None, pick(beta), pick(lo), pick(hi), steps)
-            return t, torch.le(xs[:, -1:], t)
+                start = pick(lo) if prev is None else torch.maximum(prev, pick(lo))
+                t = _newton(xs, None, pick(beta), start, pick(hi), pick(live), steps)
+                return t, torch.le(xs[:, -1:], t)
 
-        return _on_largest(x, solve)
-    return _bisect(x, uc, beta, lo, hi, steps)
+            return _on_largest(x, solve, wide)
+    return _newton(x, uc, beta, lo, hi, live, steps)
 
 
-def _bisect(x: Tensor, uc: Optional[Tensor], beta: Tensor, lo: Tensor, hi: Tensor, steps: int) -> Tensor:
-    """The midpoint of the bracket ``[lo, hi]`` of :func:`_threshold` after ``steps`` halvings."""
-    for _ in range(steps):
-        mid = (lo + hi) * 0.5
-        q = _powers(beta * (x - mid), beta)
-        if uc is not None:
-            q = torch.minimum(q, uc)
-        above = torch.ge(q.sum(-1, keepdim=True), 1.0)
-        lo = torch.where(above, mid, lo)
-        hi = torch.where(above, hi, mid)
-    return (lo + hi) * 0.5
+def _sums(x: Tensor, t: Tensor, uc: Optional[Tensor], beta: Tensor, inv: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+    """At the thresholds ``t`` ``[n, 1]``: ``phi(t) = sum_j min(u_j, q_j)``, the mass of the free entries
+    ``sum_F q`` (``F = {q < u}``) and minus the slope of ``phi`` there, ``sum_F q_j / y_j``, with
+    ``y = [b (x - t)]_+`` and ``q = y^(1/b)`` (``[n, 1]`` each; ``x`` ``[n, J]``, ``uc`` ``[n, J]`` or
+    ``None``).  ``torch.pow`` rather than ``exp(log(y) / b)``: as fast where ``y > 0`` and several
+    times faster at ``y = 0`` (``log(0)`` and ``exp(-inf)`` leave the vectorised code)."""
+    y = torch.sub(x, t).mul_(beta).relu_()
+    q = torch.pow(y, inv)
+    if uc is None:
+        phi = q.sum(-1, keepdim=True)
+        return phi, phi, q.div_(y.clamp_(min=torch.finfo(y.dtype).tiny)).sum(-1, keepdim=True)
+    free = _checks.gt_float(uc, q)
+    phi = torch.minimum(q, uc).sum(-1, keepdim=True)
+    mass = q.mul_(free).sum(-1, keepdim=True)
+    return phi, mass, q.div_(y.clamp_(min=torch.finfo(y.dtype).tiny)).sum(-1, keepdim=True)
+
+
+def _newton(
+    x: Tensor, uc: Optional[Tensor], beta: Tensor, lo: Tensor, hi: Tensor, live: Tensor, max_steps: int
+) -> Tensor:
+    """The root ``t`` ``[R, 1]`` of ``phi(t) = 1`` in the bracket ``[lo, hi]`` (``phi(lo) >= 1 >= phi(hi)``)
+    by Newton steps; ``x`` ``[R, J]``, ``uc`` ``[R, J]`` or ``None``, ``beta`` ``[R, 1]``; rows without
+    ``live`` get 0.
+
+    The steps solve ``(sum_F q)^b = B^b`` with the partition held fixed (``F`` free, ``B = 1 -`` the
+    capped mass): ``dt = -S expm1(b log(B / S)) / (b S')``, ``S = sum_F q``, ``S' = sum_F q / y``, so a
+    single free entry is solved in one step.  Without bounds and for ``a <= 2`` the function is
+    ``||y||_(1/b) - 1``, convex and decreasing in ``t``, so from ``lo`` the steps increase to the root
+    without overshooting it (:func:`_newton_monotone`: at most 6 steps on random rows from
+    ``lo = -1/b``, down to rounding); otherwise (bounds, ``a > 2``) they are safeguarded
+    (:func:`_newton_guarded`).  Done rows leave the working set once they are half of it.  One host
+    synchronisation per step."""
+    t_out = torch.zeros_like(lo)
+    idx = live.reshape(-1).nonzero().reshape(-1)
+    if idx.numel() == 0:
+        return t_out
+    if idx.numel() < x.shape[0]:
+        x, beta, lo, hi = (v.index_select(0, idx) for v in (x, beta, lo, hi))
+        uc = None if uc is None else uc.index_select(0, idx)
+    if uc is None and not bool(torch.gt(beta, 1.0).any()):
+        _newton_monotone(x, beta, lo, max_steps, idx, t_out)
+    else:
+        _newton_guarded(x, uc, beta, lo, hi, max_steps, idx, t_out)
+    return t_out
+
+
+def _newton_monotone(x: Tensor, beta: Tensor, lo: Tensor, max_steps: int, idx: Tensor, t_out: Tensor) -> None:
+    """:func:`_newton` without bounds for ``a <= 2``: plain steps from ``t = lo`` (increasing, each
+    below the root, where ``phi >= 1`` and ``S' > 0``); a row is done once its step is at rounding,
+    ``4 eps (1 + |lo|)`` (``|t| <= |lo|``), and takes that last step.  Writes ``t_out[idx]``."""
+    inv = 1.0 / beta
+    nbeta = -beta
+    tol = lo.abs().add_(1.0).mul_(4.0 * torch.finfo(x.dtype).eps)
+    t = lo.clone()
+    for _ in range(max_steps):
+        phi, _, slope = _sums(x, t, None, beta, inv)
+        # dt = -S expm1(-b log S) / (b S')
+        step = phi.log().mul_(nbeta).expm1_().mul_(phi).div_(slope.mul_(nbeta))
+        t.add_(step)
+        done = torch.le(step.abs_(), tol).reshape(-1)
+        n_done = int(done.sum())
+        if n_done == idx.numel():
+            break
+        if 2 * n_done >= idx.numel():  # done rows leave the working set
+            rows = done.nonzero().reshape(-1)
+            t_out[idx[rows]] = t.index_select(0, rows)
+            keep = done.logical_not_().nonzero().reshape(-1)
+            idx, x, t = idx.index_select(0, keep), x.index_select(0, keep), t.index_select(0, keep)
+            beta, nbeta, inv, tol = (v.index_select(0, keep) for v in (beta, nbeta, inv, tol))
+    t_out[idx] = t
+
+
+def _newton_guarded(
+    x: Tensor, uc: Optional[Tensor], beta: Tensor, lo: Tensor, hi: Tensor, max_steps: int, idx: Tensor,
+    t_out: Tensor,
+) -> None:
+    """:func:`_newton` with bounds, or ``a > 2``, from ``t = -1/b`` (clipped to the bracket): a step is
+    taken only inside the bracket, which each evaluation shrinks, and where it is at most half the
+    step before last; else the bracket is halved.  A row is done once ``phi(t) = 1`` to
+    ``RESIDUAL_TOL eps sqrt(J)`` (the rounding of a sum of ``J`` terms; every ``min(u_j, q_j)``, hence
+    ``p``, is then within it of the solution: they all move the same way with ``t``), or its bracket
+    holds no float but its ends, or, for ``a <= 2`` (where the slope is at most the number of free
+    entries), its step is at rounding, ``4 eps (1 + max(|lo|, |hi|))`` (then it takes it).  For
+    ``a > 2`` a small step says nothing: the slope is unbounded near an entry at the threshold.
+    Rows still running after ``max_steps`` steps take their bracket's midpoint.  Writes
+    ``t_out[idx]``."""
+    k = _checks.consts(x.dtype, x.device)
+    inv, nbeta = 1.0 / beta, -beta
+    res_tol = RESIDUAL_TOL * torch.finfo(x.dtype).eps * math.sqrt(x.shape[-1])
+    # a <= 2: a step at rounding ends the row (|t| stays within the first bracket)
+    steady = torch.le(beta, 1.0)
+    tol = torch.maximum(lo.abs(), hi.abs()).add_(1.0).mul_(4.0 * torch.finfo(x.dtype).eps)
+    t = torch.maximum(torch.minimum(-inv, hi), lo)
+    dx1 = hi - lo
+    dx2 = dx1
+    for step in range(max_steps + 1):
+        phi, mass, slope = _sums(x, t, uc, beta, inv)
+        res = phi - k.one  # (phi is mass itself without bounds)
+        above = torch.ge(res, k.zero)
+        lo = torch.where(above, t, lo)
+        hi = torch.where(above, hi, t)
+        budget = mass - res  # 1 - the capped mass
+        ok = torch.gt(torch.minimum(torch.minimum(mass, slope), budget), k.zero)
+        # NaN or inf where not ok (rejected below)
+        dt = budget.div_(mass).log_().mul_(beta).expm1_().mul_(mass).div_(slope.mul_(nbeta))
+        t_new = t + dt
+        adt = dt.abs_()
+        small = torch.le(adt, tol).logical_and_(ok).logical_and_(steady)
+        mid = (lo + hi).mul_(k.half)
+        done = torch.le(res.abs_(), res_tol).logical_or_(small)
+        done.logical_or_(torch.le(mid, lo)).logical_or_(torch.ge(mid, hi))  # no float between lo and hi
+        n_done = int(done.sum())
+        t_done = torch.where(small, t_new, t)
+        if step == max_steps or n_done == idx.numel():
+            t_out[idx] = torch.where(done, t_done, mid)
+            return
+        inside = torch.gt(t_new, lo).logical_and_(torch.lt(t_new, hi)).logical_and_(ok)
+        inside.logical_and_(torch.le(adt, dx2 * k.half))  # (dx2 may be dx1: not in place)
+        t_new = torch.where(done, t_done, torch.where(inside, t_new, mid))
+        dx2, dx1 = dx1, (t_new - t).abs_()
+        t = t_new
+        if 2 * n_done >= idx.numel():  # done rows leave the working set
+            done = done.reshape(-1)
+            rows = done.nonzero().reshape(-1)
+            t_out[idx[rows]] = t.index_select(0, rows)
+            keep = done.logical_not_().nonzero().reshape(-1)
+            state = torch.cat([t, lo, hi, dx1, dx2, beta, nbeta, inv, tol, steady.to(x.dtype)], 1)
+            state = state.index_select(0, keep)
+            t, lo, hi, dx1, dx2, beta, nbeta, inv, tol, steady_f = state.split(1, dim=1)
+            steady = torch.gt(steady_f, 0.5)
+            idx, x = idx.index_select(0, keep), x.index_select(0, keep)
+            uc = None if uc is None else uc.index_select(0, keep)
 
 
 def _finish(x: Tensor, t: Tensor, uc: Optional[Tensor], beta: Tensor, live: Tensor) -> Tensor:
     """``p`` from the threshold ``t``, made exact to rounding: without bounds ``p / sum(p)``;
     with bounds the free entries rescaled to the budget ``1 - sum_capped u``, clipped at ``u``.
-    Rows without ``live`` get 0 (the caller fills them)."""
-    q = _powers_(torch.sub(x, t).mul_(beta), beta)
+    Rows without ``live`` get 0 (the caller fills them).  Masks as 0/1 floats: ``torch.where`` is
+    ten times slower than a product on large inputs."""
+    q = torch.sub(x, t).mul_(beta).relu_().pow_(1.0 / beta)  # in place: one [R, J] tensor at vocabulary size
     if uc is None:
         p = q.div_(q.sum(-1, keepdim=True).clamp(min=torch.finfo(q.dtype).tiny))
     else:
-        capped = torch.ge(q, uc) & torch.gt(x, float("-inf"))
-        p = torch.minimum(q, uc)
-        free = ~capped & torch.gt(p, 0)
-        budget = 1.0 - torch.where(capped, uc, 0.0).sum(-1, keepdim=True)
-        mass = torch.where(free, p, 0.0).sum(-1, keepdim=True)
+        free = _checks.gt_float(uc, q)  # q < u (0 where u = 0, unusable entries included)
+        qf = q.mul_(free)
+        capped = torch.addcmul(uc, uc, free, value=-1.0)  # u where q >= u, else 0
+        budget = 1.0 - capped.sum(-1, keepdim=True)
+        mass = qf.sum(-1, keepdim=True)
         scale = torch.where(torch.gt(mass, 0) & torch.gt(budget, 0), budget / mass.clamp(min=1e-300), 1.0)
-        p = torch.minimum(torch.where(free, p * scale, p), uc)
-    return p.masked_fill_(~live, 0.0)
+        p = torch.minimum(capped.addcmul_(qf, scale), uc)
+    return p.mul_(live.to(p.dtype))
 
 
 def _solve(z2: Tensor, zmax: Tensor, zs: Tensor, uc: Optional[Tensor], beta: Tensor, live: Tensor) -> Tensor:
@@ -427,14 +634,16 @@ class AlphaEntmaxFunction(torch.autograd.Function):
             live = live & torch.gt(b.usum, k.one)
         p = _solve(z2, zmax, zs, None if b is None else b.uc, beta.clamp(min=ALPHA_ONE_TOL), live)
         if b is not None:  # sum(u) <= 1 over the usable positions (or none usable): p = u
-            p = torch.where(live, p, b.uc)
-        if bool(one.any()):  # alpha = 1: softmax / csoftmax
+            live_f = live.to(dt)
+            p = p.mul_(live_f).addcmul_(b.uc, 1.0 - live_f)
+        ctx.any_one = bool(one.any())
+        if ctx.any_one:  # alpha = 1: softmax / csoftmax
             idx = one.nonzero().reshape(-1)
             if b is None:
                 p[idx] = softmax(z2[idx], validate=False)
             else:
                 p[idx] = csoftmax(z2[idx], b.uv[idx].clamp(min=0.0), validate=False)
-        usable = torch.gt(z2, k.ninf)
+        usable = None if b is None else _checks.gt_float(z2, k.ninf)
         out = rows.give(p, out_dtype)
         ctx.rows, ctx.dim, ctx.dt = rows, dim, dt
         ctx.z_dtype, ctx.u_dtype, ctx.a_dtype = z.dtype, None if u is None else u.dtype, alpha.dtype
@@ -447,43 +656,42 @@ class AlphaEntmaxFunction(torch.autograd.Function):
         out, alpha, uv, usable = ctx.saved_tensors
         rows: _checks.Rows = ctx.rows
         dt = ctx.dt
-        constrained = ctx.u_dtype is not None
         need_z, need_u, need_a = ctx.needs_input_grad[0], ctx.needs_input_grad[1], ctx.needs_input_grad[2]
+        tiny = torch.finfo(dt).tiny
         p = rows.take(out, dt)
         v = rows.take(grad, dt)
-        a2 = alpha.movedim(ctx.dim, -1).reshape(-1, 1).to(dt)
-        beta = a2 - 1.0
-        pos = torch.gt(p, 0) & usable
-        if constrained:
-            free = pos & torch.lt(p, uv)
-            capped = usable & torch.ge(p, uv)
+        beta = alpha.movedim(ctx.dim, -1).reshape(-1, 1).to(dt) - 1.0
+        # masks as 0/1 floats (torch.where is ten times slower than a product on large inputs)
+        free = _checks.gt_float(p, torch.zeros((), dtype=dt, device=p.device))
+        if uv is None:  # p = 0 at the unusable entries
+            pf = p
         else:
-            free, capped = pos, None
-        ps = torch.where(free, p, 1.0)
-        s = torch.log(ps)  # log p on S, 0 elsewhere
-        g = torch.where(free, torch.exp((1.0 - beta) * s), 0.0)  # p^(2 - a) on S
-        G = g.sum(-1, keepdim=True)
-        tiny = torch.finfo(dt).tiny
-        m = torch.where(torch.gt(G, 0), (g * v).sum(-1, keepdim=True) / G.clamp(min=tiny), 0.0)
-        vm = torch.where(free, v - m, 0.0)
+            free = free.mul_(_checks.gt_float(uv, p))
+            pf = p * free
+        s = torch.log(pf + (1.0 - free))  # log p on S, 0 elsewhere
+        E = torch.expm1(s * -beta)  # p^(-b) - 1 on S
+        g = pf + pf * E  # p^(2 - a) on S, 0 elsewhere
+        m = (g * v).sum(-1, keepdim=True) / g.sum(-1, keepdim=True).clamp(min=tiny)
+        vm = v - m
         dz = rows.give(g * vm, ctx.z_dtype) if need_z else None
         du = None
-        if need_u and capped is not None:
-            du = rows.give(torch.where(capped, v - m, 0.0), ctx.u_dtype)
+        if need_u and uv is not None:
+            du = rows.give(vm * torch.ge(p, uv).to(dt).mul_(usable), ctx.u_dtype)
         da = None
         if need_a:
-            pf = torch.where(free, p, 0.0)
+            # dalpha = (1/b) sum_S (v - m) (A / b - p s) with A = p - g P / G = p (e1 - E) / (1 + e1),
+            # e1 = sum_S p E / P: the cancellation of the terms of size 1/b^2 done exactly
+            W = vm * pf
             P = pf.sum(-1, keepdim=True).clamp(min=tiny)
-            one = torch.lt(beta, ALPHA_ONE_TOL)
             bb = beta.clamp(min=ALPHA_ONE_TOL)
-            # stable: A = p - g P / G = -p expm1(r), r = -b s - log1p(sum_S (p / P) expm1(-b s))
-            e1 = (pf / P * torch.expm1(-bb * s)).sum(-1, keepdim=True)
-            A = -pf * torch.expm1(-bb * s - torch.log1p(e1))
-            general = (vm * (A / bb - pf * s)).sum(-1, keepdim=True) / bb
-            # the limit at alpha = 1
-            ps2 = (pf * s * s).sum(-1, keepdim=True) / P
-            limit = (vm * (-0.5) * pf * (s * s - ps2)).sum(-1, keepdim=True)
-            da2 = torch.where(one, limit, general)
+            Eb = torch.expm1(s * -bb) if ctx.any_one else E  # the rows solved as alpha = 1 aside
+            e1 = (pf * Eb).sum(-1, keepdim=True) / P
+            Ws = W * s
+            da2 = ((W * (e1 - Eb)).sum(-1, keepdim=True) / ((1.0 + e1) * bb) - Ws.sum(-1, keepdim=True)) / bb
+            if ctx.any_one:  # the limit at alpha = 1: -(1/2) sum_S (v - m) p (s^2 - sum_S p s^2 / P)
+                ps2 = (pf * s * s).sum(-1, keepdim=True) / P
+                limit = ((Ws * s).sum(-1, keepdim=True) - ps2 * W.sum(-1, keepdim=True)) * -0.5
+                da2 = torch.where(torch.lt(beta, ALPHA_ONE_TOL), limit, da2)
             ashape = list(rows.moved_shape)
             ashape[-1] = 1
             da = da2.reshape(ashape).movedim(-1, ctx.dim).to(ctx.a_dtype)
@@ -517,7 +725,8 @@ def _alpha_transform(
 def entmax_bisect(
     z: Tensor, alpha: Any = 1.5, dim: int = -1, mask: Optional[Tensor] = None, *, validate: bool = True
 ) -> Tensor:
-    """alpha-entmax of ``z`` along ``dim``, by bisection: ``p = [(a - 1) (z - t)]_+^(1/(a - 1))``.
+    """alpha-entmax of ``z`` along ``dim``: ``p = [(a - 1) (z - t)]_+^(1/(a - 1))``, the threshold ``t`` by
+    Newton's method (the name is the entmax package's, which bisects).
 
     Args:
         z: scores, any floating dtype (computed in float64, returned in ``z``'s dtype).
