@@ -140,6 +140,8 @@ def test_every_shipped_yaml_has_each_key_once():
         ("train.max_grad_norm=-5", r"train.max_grad_norm must be >= 0"),
         ("train.patience=-1", r"train.patience must be >= 0"),
         ("train.warmup_steps=-3", r"train.warmup_steps must be >= 0 \(0 = no warm-up\), got -3"),
+        ("train.lr_schedule=inverse_sqrt", r"train.lr_schedule=inverse_sqrt needs train.warmup_steps > 0 .*got "
+                                           r"train.warmup_steps=0"),
     ],
 )
 def test_train_values_out_of_range_name_the_key(override, message):

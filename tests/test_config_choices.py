@@ -33,6 +33,7 @@ CASES = [
     ([], "train.precision", choices.PRECISIONS),
     ([], "train.normalization", choices.NORMALIZATIONS),
     ([], "train.optimizer", choices.OPTIMIZERS),
+    (["train.warmup_steps=10"], "train.lr_schedule", choices.LR_SCHEDULES),
     ([], "train.logger", choices.LOGGERS),
     ([], "decode.penalty_mode", choices.PENALTY_MODES),
 ]

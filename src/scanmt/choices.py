@@ -60,6 +60,10 @@ PRECISIONS: tuple[str, ...] = ("fp32", "bf16")
 NORMALIZATIONS: tuple[str, ...] = ("tokens", "sents")
 #: ``train.optimizer``
 OPTIMIZERS: tuple[str, ...] = ("sgd", "adam")
+#: ``train.lr_schedule``: epoch_decay (OpenNMT-py's step decay per epoch, from ``lr_decay_start`` or the first
+#: validation whose perplexity does not improve) | inverse_sqrt (Vaswani et al. 2017 / fairseq: linear warm-up
+#: over ``warmup_steps`` updates, then lr * sqrt(warmup_steps / update))
+LR_SCHEDULES: tuple[str, ...] = ("epoch_decay", "inverse_sqrt")
 #: ``train.logger``
 LOGGERS: tuple[str, ...] = ("csv", "tensorboard", "none")
 #: ``decode.penalty_mode``

@@ -34,6 +34,7 @@ from scanmt.choices import (
     NORMALIZATIONS,
     OUTPUTS,
     OPTIMIZERS,
+    LR_SCHEDULES,
     PENALTY_MODES,
     PRECISIONS,
     PREDICTOR_LEVELS,
@@ -196,8 +197,13 @@ class TrainConfig:
     seed: int = 1
     #: "sgd" (OpenNMT default: lr 1.0, halved from decay_start) or "adam"
     optimizer: str = "sgd"
-    #: learning rate, in (0, 1000]
+    #: learning rate, in (0, 1000]: the peak rate, reached at the end of the warm-up
     lr: float = 1.0
+    #: "epoch_decay": multiply the lr by ``lr_decay`` at the start of every epoch from ``lr_decay_start`` on, and
+    #: from the first validation whose perplexity does not improve (OpenNMT-py); "inverse_sqrt": lr *
+    #: sqrt(warmup_steps / update) after the warm-up (Vaswani et al. 2017, fairseq's inverse_sqrt; needs
+    #: ``warmup_steps`` > 0, and ignores ``lr_decay`` and ``lr_decay_start``)
+    lr_schedule: str = "epoch_decay"
     #: multiply the lr by this factor ...
     lr_decay: float = 0.5
     #: ... at the start of every epoch from this one on (1-based), and whenever validation perplexity stops improving
@@ -504,6 +510,10 @@ def check_train_config(t: "TrainConfig", prefix: str = "train") -> None:
     """Raise :class:`ConfigError` naming the key for a ``train`` value out of its range or unknown."""
     check_ranges(t, "train", prefix=prefix)
     check_choice(f"{prefix}.optimizer", t.optimizer, OPTIMIZERS, "optimizer")
+    check_choice(f"{prefix}.lr_schedule", t.lr_schedule, LR_SCHEDULES, "schedule")
+    if t.lr_schedule == "inverse_sqrt" and t.warmup_steps == 0:
+        raise ConfigError(f"{prefix}.lr_schedule=inverse_sqrt needs {prefix}.warmup_steps > 0 (its decay is "
+                          f"lr * sqrt(warmup_steps / update)), got {prefix}.warmup_steps=0")
     check_choice(f"{prefix}.precision", t.precision, PRECISIONS, "precision")
     check_choice(f"{prefix}.normalization", t.normalization, NORMALIZATIONS, "normalization")
     check_choice(f"{prefix}.logger", t.logger, LOGGERS, "logger")

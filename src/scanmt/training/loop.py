@@ -37,7 +37,7 @@ from scanmt.processes import Interrupted, second_sigterm, signal_name, sigterm_i
 from scanmt.training import distributed
 from scanmt.training.logger import MetricLogger
 from scanmt.training.run_dir import claim_run_dir
-from scanmt.training.optim import build_optimizer, epoch_lr, set_lr
+from scanmt.training.optim import build_optimizer, epoch_lr, set_lr, update_lr
 
 log = logging.getLogger("scanmt.train")
 
@@ -372,12 +372,10 @@ class TrainLoop:
             self._check_position(batches)
             if p.batch_in_epoch == 0:
                 p.lr = epoch_lr(p.lr, p.epoch, c, p.decay_started)
-            set_lr(self.optimizer, p.lr)
             bar.set_description(f"epoch {p.epoch}")
             while p.batch_in_epoch < len(batches):
                 batch = self.task.make_batch(batches[p.batch_in_epoch], self.dist.device)
-                if p.step <= c.warmup_steps:  # linear warm-up (ends with the full lr at step warmup_steps + 1)
-                    set_lr(self.optimizer, p.lr * min(1.0, (p.step + 1) / max(c.warmup_steps, 1)))
+                set_lr(self.optimizer, update_lr(p.lr, p.step, c))
                 loss, n = self.train_step(batch, probe=(p.step + 1) % c.log_every == 0)
                 if not math.isfinite(loss):
                     raise DataError(f"loss became NaN (or inf) at step {p.step + 1} (or its gradient did): training "

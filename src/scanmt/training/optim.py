@@ -1,13 +1,19 @@
-"""Optimizers and the OpenNMT learning-rate schedule.
+"""Optimizers and learning-rate schedules (``train.lr_schedule``).
 
 ``sgd``: plain SGD (the paper: lr 1.0).  ``adam``: Adam (betas 0.9, 0.999).
-Schedule: from epoch ``lr_decay_start`` on (1-based), and also from the first
-validation whose perplexity does not improve, the lr is multiplied by
-``lr_decay`` at the start of every following epoch (OpenNMT-py's
-``start_decay_at`` behaviour).
+
+Schedules, for update k = 1, 2, ... with peak rate ``lr`` and warm-up W = ``warmup_steps``:
+
+* ``epoch_decay`` (OpenNMT-py's ``start_decay_at``): from epoch ``lr_decay_start`` on (1-based),
+  and also from the first validation whose perplexity does not improve, the epoch's rate is the
+  previous one times ``lr_decay``; the first W updates use ``rate * k / W``.
+* ``inverse_sqrt`` (Vaswani et al. 2017; fairseq's ``inverse_sqrt``): ``lr * min(k / W, sqrt(W / k))``,
+  linear up to ``lr`` at update W, then proportional to 1/sqrt(k); no epoch decay.
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 
@@ -30,7 +36,18 @@ def set_lr(opt: torch.optim.Optimizer, lr: float) -> None:
 
 
 def epoch_lr(lr: float, epoch: int, cfg: TrainConfig, decay_started: bool) -> float:
-    """The lr to use for 1-based ``epoch`` given the previous epoch's lr."""
-    if epoch > 1 and (epoch >= cfg.lr_decay_start or decay_started):
+    """The epoch's rate for 1-based ``epoch`` given the previous epoch's rate (``epoch_decay``;
+    ``inverse_sqrt`` keeps ``lr``)."""
+    if cfg.lr_schedule == "epoch_decay" and epoch > 1 and (epoch >= cfg.lr_decay_start or decay_started):
         return lr * cfg.lr_decay
     return lr
+
+
+def update_lr(epoch_rate: float, step: int, cfg: TrainConfig) -> float:
+    """The lr of update ``step + 1`` (``step`` updates done), given the epoch's rate from :func:`epoch_lr`."""
+    k, warmup = step + 1, cfg.warmup_steps
+    if cfg.lr_schedule == "inverse_sqrt":  # warmup > 0: checked when the config was built
+        return cfg.lr * min(k / warmup, math.sqrt(warmup / k))
+    if k <= warmup:
+        return epoch_rate * (k / warmup)
+    return epoch_rate
