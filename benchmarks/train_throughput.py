@@ -26,6 +26,12 @@ the comparison with plain PyTorch holds on any machine (``--no-reference`` leave
 them out).  With ``--precision fp32 bf16`` every system is also timed with its
 forward pass under ``torch.autocast(bfloat16)``, which is what
 ``train.precision: bf16`` does.
+
+The table also gives each system's work per target token: the floating-point
+operations of one training step (forward and backward) on its first 4 batches,
+counted by ``torch.utils.flop_counter.FlopCounterMode`` (matrix products; the
+elementwise work is left out), and the rate they ran at (GFLOP/s).  A ratio of
+tokens/s is then split into "more work per token" and "slower work".
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from torch.utils.flop_counter import FlopCounterMode
 
 from plain_nmt import PlainNMT, PlainTransformer
 
@@ -172,25 +179,40 @@ def main() -> None:
     data = load_train_data(next(iter(configs.values())))
     setups = build_setups(args, configs, data)
 
+    def forward_backward(s: Setup, b) -> None:
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=s.bf16):
+            if s.reference:
+                loss = s.model(b.src, b.src_len, b.tgt_in, b.tgt_out)
+            else:
+                fert = torch.full(b.src.shape, 2.0) if s.constrained else None
+                out = s.model(b.src, b.src_len, b.tgt_in, fert)
+                loss = nmt_loss(out.logits, b.tgt_out)
+        s.opt.zero_grad(set_to_none=True)
+        (loss / b.n_tgt_tokens).backward()
+
     def train_steps(name: str, chunk: slice) -> tuple[int, float]:
         s = setups[name]
         s.model.train()
         tok, t0 = 0, time.perf_counter()
         for positions in s.batches[chunk]:
             b = data.train.make_batch(positions)
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=s.bf16):
-                if s.reference:
-                    loss = s.model(b.src, b.src_len, b.tgt_in, b.tgt_out)
-                else:
-                    fert = torch.full(b.src.shape, 2.0) if s.constrained else None
-                    out = s.model(b.src, b.src_len, b.tgt_in, fert)
-                    loss = nmt_loss(out.logits, b.tgt_out)
-            s.opt.zero_grad(set_to_none=True)
-            (loss / b.n_tgt_tokens).backward()
+            forward_backward(s, b)
             torch.nn.utils.clip_grad_norm_(s.model.parameters(), 5.0)
             s.opt.step()
             tok += b.n_tgt_tokens
         return tok, time.perf_counter() - t0
+
+    def flops_per_token(name: str) -> float:
+        """FLOPs of forward + backward per target token on the system's first 4 batches (no update)."""
+        s, counter, tok = setups[name], FlopCounterMode(display=False), 0
+        s.model.train()
+        with counter:
+            for positions in s.batches[:4]:
+                b = data.train.make_batch(positions)
+                forward_backward(s, b)
+                tok += b.n_tgt_tokens
+        s.opt.zero_grad(set_to_none=True)
+        return counter.get_total_flops() / tok
 
     for name in setups:  # warm-up
         train_steps(name, slice(0, 2))
@@ -199,13 +221,15 @@ def main() -> None:
         for name in setups:
             tok, dt = train_steps(name, slice(2 + r * args.steps, 2 + (r + 1) * args.steps))
             rates[name].append(tok / dt)
-    report_training(rates, setups, configs, args)
+    work = {name: flops_per_token(name) for name in setups}
+    report_training(rates, work, setups, configs, args)
     if args.decode_sentences:
         report_decoding(setups, data.valid, args)
 
 
-def report_training(rates: dict[str, list[float]], setups: dict[str, Setup], configs: dict[str, Config],
-                    args: argparse.Namespace) -> None:
+def report_training(rates: dict[str, list[float]], work: dict[str, float], setups: dict[str, Setup],
+                    configs: dict[str, Config], args: argparse.Namespace) -> None:
+    """``rates``: tokens/s per round; ``work``: FLOPs per target token (forward + backward)."""
     print(f"\ntraining throughput (target tokens/s), {torch.get_num_threads()} threads")
     for name, cfg in configs.items():
         n_params = sum(p.numel() for p in setups[label(name, args.precision[0])].model.parameters())
@@ -214,11 +238,17 @@ def report_training(rates: dict[str, list[float]], setups: dict[str, Setup], con
         print(f"  ({', '.join(sorted({REFERENCE[c.model.arch] for c in configs.values()}))}: the same model in "
               "textbook PyTorch; /bf16: forward under torch.autocast bfloat16)")
     first = next(iter(rates))
-    print(f"  {'system':<28} {'median tok/s':>12} {'rounds':>24} {'vs ' + first:>14}")
+    print("  (MFLOP/tok: matrix-product FLOPs of forward + backward per target token; GFLOP/s: MFLOP/tok x tok/s)")
+    print(f"  {'system':<28} {'median tok/s':>12} {'rounds':>24} {'vs ' + first:>14} {'MFLOP/tok':>10} "
+          f"{'vs ' + first:>14} {'GFLOP/s':>8} {'vs ' + first:>14}")
     ref = statistics.median(rates[first])
+    ref_rate = ref * work[first]
     for name, rs in rates.items():
         med = statistics.median(rs)
-        print(f"  {name:<28} {med:>12.0f} {' '.join(f'{x:.0f}' for x in rs):>24} {med / ref:>13.2f}x")
+        rate = med * work[name]
+        print(f"  {name:<28} {med:>12.0f} {' '.join(f'{x:.0f}' for x in rs):>24} {med / ref:>13.2f}x "
+              f"{work[name] / 1e6:>10.1f} {work[name] / work[first]:>13.2f}x {rate / 1e9:>8.1f} "
+              f"{rate / ref_rate:>13.2f}x")
 
 
 def report_decoding(setups: dict[str, Setup], test, args: argparse.Namespace) -> None:
