@@ -190,27 +190,3 @@ def test_shipped_preset_does_not_collapse(small_data_dir, tmp_path, transform, p
     assert max(one_hot) <= MAX_ONE_HOT, f"{transform}: one-hot share per window {np.round(one_hot, 3)}"
     assert windows[-1]["attn/support"] > 1.5
     assert all(w["attn/score_grad"] > 0 for w in windows), "attention scores stopped receiving gradient"
-
-
-def test_warmup_raises_the_lr_linearly_then_holds_it(small_data_dir, tmp_path):
-    """``train.warmup_steps``: update k (1-based) of the warm-up uses lr * k / warmup_steps, then the full lr."""
-    from scanmt.training.trainer import Trainer
-    from tests.conftest import tiny_config
-
-    cfg = tiny_config(small_data_dir, train__max_steps=6, train__warmup_steps=4, train__lr=0.004, train__log_every=1,
-                      train__logger="csv")
-    trainer = Trainer(cfg, tmp_path / "run")
-    seen: list[float] = []
-    step = trainer.loop.train_step
-
-    def recording(batch, probe=False):
-        seen.append(trainer.loop.optimizer.param_groups[0]["lr"])
-        return step(batch, probe)
-
-    trainer.loop.train_step = recording
-    trainer.train()
-    assert seen == pytest.approx([0.001, 0.002, 0.003, 0.004, 0.004, 0.004])
-    # the training log reports the lr each update used, not the schedule's target
-    with open(tmp_path / "run" / "metrics.csv", encoding="utf-8") as fh:
-        logged = {int(r["step"]): float(r["value"]) for r in csv.DictReader(fh) if r["name"] == "train/lr"}
-    assert [logged[k] for k in range(1, 7)] == pytest.approx(seen)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import math
 
 import pytest
@@ -38,16 +39,14 @@ def test_epoch_decay_warms_up_then_uses_the_epochs_rate():
     assert update_lr(0.001, 0, no_warmup) == 0.001
 
 
-def test_training_uses_the_inverse_sqrt_rate_at_every_update(small_data_dir, tmp_path):
-    """Through the trainer: the optimizer's rate at each of 8 updates, and the rates the training log reports."""
-    import csv
-
+def _rates_of_a_training_run(small_data_dir, run, steps: int, **overrides) -> tuple[list[float], list[float]]:
+    """The optimizer's lr at each of ``steps`` updates of a tiny run, and the lr the training log reports
+    for each (``metrics.csv``, 6 significant digits)."""
     from scanmt.training.trainer import Trainer
     from tests.conftest import tiny_config
 
-    cfg = tiny_config(small_data_dir, train__max_steps=8, train__warmup_steps=2, train__lr=0.004, train__log_every=1,
-                      train__logger="csv", train__lr_schedule="inverse_sqrt", train__optimizer="adam")
-    trainer = Trainer(cfg, tmp_path / "run")
+    cfg = tiny_config(small_data_dir, train__max_steps=steps, train__log_every=1, train__logger="csv", **overrides)
+    trainer = Trainer(cfg, run)
     seen: list[float] = []
     step = trainer.loop.train_step
 
@@ -57,8 +56,24 @@ def test_training_uses_the_inverse_sqrt_rate_at_every_update(small_data_dir, tmp
 
     trainer.loop.train_step = recording
     trainer.train()
+    with open(run / "metrics.csv", encoding="utf-8") as fh:
+        logged = {int(r["step"]): float(r["value"]) for r in csv.DictReader(fh) if r["name"] == "train/lr"}
+    return seen, [logged[k] for k in range(1, steps + 1)]
+
+
+def test_warmup_raises_the_lr_linearly_then_holds_it(small_data_dir, tmp_path):
+    """``train.warmup_steps`` under the epoch decay: update k (1-based) of the warm-up uses lr * k / warmup_steps,
+    then the full lr; the training log reports the lr each update used, not the schedule's target."""
+    seen, logged = _rates_of_a_training_run(small_data_dir, tmp_path / "run", 6, train__warmup_steps=4,
+                                            train__lr=0.004)
+    assert seen == pytest.approx([0.001, 0.002, 0.003, 0.004, 0.004, 0.004])
+    assert logged == pytest.approx(seen, rel=1e-5)
+
+
+def test_training_uses_the_inverse_sqrt_rate_at_every_update(small_data_dir, tmp_path):
+    seen, logged = _rates_of_a_training_run(small_data_dir, tmp_path / "run", 8, train__warmup_steps=2,
+                                            train__lr=0.004, train__lr_schedule="inverse_sqrt",
+                                            train__optimizer="adam")
     expected = [0.004 * min(k / 2, math.sqrt(2 / k)) for k in range(1, 9)]
     assert seen == pytest.approx(expected)
-    with open(tmp_path / "run" / "metrics.csv", encoding="utf-8") as fh:
-        logged = {int(r["step"]): float(r["value"]) for r in csv.DictReader(fh) if r["name"] == "train/lr"}
-    assert [logged[k] for k in range(1, 9)] == pytest.approx(expected, rel=1e-5)  # the CSV keeps 6 digits
+    assert logged == pytest.approx(expected, rel=1e-5)
