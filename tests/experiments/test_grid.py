@@ -108,10 +108,14 @@ def test_shipped_grids():
     assert ab.system("softmax").set == t1.system("softmax").set
     assert ab.system("csparsemax").set == t1.system("csparsemax").set
     sparse_keys = set(t1.system("csparsemax").set)
-    for variant in ("paper-recipe", "ls0", "untied"):
+    for variant in ("paper-recipe", "ls0", "untied", "sgd", "batch"):
         soft, sparse = set(ab.system(f"softmax-{variant}").set), set(ab.system(f"csparsemax-{variant}").set)
         assert soft - {"model.attention.transform=softmax"} == sparse - sparse_keys, variant
         assert sparse_keys <= sparse and "model.attention.transform=softmax" in soft, variant
+    # every key the paper recipe sets is varied alone by one of the single-factor arms
+    paper = set(ab.system("softmax-paper-recipe").set)
+    singles = set().union(*(ab.system(f"softmax-{v}").set for v in ("ls0", "untied", "sgd", "batch")))
+    assert paper == singles, paper ^ singles
 
 
 def dry_run(grid: Path, out: Path, *extra: str) -> list[str]:
