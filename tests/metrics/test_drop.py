@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from scanmt.errors import DataError
-from scanmt.metrics.drop import DropResult, DropSamples, drop_score
+from scanmt.metrics.drop import DropResult, DropSamples, drop_score, sentence_drops
 
 
 def test_hand_computed():
@@ -28,6 +28,9 @@ def test_hand_computed():
     assert r == DropResult(dropped=5, source_words=9, ref_aligned=7)
     assert r.score == pytest.approx(100 * 5 / 9)
     assert r.score_of_aligned == pytest.approx(100 * 5 / 7)
+    # the same counts sentence by sentence (the stress test's paired bootstrap resamples them)
+    assert sentence_drops(ref, hyp, src_lens) == [DropResult(2, 4, 4), DropResult(1, 3, 1), DropResult(2, 2, 2),
+                                                  DropResult(0, 0, 0)]
 
 
 def test_word_aligned_several_times_counts_once():

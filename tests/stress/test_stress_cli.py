@@ -41,6 +41,15 @@ def test_api_writes_every_model_and_k(stress_setup, tmp_path):
     text = result.summary(request)
     assert "BLEU" in text and "dropS%" in text and "n/a" not in text
     assert result.scores["a"][1]["bleu"] == doc["scores"]["a"]["1"]["bleu"]
+    # the per-input counts behind REP and DROP add up to the corpus scores
+    for k in ("1", "2"):
+        counts, scores = doc["per_input"]["a"][k], doc["scores"]["a"][k]
+        assert len(counts["rep_sigma"]) == len(counts["dropped"]) == N_LINES // int(k)
+        assert 100 * sum(counts["rep_sigma"]) / sum(counts["ref_words"]) == pytest.approx(scores["rep"])
+        assert 100 * sum(counts["dropped"]) / sum(counts["source_words"]) == pytest.approx(scores["drop"])
+    # b is the same model as a: never lower, by the paired test the summary prints
+    assert "paired bootstrap over the joined inputs against a" in text
+    assert "b K=1: REP +0.00 (p 1.000)" in text and "b K=2: REP +0.00 (p 1.000)" in text
 
 
 def test_cli_without_aligner_says_drop_is_not_measured(stress_setup, tmp_path, capsys):

@@ -97,3 +97,16 @@ def test_the_step_runs_and_the_report_tables_it(tmp_path, stress_setup):
     assert "## Coverage stress test" in text and "| Softmax | 2 | 4 |" in text
     assert f"{m['scores']['1']['bleu'] + 1.0:.2f} ± 1.41" in text and "| Cov |" not in text
     assert stress_section([SystemResults("cov", "Cov", [{"seed": 1, "stress": None}])]) == []
+    # the paired tests against the baseline: a system that repeats nothing, seed by seed and pooled
+    assert set(m["per_input"]["2"]) == {"rep_sigma", "ref_words", "dropped", "source_words"}
+    calm = {**m, "per_input": {k: {**v, "rep_sigma": [0] * len(v["rep_sigma"])} for k, v in m["per_input"].items()}}
+    base = SystemResults("softmax", "Softmax", [{"seed": 1, "stress": m}, {"seed": 2, "stress": m}])
+    text = "\n".join(stress_section([base, SystemResults("calm", "Calm", [{"seed": 1, "stress": calm},
+                                                                          {"seed": 2, "stress": calm}])], "softmax"))
+    assert "### Stress test: REP and DROP against Softmax, paired" in text
+    paired = text.split("### Stress test: REP and DROP against Softmax, paired")[1]
+    row = next(line for line in paired.splitlines() if line.startswith("| Calm | 2 |"))
+    rep = m["scores"]["2"]["rep"]
+    assert f"1: {-rep:+.2f} (" in row and f"2: {-rep:+.2f} (" in row and row.endswith("| 2 |")
+    assert "1: +0.00 (1.000)" in row  # DROP: the same counts, never lower
+    assert "paired" not in "\n".join(stress_section([base], "softmax"))

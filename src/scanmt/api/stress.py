@@ -117,6 +117,10 @@ class StressRequest(CommandRequest):
 
 
 Scores = dict[str, float | None]
+#: per joined input, the counts behind REP and DROP, for a paired test between models
+#: (:mod:`scanmt.metrics.paired`): ``rep_sigma`` (σ, :func:`scanmt.metrics.rep.rep_sentence`) and ``ref_words``;
+#: with an aligner also ``dropped`` (source words dropped) and ``source_words``
+PerInput = dict[str, list[float]]
 
 
 @dataclass
@@ -132,6 +136,8 @@ class StressResult:
     out: Path
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    #: name -> K -> the per-input counts (:data:`PerInput`)
+    per_input: dict[str, dict[int, PerInput]] = field(default_factory=dict)
 
     def to_json(self, request: StressRequest) -> dict[str, Any]:
         """``stress.json``: the request, the K values, the models and every number."""
@@ -142,6 +148,7 @@ class StressResult:
             "align_model": str(request.align_model) if request.align_model else None,
             "inputs": {str(k): n for k, n in self.inputs.items()},
             "scores": {n: {str(k): v for k, v in by_k.items()} for n, by_k in self.scores.items()},
+            "per_input": {n: {str(k): v for k, v in by_k.items()} for n, by_k in self.per_input.items()},
             "dropped_sentence_rule": "a source sentence with fewer than 20% of its words linked to the output",
             "notes": self.notes, "seconds": round(self.seconds, 1),
         }
@@ -149,9 +156,27 @@ class StressResult:
     def summary(self, request: StressRequest | None = None) -> str:
         """What ``scanmt stress`` prints: the table (rows K, columns model x metric), notes, the files."""
         lines = [f"scanmt stress: {len(self.names)} model(s), K = {' '.join(map(str, self.ks))}", format_table(self)]
+        lines += self.paired_lines()
         lines += [f"note: {n}" for n in self.notes]
         lines.append(f"written to {self.out}: {JSON_FILE}, {PNG_FILE}, joined inputs k*.src/ref, outputs NAME.k*.hyp")
         return "\n".join(lines)
+
+
+    def paired_lines(self) -> list[str]:
+        """Each later model against the first: the differences of REP and DROP per K with the one-sided p-value
+        of "lower" from a paired bootstrap over the joined inputs (:func:`scanmt.metrics.paired.paired_rates`)."""
+        from scanmt.metrics.paired import paired_rates
+
+        if len(self.names) < 2:
+            return []
+        base = self.names[0]
+        lines = [f"paired bootstrap over the joined inputs against {base} (1000 resamples; p: one-sided, lower):"]
+        for name in self.names[1:]:
+            for k in self.ks:
+                tests = paired_rates([(self.per_input[name][k], self.per_input[base][k])])
+                cells = [f"{metric} {t.delta:+.2f} (p {t.p_lower:.3f})" for metric, t in tests.items()]
+                lines.append(f"  {name} K={k}: " + ", ".join(cells))
+        return lines
 
 
 def _cell(value: float | None, key: str) -> str:
@@ -196,13 +221,14 @@ def _join(src: list[str], ref: list[str], src_tok: list[str], ref_tok: list[str]
     return _Side(join_groups(src, k), join_groups(ref, k), join_groups(src_tok, k), join_groups(ref_tok, k), lengths)
 
 
-def score_output(side: _Side, hyps: list[str], tgt_lang: str, aligner: Any) -> Scores:
-    """The :data:`METRICS` of one model's outputs ``hyps`` of one joined test set."""
+def score_output(side: _Side, hyps: list[str], tgt_lang: str, aligner: Any) -> tuple[Scores, PerInput]:
+    """The :data:`METRICS` of one model's outputs ``hyps`` of one joined test set, and the per-input counts
+    behind REP and DROP (:data:`PerInput`)."""
     from scanmt.api.evaluate_text import _align
     from scanmt.data.tokenize import tokenize
     from scanmt.metrics.bleu import detok_bleu
-    from scanmt.metrics.drop import drop_score
-    from scanmt.metrics.rep import rep_score
+    from scanmt.metrics.drop import sentence_drops
+    from scanmt.metrics.rep import rep_score, rep_sentence
     from scanmt.metrics.stress import dropped_sentences
 
     hyp_tok = [tokenize(h, tgt_lang) if h.strip() else "" for h in hyps]
@@ -213,16 +239,21 @@ def score_output(side: _Side, hyps: list[str], tgt_lang: str, aligner: Any) -> S
         "length_ratio": sum(map(len, hyp_words)) / max(1, sum(map(len, ref_words))),
         "drop": None, "dropped_sentences": None,
     }
+    per_input: PerInput = {"rep_sigma": [rep_sentence(h, r) for h, r in zip(hyp_words, ref_words)],
+                           "ref_words": [len(r) for r in ref_words]}
     if aligner is not None and side.ref_links is not None:
         same = [h == r for h, r in zip(hyp_tok, side.ref_tok)]
         src = [s.split() for s in side.src_tok]
         links = _align(aligner, src, [[] if eq else w for w, eq in zip(hyp_words, same)])
         links = [set(r) if eq else h for h, r, eq in zip(links, side.ref_links, same)]
-        scores["drop"] = drop_score(side.ref_links, links, [len(s) for s in src]).score
+        drops = sentence_drops(side.ref_links, links, [len(s) for s in src])
+        scores["drop"] = 100.0 * sum(d.dropped for d in drops) / max(1, sum(d.source_words for d in drops))
+        per_input["dropped"] = [d.dropped for d in drops]
+        per_input["source_words"] = [d.source_words for d in drops]
         d = dropped_sentences(links, side.lengths)
         scores["dropped_sentences"] = d.share
         scores["sentences_dropped"], scores["sentences"] = d.dropped, d.sentences
-    return scores
+    return scores, per_input
 
 
 def _read_test_set(request: StressRequest) -> tuple[list[str], list[str]]:
@@ -272,6 +303,7 @@ def stress(request: StressRequest) -> StressResult:
         notes.append("DROP and dropped sentences not measured (they need a word alignment): give --align-model")
     src_tok, ref_tok = tokenize_all(src, sl), tokenize_all(ref, tl)
     scores: dict[str, dict[int, Scores]] = {n: {} for n in names}
+    per_input: dict[str, dict[int, PerInput]] = {n: {} for n in names}
     texts: dict[str, list[str]] = {}
     with tqdm(total=len(request.k) * len(models), desc="stress", unit="test") as bar:
         for k in request.k:
@@ -285,10 +317,10 @@ def stress(request: StressRequest) -> StressResult:
                 out_lines = tr.translate_lines(side.src, beam=request.beam, source=f"{name} K={k}")
                 hyps = [t.text for t in out_lines]
                 texts[f"{name}.k{k}.hyp.{tl}"] = hyps
-                scores[name][k] = score_output(side, hyps, tl, aligner)
+                scores[name][k], per_input[name][k] = score_output(side, hyps, tl, aligner)
                 bar.update()
     inputs = {k: len(src) // k for k in request.k}
-    result = StressResult(names, list(request.k), scores, inputs, out, notes, time.time() - t0)
+    result = StressResult(names, list(request.k), scores, inputs, out, notes, time.time() - t0, per_input)
     write_stress(request, result, texts)
     return result
 

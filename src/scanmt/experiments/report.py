@@ -796,7 +796,7 @@ def render(out: Path, rec: dict[str, Any], docs: Path, stem: str, opts: ReportOp
     p = _Page(out, rec, docs, stem, opts, systems, baseline, load_texts(out, rec))
     L = _header(p) + _main_table(p) + extra_split_sections(out, rec, systems, baseline, opts) + _drop_noise(p)
     L += _output_layer(p)
-    L += stress_section(systems)
+    L += stress_section(systems, baseline)
     L += _details(p)
     fig_lines, files, chosen = _figures(p)
     L += fig_lines + _examples(p, chosen) + _commands(p)

@@ -742,15 +742,18 @@ def drop_spread(ev: dict[str, Any]) -> dict[str, Any]:
 
 
 def stress_metrics(spec: RunSpec) -> dict[str, Any] | None:
-    """``metrics.json`` ``stress``: ``{"k": [...], "inputs": {K: n}, "scores": {K: {metric: value}}}`` of the run's
-    ``stress/stress.json`` (None: no stress test asked for)."""
+    """``metrics.json`` ``stress``: ``{"k": [...], "inputs": {K: n}, "scores": {K: {metric: value}},
+    "per_input": {K: counts}}`` of the run's ``stress/stress.json`` (None: no stress test asked for); the per-input
+    counts (:data:`scanmt.api.stress.PerInput`) feed the report's paired tests between systems."""
     if spec.stress is None:
         return None
     path = spec.stress.out / "stress.json"
     doc = read_json(path)
     if doc is None or spec.stress.names[0] not in (doc.get("scores") or {}):
         raise DataError(f"{path}: missing or unreadable; rerun the grid to redo the stress test")
-    return {"k": doc["k"], "inputs": doc["inputs"], "scores": doc["scores"][spec.stress.names[0]]}
+    name = spec.stress.names[0]
+    return {"k": doc["k"], "inputs": doc["inputs"], "scores": doc["scores"][name],
+            "per_input": (doc.get("per_input") or {}).get(name, {})}
 
 
 def search_metrics(path: Path) -> dict[str, Any] | None:

@@ -119,12 +119,12 @@ def _aligned_sources(links: set[Link] | frozenset[Link], src_len: int, sent: int
     return out
 
 
-def drop_score(
+def sentence_drops(
     src_ref_links: Sequence[set[Link]],
     src_hyp_links: Sequence[set[Link]],
     src_lens: Sequence[int],
-) -> DropResult:
-    """Count dropped source words.
+) -> list[DropResult]:
+    """Dropped source words of each sentence (:func:`drop_score` sums them).
 
     Args:
         src_ref_links: per sentence, 0-based ``(source word, reference word)`` links.
@@ -140,10 +140,20 @@ def drop_score(
             f"DROP: {len(src_ref_links)} source-reference alignments, {len(src_hyp_links)} "
             f"source-output alignments and {len(src_lens)} source sentences must match"
         )
-    dropped = ref_aligned = 0
+    out = []
     for k, (ref_l, hyp_l, n) in enumerate(zip(src_ref_links, src_hyp_links, src_lens)):
         in_ref = _aligned_sources(ref_l, n, k, "source-reference")
         in_hyp = _aligned_sources(hyp_l, n, k, "source-output")
-        ref_aligned += len(in_ref)
-        dropped += len(in_ref - in_hyp)
-    return DropResult(dropped=dropped, source_words=int(sum(src_lens)), ref_aligned=ref_aligned)
+        out.append(DropResult(dropped=len(in_ref - in_hyp), source_words=int(n), ref_aligned=len(in_ref)))
+    return out
+
+
+def drop_score(
+    src_ref_links: Sequence[set[Link]],
+    src_hyp_links: Sequence[set[Link]],
+    src_lens: Sequence[int],
+) -> DropResult:
+    """Count dropped source words over the corpus (arguments and errors: :func:`sentence_drops`)."""
+    per = sentence_drops(src_ref_links, src_hyp_links, src_lens)
+    return DropResult(dropped=sum(r.dropped for r in per), source_words=int(sum(src_lens)),
+                      ref_aligned=sum(r.ref_aligned for r in per))

@@ -1,0 +1,83 @@
+"""The paired bootstrap test of a corpus rate (REP, DROP) between two systems: ``scanmt.metrics.paired``."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scanmt.errors import DataError
+from scanmt.metrics.paired import paired_bootstrap_rate, paired_rates
+
+
+def exact_p_lower(a, b, n) -> float:
+    """The shifted-bootstrap p-value over *every* resample of 3 inputs (all 27 index triples, equally likely):
+    the independent oracle for the Monte Carlo estimate."""
+    diff, den = np.subtract(a, b, dtype=float), np.asarray(n, dtype=float)
+    delta = 100 * diff.sum() / den.sum()
+    hits = [100 * diff[list(ix)].sum() / den[list(ix)].sum() - delta <= delta
+            for ix in itertools.product(range(len(den)), repeat=len(den))]
+    return float(np.mean(hits))
+
+
+def test_the_rates_and_their_difference_are_the_corpus_scores():
+    t = paired_bootstrap_rate([1, 0, 2], [3, 1, 2], [10, 5, 5], samples=10)
+    assert t.a == pytest.approx(100 * 3 / 20) and t.b == pytest.approx(100 * 6 / 20)
+    assert t.delta == pytest.approx(-15.0) and t.inputs == 3 and t.samples == 10
+
+
+@pytest.mark.parametrize("a, b, n", [([1, 0, 2], [3, 1, 2], [10, 5, 5]), ([0, 0, 1], [1, 0, 0], [4, 4, 4]),
+                                      ([2, 2, 2], [0, 1, 0], [3, 7, 5])])
+def test_the_monte_carlo_p_value_matches_the_exact_one_over_all_resamples(a, b, n):
+    t = paired_bootstrap_rate(a, b, n, samples=20000)
+    exact = exact_p_lower(a, b, n)
+    assert t.p_lower == pytest.approx(exact, abs=0.015), (t.p_lower, exact)
+
+
+def test_a_clearly_lower_system_is_significant_and_the_reverse_is_not():
+    rng = np.random.default_rng(0)
+    n = rng.integers(5, 30, size=300)
+    b = rng.binomial(n, 0.08)
+    a = rng.binomial(n, 0.04)
+    assert paired_bootstrap_rate(a, b, n).p_lower < 0.01
+    assert paired_bootstrap_rate(b, a, n).p_lower > 0.99
+
+
+def test_identical_systems_are_never_lower():
+    assert paired_bootstrap_rate([1, 2, 3], [1, 2, 3], [5, 5, 5]).p_lower == 1.0
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5), st.integers(1, 20)), min_size=2, max_size=30))
+def test_p_is_a_probability_and_the_test_is_reproducible(rows):
+    a, b, n = zip(*rows)
+    t = paired_bootstrap_rate(a, b, n, samples=200)
+    assert 0 < t.p_lower <= 1
+    assert paired_bootstrap_rate(a, b, n, samples=200) == t
+    # the same resamples test the reverse: P(d* <= 2 delta) + P(d* >= 2 delta) covers every draw at least once
+    reverse = paired_bootstrap_rate(b, a, n, samples=200)
+    assert reverse.delta == pytest.approx(-t.delta)
+    assert t.p_lower + reverse.p_lower >= 1
+
+
+def test_pooling_resamples_every_pair_and_refuses_other_inputs():
+    one = ({"rep_sigma": [0, 1], "ref_words": [5, 5], "dropped": [1, 0], "source_words": [6, 4]},
+           {"rep_sigma": [2, 1], "ref_words": [5, 5], "dropped": [1, 1], "source_words": [6, 4]})
+    pooled = paired_rates([one, one], samples=50)
+    assert pooled["REP"].inputs == 4 and pooled["REP"].delta == pytest.approx(-20.0)
+    assert pooled["DROP"].delta == pytest.approx(-10.0)
+    no_drop = ({"rep_sigma": [0], "ref_words": [5]}, {"rep_sigma": [1], "ref_words": [5]})
+    assert set(paired_rates([no_drop], samples=10)) == {"REP"}
+    other = (one[0], {**one[1], "ref_words": [5, 6]})
+    with pytest.raises(DataError, match="scored different inputs"):
+        paired_rates([other])
+
+
+@pytest.mark.parametrize("a, b, n, message", [([1], [1, 2], [3, 3], "must score the same inputs"),
+                                               ([], [], [], "no inputs"), ([0], [0], [0], "sum to 0")])
+def test_bad_input_is_named(a, b, n, message):
+    with pytest.raises(DataError, match=message):
+        paired_bootstrap_rate(a, b, n)
