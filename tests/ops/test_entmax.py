@@ -127,7 +127,7 @@ def _long_rows(dtype):
     return z.to(dtype), mask
 
 
-@pytest.mark.parametrize("top_k", [128, 3])
+@pytest.mark.parametrize("top_k", [128, 32, 3])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_long_rows_partial_sort_equals_full_sort(top_k, dtype, monkeypatch):
     """entmax15's threshold from the largest entries (torch.topk, doubling where the support does not fit:
@@ -135,6 +135,7 @@ def test_long_rows_partial_sort_equals_full_sort(top_k, dtype, monkeypatch):
     add in order); entmax_bisect's Newton steps on them end within rounding of those on the whole row."""
     E = importlib.import_module("scanmt.ops.entmax")
     monkeypatch.setattr(E, "TOP_K", top_k)
+    monkeypatch.setattr(E, "TOP_K_15", top_k)
     monkeypatch.setattr(E, "PARTIAL_MAX_REACH", 1.0)  # the flat rows too
     z, mask = _long_rows(dtype)
     assert z.shape[-1] >= E.PARTIAL_MIN_J
@@ -169,6 +170,7 @@ def test_long_rows_partial_sort_against_the_oracle(monkeypatch):
     the active-set oracle; gradients as on the full sort."""
     E = importlib.import_module("scanmt.ops.entmax")
     monkeypatch.setattr(E, "TOP_K", 2)
+    monkeypatch.setattr(E, "TOP_K_15", 2)
     monkeypatch.setattr(E, "PARTIAL_MIN_J", 8)
     monkeypatch.setattr(E, "PARTIAL_MAX_REACH", 1.0)
     z, _ = _random_rows(6, 9, seed=11, bounds=False)
@@ -292,7 +294,7 @@ def test_entmax15_float32_masked_and_unvalidated(partial, monkeypatch):
     E = importlib.import_module("scanmt.ops.entmax")
     if partial:
         monkeypatch.setattr(E, "PARTIAL_MIN_J", 8)
-        monkeypatch.setattr(E, "TOP_K", 4)
+        monkeypatch.setattr(E, "TOP_K_15", 4)
         monkeypatch.setattr(E, "PARTIAL_MAX_REACH", 1.0)
     rng = np.random.default_rng(4)
     R, J = 24, 40
