@@ -167,7 +167,7 @@ class StressResult:
         of "lower" from a paired bootstrap over the joined inputs (:func:`scanmt.metrics.paired.paired_rates`)."""
         from scanmt.metrics.paired import paired_rates
 
-        if len(self.names) < 2:
+        if len(self.names) < 2 or not all(self.per_input.get(n) for n in self.names):
             return []
         base = self.names[0]
         lines = [f"paired bootstrap over the joined inputs against {base} (1000 resamples; p: one-sided, lower):"]
