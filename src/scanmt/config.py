@@ -226,6 +226,9 @@ class TrainConfig:
     patience: int = 0
     #: write the "last" checkpoint every N steps (and at every validation)
     checkpoint_every: int = 500
+    #: also keep the weights of the last N validations as RUN/checkpoints/stepS.pt, for ``scanmt average``
+    #: (checkpoint averaging); 0 = none
+    keep_checkpoints: int = 0
     log_every: int = 50
     #: "tensorboard", "csv" or "none" (stdout logging is always on)
     logger: str = "csv"
@@ -465,6 +468,7 @@ RANGES: dict[str, dict[str, Range]] = {
         "valid_every": Range(0, note="0 = once per epoch"),
         "patience": Range(0, note="0 = never stop early"),
         "checkpoint_every": Range(1),
+        "keep_checkpoints": Range(0, note="0 = none"),
         "log_every": Range(1),
         "threads": Range(0, 1024, note="0 = torch's default"),
         "warmup_steps": Range(0, note="0 = no warm-up"),
@@ -803,6 +807,7 @@ RESUME_CHANGEABLE: tuple[str, ...] = (
     "train.patience",
     "train.valid_every",
     "train.checkpoint_every",
+    "train.keep_checkpoints",
     "train.log_every",
     "train.logger",
     "train.threads",

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from scanmt import api
-from scanmt.cli.main import build_parser, request_from_argv
+from scanmt.cli.main import COMMANDS, build_parser, request_from_argv
 
 REQUESTS = [
     api.PrepareRequest(pair="de-en", out="runs/data", corpus="multi30k"),
@@ -48,6 +48,8 @@ REQUESTS = [
     api.StressRequest(model=("a/best.pt", "b/best.pt"), src=Path("s.de"), ref=Path("r.en"), out=Path("o"), k=(1, 3, 8),
                       names=("soft", "csparse"), beam=2, batch_size=4, align_model=Path("al"), max_source_len=500,
                       device="cuda:0"),
+    api.AverageRequest(models=("a.pt", "b.pt"), out=Path("avg.pt")),
+    api.AverageRequest(run=Path("runs/t"), last=5, out=Path("runs/t/average5.pt")),
 ]
 
 
@@ -65,14 +67,19 @@ def test_to_argv_parses_back_into_the_same_request(request_):
     assert request_from_argv(shlex.split(request_.command_line())[1:]) == request_
 
 
+#: every command whose module parses its options into a request (``request_from_args``)
+REQUEST_COMMANDS = sorted(
+    name.replace("_", "-") for name in COMMANDS
+    if hasattr(importlib.import_module(f"scanmt.cli.{name}"), "request_from_args"))
+
+
 def test_every_command_with_a_request_is_covered():
-    commands = {r.COMMAND for r in REQUESTS}
-    assert commands == {"prepare", "train", "translate", "evaluate", "align", "fertility", "tune-penalties",
-                        "stress"}
+    assert {"prepare", "train", "translate", "evaluate", "align", "fertility", "tune-penalties", "stress",
+            "average"} <= set(REQUEST_COMMANDS)
+    assert {r.COMMAND for r in REQUESTS} == set(REQUEST_COMMANDS)
 
 
-@pytest.mark.parametrize("command", ["prepare", "train", "translate", "evaluate", "align", "fertility",
-                                     "tune-penalties", "stress"])
+@pytest.mark.parametrize("command", REQUEST_COMMANDS)
 def test_request_fields_are_the_command_options(command):
     """Each option of the command is a field of its request, with the same default (and nothing else)."""
     import argparse

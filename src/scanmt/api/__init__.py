@@ -29,6 +29,7 @@ function                  takes                         returns
 :func:`fertility`         :class:`FertilityRequest`     predictor, evaluations or split results
 :func:`tune_penalties`    :class:`TunePenaltiesRequest` :class:`TunePenaltiesResult`
 :func:`stress`            :class:`StressRequest`        :class:`StressResult`
+:func:`average`           :class:`AverageRequest`       :class:`AverageResult`
 ========================  ============================  ======================================
 
 Heavy modules (torch, the model) are imported when a function runs, not here.
@@ -37,6 +38,7 @@ Heavy modules (torch, the model) are imported when a function runs, not here.
 from scanmt.api.align import AlignApplyResult, AlignRequest, align
 from scanmt.api.align_gold import GoldResult
 from scanmt.api.align_train import AlignTrainResult
+from scanmt.api.average import AverageRequest, AverageResult, average
 from scanmt.api.decode import DecodeOverrides, load_penalties
 from scanmt.api.evaluate import EvaluateRequest, EvaluateResult, evaluate
 from scanmt.api.fertility import FertilityRequest, FertilitySplit, PredictorTrainResult, fertility
@@ -48,9 +50,9 @@ from scanmt.api.translate import TranslateRequest, TranslateResult, load_transla
 from scanmt.api.tune_penalties import TunePenaltiesRequest, TunePenaltiesResult, tune_penalties
 
 __all__ = [
-    "AlignApplyResult", "AlignRequest", "AlignTrainResult", "CommandRequest", "DecodeOverrides", "EvaluateRequest",
+    "AlignApplyResult", "AlignRequest", "AlignTrainResult", "AverageRequest", "AverageResult", "CommandRequest", "DecodeOverrides", "EvaluateRequest",
     "EvaluateResult", "FertilityRequest", "FertilitySplit", "GoldResult", "PredictorTrainResult", "PrepareRequest",
     "PrepareResult", "StressRequest", "StressResult", "TrainRequest", "TrainResult", "TranslateRequest", "TranslateResult", "TunePenaltiesRequest",
-    "TunePenaltiesResult", "align", "evaluate", "fertility", "load_penalties", "load_translator", "prepare", "stress", "train",
+    "TunePenaltiesResult", "align", "average", "evaluate", "fertility", "load_penalties", "load_translator", "prepare", "stress", "train",
     "translate", "translate_file", "tune_penalties",
 ]

@@ -21,6 +21,7 @@ COMMANDS: tuple[str, ...] = (
     "train",
     "translate",
     "tune_penalties",
+    "average",
     "evaluate",
     "stress",
     "plot_attention",

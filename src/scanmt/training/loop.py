@@ -32,6 +32,7 @@ from tqdm import tqdm
 
 from scanmt.config import TrainConfig, check_train_config
 from scanmt.errors import ConfigError, DataError
+from scanmt.model.averaging import kept_checkpoints, kept_path
 from scanmt.model.checkpoint import Checkpoint
 from scanmt.processes import Interrupted, second_sigterm, signal_name, sigterm_interrupts
 from scanmt.training import distributed
@@ -282,6 +283,21 @@ class TrainLoop:
                  " (best)" if improved else "")
         if improved:
             self._save("best.pt")
+        self._keep_checkpoint()
+
+    def _keep_checkpoint(self) -> None:
+        """With ``keep_checkpoints`` N > 0: this validation's weights (no optimizer state) as
+        ``RUN/checkpoints/stepS.pt``, for checkpoint averaging; the oldest beyond N are removed."""
+        n = self.cfg.keep_checkpoints
+        if not n or not self.dist.is_main:
+            return
+        ckpt = self._payload()
+        ckpt.optimizer = ckpt.rng = None
+        path = kept_path(self.out, self.progress.step)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        ckpt.save(path)
+        for old in kept_checkpoints(self.out)[:-n]:
+            old.unlink(missing_ok=True)
 
     def _should_stop(self, t0: float) -> str | None:
         c, p = self.cfg, self.progress
