@@ -61,14 +61,16 @@ class AverageResult:
     out: Path
     #: (file, training step) of each averaged checkpoint, in the order given
     sources: list[tuple[str, int]]
-    parameters: int
+    #: the state dict's tensors (parameters and buffers) and their numbers of values
+    tensors: int
+    values: int
     seconds: float
 
     def summary(self) -> str:
         """What ``scanmt average`` prints."""
         steps = ", ".join(f"{s:,}" if s >= 0 else "?" for _, s in self.sources)
         return "\n".join([
-            f"averaged {len(self.sources)} checkpoints (steps {steps}): {self.parameters:,} weights",
+            f"averaged {len(self.sources)} checkpoints (steps {steps}): {self.tensors} tensors, {self.values:,} values",
             *(f"  {f}" for f, _ in self.sources),
             f"  -> {self.out} ({self.seconds:.1f} s); it translates like a best.pt (scanmt translate --model)",
         ])
@@ -86,5 +88,5 @@ def average(request: AverageRequest) -> AverageResult:
     ckpts = [Checkpoint.load(f) for f in files]
     averaged = average_checkpoints(ckpts)
     averaged.save(request.out)
-    return AverageResult(out=request.out, sources=[(c.name, step_of(c)) for c in ckpts],
-                         parameters=sum(w.numel() for w in averaged.weights.values()), seconds=time.time() - t0)
+    return AverageResult(out=request.out, sources=[(c.name, step_of(c)) for c in ckpts], tensors=len(averaged.weights),
+                         values=sum(w.numel() for w in averaged.weights.values()), seconds=time.time() - t0)
