@@ -67,3 +67,30 @@ def test_average_requests_are_checked(tmp_path):
         api.average(api.AverageRequest(run=tmp_path, last=3, out=tmp_path / "a.pt"))
     with pytest.raises(Exception, match="is the averaged checkpoint 1 file"):
         api.average(api.AverageRequest(run=tmp_path, out=tmp_path / "checkpoints" / "step1.pt"))
+
+
+def test_bad_averages_are_one_line_errors(small_data_dir, tmp_path, capsys):
+    """One checkpoint, a file that is not a checkpoint, checkpoints of two different models, and an --out that
+    names an input: one line each, exit status 2, nothing written."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    Trainer(tiny_config(small_data_dir, train__max_steps=2), a).train()
+    Trainer(tiny_config(small_data_dir, train__max_steps=2, model__hidden_size=48), b).train()
+    junk = tmp_path / "junk.pt"
+    junk.write_text("not a checkpoint")
+    out = tmp_path / "avg.pt"
+    capsys.readouterr()  # the trainings' progress bars
+    cases = [
+        (["--models", str(a / "last.pt")], "averaging needs at least 2 checkpoints, got 1"),
+        (["--models", str(a / "last.pt"), str(junk)], f"{junk}: not a readable checkpoint"),
+        (["--models", str(a / "last.pt"), str(b / "last.pt")],
+         f"{b / 'last.pt'} and {a / 'last.pt'} are different models (their model config sections differ: "
+         "model.hidden_size = 48 against 32)"),
+        (["--models", str(a / "last.pt"), str(a / "best.pt"), "--out", str(a / "best.pt")],
+         "is the averaged checkpoint 2 file: writing it would replace the input"),
+    ]
+    for argv, message in cases:
+        full = ["average", *argv] + ([] if "--out" in argv else ["--out", str(out)])
+        assert main(full) == 2, argv
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("scanmt average: error: ") and message in err[0], (argv, err)
+    assert not out.exists()
