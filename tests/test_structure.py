@@ -23,6 +23,7 @@ PLACED = {
     "scanmt.errors": "base",
     "scanmt.io": "base",
     "scanmt.processes": "base",
+    "scanmt.allocator": "base",
     "scanmt.config": "base",
     # every closed set of config values, declared once (imports only scanmt.errors)
     "scanmt.choices": "base",

@@ -7,6 +7,7 @@ import importlib
 import sys
 from typing import Sequence
 
+from scanmt.allocator import tune_malloc
 from scanmt.cli import HelpFormatter
 from scanmt.errors import ScanmtError
 from scanmt.io import ProgressBarSafeHandler, os_error_line, setup_logging  # noqa: F401 - where they were defined before
@@ -87,6 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     setup_logging(args.verbose)
+    tune_malloc()  # large temporary tensors reuse heap memory instead of new pages (scanmt.allocator)
     try:
         with sigterm_interrupts():  # SIGTERM cleans up like Ctrl-C (temporary files, children, last.pt)
             return int(args._run(args) or 0)

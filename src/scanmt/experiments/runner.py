@@ -55,6 +55,7 @@ from typing import Any, Callable, Sequence
 from scanmt import api
 from scanmt.api import (CommandRequest, EvaluateRequest, StressRequest, TrainRequest, TranslateRequest,
                         TunePenaltiesRequest)
+from scanmt.allocator import tune_malloc
 from scanmt.api.decode import PENALTY_KEYS
 from scanmt.api.evaluate import check_drop_samples
 from scanmt.config import config_differences, with_defaults
@@ -786,6 +787,7 @@ def worker_main(argv: Sequence[str]) -> int:
     parent = os.environ.get("SCANMT_GRID_PID")
     die_with_parent(int(parent) if parent else None)
     setup_logging(verbose=False)
+    tune_malloc()  # (inherited from the grid process's environment, unless a user started this one)
     spec_path, threads = Path(argv[0]), int(argv[1]) if len(argv) > 1 else 1
     spec = RunSpec.from_dict(json.loads(spec_path.read_text(encoding="utf-8")))
     lock = try_lock(spec.dir / LOCK_FILE, wait_s=LOCK_WAIT_S)
