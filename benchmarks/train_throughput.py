@@ -47,6 +47,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from plain_nmt import PlainNMT, PlainTransformer
 
+from scanmt.allocator import tune_malloc
 from scanmt.config import Config
 from scanmt.data.vocab import PAD_ID
 from scanmt.decoding.search import SearchSettings, search
@@ -166,6 +167,8 @@ def describe(cfg: Config, n_params: int) -> str:
 
 def main() -> None:
     args = parse_args()
+    # what `scanmt train` runs with (scanmt.allocator); SCANMT_MALLOC=0 measures glibc's defaults
+    args.malloc_tuned = tune_malloc()
     if args.threads:
         torch.set_num_threads(args.threads)
     data_dir = Path(args.data)
@@ -230,7 +233,8 @@ def main() -> None:
 def report_training(rates: dict[str, list[float]], work: dict[str, float], setups: dict[str, Setup],
                     configs: dict[str, Config], args: argparse.Namespace) -> None:
     """``rates``: tokens/s per round; ``work``: FLOPs per target token (forward + backward)."""
-    print(f"\ntraining throughput (target tokens/s), {torch.get_num_threads()} threads")
+    print(f"\ntraining throughput (target tokens/s), {torch.get_num_threads()} threads, "
+          f"malloc {'tuned as scanmt does' if args.malloc_tuned else 'as the environment leaves it'}")
     for name, cfg in configs.items():
         n_params = sum(p.numel() for p in setups[label(name, args.precision[0])].model.parameters())
         print(f"  {name}: {describe(cfg, n_params)}")
