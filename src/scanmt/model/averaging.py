@@ -1,8 +1,8 @@
 """Checkpoint averaging: one model whose weights are the element-wise mean of several checkpoints' weights.
 
 The mean of the weights of the last few validations of one run usually translates better than any of
-them, most of all when the learning rate has not decayed to zero (an inverse square-root schedule);
-fairseq's ``scripts/average_checkpoints.py`` and Marian's ``--average`` do the same.  A training run keeps
+them, most of all when the learning rate has not decayed to zero (an inverse square-root schedule), as
+fairseq's ``scripts/average_checkpoints.py`` does for its users.  A training run keeps
 the checkpoints to average with ``train.keep_checkpoints: N`` (``RUN/checkpoints/stepS.pt``, weights only);
 ``scanmt average`` writes the mean as an ordinary checkpoint that ``translate``, ``evaluate`` and
 ``tune-penalties`` take.
