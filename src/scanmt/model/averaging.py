@@ -23,6 +23,7 @@ from typing import Any, Sequence
 
 import torch
 
+from scanmt.config import config_differences, with_defaults
 from scanmt.errors import ConfigError, DataError
 from scanmt.model.checkpoint import Checkpoint
 
@@ -72,9 +73,13 @@ def average_checkpoints(ckpts: Sequence[Checkpoint]) -> Checkpoint:
 
 
 def _check_same_model(ref: Checkpoint, other: Checkpoint) -> None:
-    if other.config.get("model") != ref.config.get("model"):
+    # keys added to the config since a checkpoint was saved count at their defaults
+    diffs = config_differences({"model": with_defaults(other.config).get("model")},
+                               {"model": with_defaults(ref.config).get("model")})
+    if diffs:
+        key, a, b = diffs[0]
         raise ConfigError(f"{other.name} and {ref.name} are different models (their model config sections differ: "
-                          f"{_first_difference(other.config.get('model'), ref.config.get('model'))})")
+                          f"{key} = {a!r} against {b!r})")
     if not _equal(other.pipeline, ref.pipeline):
         raise ConfigError(f"{other.name} and {ref.name} have different text pipelines (languages, subword model "
                           "or vocabulary)")
@@ -113,11 +118,3 @@ def _equal(a: Any, b: Any) -> bool:
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b))
     return type(a) is type(b) and a == b
-
-
-def _first_difference(a: Any, b: Any, where: str = "model") -> str:
-    if isinstance(a, dict) and isinstance(b, dict):
-        for k in sorted(set(a) | set(b)):
-            if a.get(k) != b.get(k):
-                return _first_difference(a.get(k), b.get(k), f"{where}.{k}")
-    return f"{where} = {a!r} against {b!r}"
