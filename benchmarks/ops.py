@@ -2,6 +2,7 @@
 
     python benchmarks/ops.py            # the full table (about a minute)
     python benchmarks/ops.py --quick    # fewer repetitions (a few seconds)
+    python benchmarks/ops.py --device cuda   # on a GPU (every timed block ends with a synchronize)
 
 For each shape (rows x J) and each transform it times ``p = op(z, u)`` followed by
 ``p.backward(g)`` in float32 on the CPU, with gradients to ``z`` and (for the
@@ -77,6 +78,16 @@ except ImportError:  # optional benchmark extra
 
 SHAPES: Tuple[Tuple[int, int], ...] = ((64, 20), (2048, 50), (256, 512), (16, 4096))
 
+#: where the inputs live (``--device``); the ops run where their inputs are
+DEVICE = torch.device("cpu")
+
+
+def device_clock() -> float:
+    """``time.perf_counter`` after the GPU's queued kernels have finished (on the CPU: just the clock)."""
+    if DEVICE.type == "cuda":
+        torch.cuda.synchronize(DEVICE)
+    return time.perf_counter()
+
 
 # ----------------------------------------------------------------------------
 # inputs
@@ -98,7 +109,7 @@ def make_inputs(rows: int, J: int, regime: str, seed: int = 0) -> Tuple[torch.Te
         u = torch.where(short, u * (1.05 / u.sum(-1, keepdim=True)), u)
     else:
         raise ValueError(f"unknown regime {regime!r}")
-    return z, u
+    return z.to(DEVICE), u.to(DEVICE)
 
 
 # ----------------------------------------------------------------------------
@@ -267,8 +278,8 @@ def run(regime: str, reps: int, budget: float, shapes=SHAPES,
 
 
 def op_path(name: str) -> str:
-    """Which implementation ``name`` runs on a CPU input in this process."""
-    if name in NATIVE_OPS:
+    """Which implementation ``name`` runs on an input on ``DEVICE`` in this process."""
+    if name in NATIVE_OPS and DEVICE.type == "cpu":
         return "native" if _checks.native_kernels(torch.zeros(1)) is not None else "pytorch"
     if name in ("softmax", "sparsemax", "csoftmax", "csparsemax"):
         return "pytorch"
@@ -323,8 +334,8 @@ def bars(results: List[Dict[str, object]]) -> str:
 def entmax_candidates(rows: int) -> Dict[str, Tuple[Callable, bool]]:
     """name -> (fn(z, u), uses_u); alpha = 1.5 throughout, as one number (``a=1.5``) and as a
     learned per-row tensor (``a[rows]``: the gradient to alpha is computed too)."""
-    a_ours = torch.full((rows, 1), 1.5, requires_grad=True)
-    a_ref = torch.full((rows, 1), 1.5, requires_grad=True)
+    a_ours = torch.full((rows, 1), 1.5, device=DEVICE, requires_grad=True)
+    a_ref = torch.full((rows, 1), 1.5, device=DEVICE, requires_grad=True)
     c: Dict[str, Tuple[Callable, bool]] = {
         "entmax15": (lambda z, u: sops.entmax15(z), False),
         "entmax_bisect a=1.3": (lambda z, u: sops.entmax_bisect(z, 1.3), False),
@@ -404,7 +415,7 @@ def fy_inputs(rows: int, V: int, seed: int = 0) -> Tuple[torch.Tensor, torch.Ten
     z = torch.randn(rows, V, generator=g)
     y = torch.randint(PAD_ID + 1, V, (rows,), generator=g)
     y[15::16] = PAD_ID
-    return z, y
+    return z.to(DEVICE), y.to(DEVICE)
 
 
 def fy_pairs(alpha: float) -> List[Tuple[str, Callable, str, Callable]]:
@@ -536,6 +547,10 @@ def main(argv: Optional[List[str]] = None) -> int:
                          "model.output_alpha)")
     ap.add_argument("--reps", type=int, default=None,
                     help="timed rounds (default 15, 5 with --quick; --ops fy: 7, 3 with --quick)")
+    ap.add_argument("--device", default="cpu",
+                    help="where the inputs live and the ops run: cpu (default) or cuda; on cuda every timed block "
+                         "ends with torch.cuda.synchronize(), the native CPU kernels are not involved, and "
+                         "--cpu-time is refused")
     ap.add_argument("--cpu-time", action="store_true",
                     help="time with this process's CPU time instead of wall time (a busy machine: leaves out the "
                          "time spent waiting for a core; meaningful with --threads 1)")
@@ -544,7 +559,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     reps, budget = (5, 0.01) if args.quick else (15, 0.03)
     if args.reps:
         reps = args.reps
-    clock = time.process_time if args.cpu_time else time.perf_counter
+    global DEVICE
+    DEVICE = torch.device(args.device)
+    if DEVICE.type == "cuda" and not torch.cuda.is_available():
+        ap.error("--device cuda: torch sees no CUDA device here")
+    if DEVICE.type == "cuda" and args.cpu_time:
+        ap.error("--cpu-time measures this process's CPU time, which says nothing about GPU kernels")
+    clock = time.process_time if args.cpu_time else device_clock
     shapes = SHAPES
     if args.shapes:
         shapes = tuple(tuple(int(v) for v in s.lower().split("x")) for s in args.shapes.split(","))  # type: ignore[misc]
@@ -552,10 +573,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         f"# torch {torch.__version__}, numpy {np.__version__}, "
         f"entmax {getattr(entmax, '__version__', 'not installed')}, threads {torch.get_num_threads()}, "
         f"{platform.processor() or platform.machine()}, python {platform.python_version()}"
+        + (f", device {torch.cuda.get_device_name(DEVICE)}" if DEVICE.type == "cuda" else "")
     )
     if entmax is None:
         print("# entmax is not installed (pip install entmax): skipping the entmax.sparsemax column")
-    if args.no_native:
+    if DEVICE.type != "cpu":
+        print(f"# native kernels: not involved (the inputs are on {DEVICE})")
+    elif args.no_native:
         _checks._NATIVE_ALLOWED = False
         print("# native kernels: not used (--no-native)")
     else:

@@ -85,16 +85,16 @@ class PlainTransformer(nn.Module):
 
     def _embed(self, x: torch.Tensor) -> torch.Tensor:
         T = x.size(1)
-        pos = torch.arange(T, dtype=torch.float32).unsqueeze(1)
-        i = torch.arange(0, self.d_model, 2, dtype=torch.float32)
+        pos = torch.arange(T, dtype=torch.float32, device=x.device).unsqueeze(1)
+        i = torch.arange(0, self.d_model, 2, dtype=torch.float32, device=x.device)
         angle = pos / (10000.0 ** (i / self.d_model))
-        pe = torch.zeros(T, self.d_model)
+        pe = torch.zeros(T, self.d_model, device=x.device)
         pe[:, 0::2], pe[:, 1::2] = torch.sin(angle), torch.cos(angle)
         return self.drop(self.emb(x) * self.d_model ** 0.5 + pe)
 
     def forward(self, src: torch.Tensor, src_len: torch.Tensor, tgt_in: torch.Tensor, tgt_out: torch.Tensor) -> torch.Tensor:
         """``src [B, S]``, ``tgt_in/tgt_out [B, T]`` -> summed cross-entropy (scalar)."""
-        causal = nn.Transformer.generate_square_subsequent_mask(tgt_in.size(1))
+        causal = nn.Transformer.generate_square_subsequent_mask(tgt_in.size(1), device=tgt_in.device)
         src_pad = src == self.pad
         hidden = self.net(self._embed(src), self._embed(tgt_in), tgt_mask=causal, src_key_padding_mask=src_pad,
                           tgt_key_padding_mask=tgt_in == self.pad, memory_key_padding_mask=src_pad, tgt_is_causal=True)

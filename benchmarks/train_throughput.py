@@ -5,6 +5,7 @@
     python benchmarks/train_throughput.py --preset cpu-small --steps 20
     python benchmarks/train_throughput.py --systems lstm=cpu-small transformer=transformer-small \
         "transformer-csparsemax=transformer-small:model.attention.transform=csparsemax"
+    python benchmarks/train_throughput.py --device cuda --precision fp32 bf16 --systems ...
 
 Uses real Multi30k De-En batches from a prepared directory (``--data``, default
 runs/data/multi30k-de-en; prepared on the fly if missing).  The systems are
@@ -17,6 +18,10 @@ replaced), or ``--systems NAME=PRESET[:KEY=VALUE,...]`` (a preset with ``--set``
 overrides; any architecture).  Each system trains on batches of its own preset's
 ``data.batch_tokens`` (``--batch-tokens N``: the same size for all), the same
 sentences in the same order.
+
+``--device cuda`` times on the GPU: models and batches live there, and every timed
+interval ends with ``torch.cuda.synchronize()``, so it counts the kernels' time and
+not only their launch.
 
 A textbook PyTorch implementation of each architecture (``plain_nmt.py``: for the
 LSTM, nn.LSTM encoder and nn.LSTMCell decoder stepped in Python with
@@ -90,6 +95,7 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--no-reference", action="store_true", help="do not time the plain PyTorch reference models")
     ap.add_argument("--precision", nargs="+", choices=["fp32", "bf16"], default=["fp32"],
                     help="training precisions to time (bf16 = train.precision: bf16, mixed precision forward)")
+    ap.add_argument("--device", default="cpu", help="cpu or cuda (the timed intervals end with a CUDA synchronize)")
     ap.add_argument("--batch-tokens", type=int, default=0,
                     help="source+target tokens per batch for every system (0 = each preset's data.batch_tokens; "
                          "docs/results.md 1b used 4000)")
@@ -140,6 +146,7 @@ def build_setups(args: argparse.Namespace, configs: dict[str, Config], data) -> 
             torch.manual_seed(0)
             model = build_model(cfg, vocab)
             model.reset_parameters(cfg.train.param_init if cfg.model.arch == "transformer" else 0.1)
+            model.to(args.device)
             opt = torch.optim.SGD(model.parameters(), lr=0.1)
             batches = data.train.token_batches(cfg.data.batch_tokens, seed=1, epoch=1)
             setups[label(name, prec)] = Setup(model, opt, get_transform(cfg.model.attention.transform).constrained,
@@ -147,7 +154,7 @@ def build_setups(args: argparse.Namespace, configs: dict[str, Config], data) -> 
             references.setdefault(cfg.model.arch, cfg)
         for arch, cfg in ([] if args.no_reference else references.items()):
             torch.manual_seed(0)
-            plain = reference_model(cfg, vocab)
+            plain = reference_model(cfg, vocab).to(args.device)
             setups[label(REFERENCE[arch], prec)] = Setup(
                 plain, torch.optim.SGD(plain.parameters(), lr=0.1), False, True, prec == "bf16",
                 data.train.token_batches(cfg.data.batch_tokens, seed=1, epoch=1))
@@ -167,6 +174,9 @@ def describe(cfg: Config, n_params: int) -> str:
 
 def main() -> None:
     args = parse_args()
+    device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("--device cuda: torch sees no CUDA device here")
     # what `scanmt train` runs with (scanmt.allocator); SCANMT_MALLOC=0 measures glibc's defaults
     args.malloc_tuned = tune_malloc()
     if args.threads:
@@ -183,11 +193,11 @@ def main() -> None:
     setups = build_setups(args, configs, data)
 
     def forward_backward(s: Setup, b) -> None:
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=s.bf16):
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=s.bf16):
             if s.reference:
                 loss = s.model(b.src, b.src_len, b.tgt_in, b.tgt_out)
             else:
-                fert = torch.full(b.src.shape, 2.0) if s.constrained else None
+                fert = torch.full(b.src.shape, 2.0, device=device) if s.constrained else None
                 out = s.model(b.src, b.src_len, b.tgt_in, fert)
                 loss = nmt_loss(out.logits, b.tgt_out)
         s.opt.zero_grad(set_to_none=True)
@@ -198,11 +208,12 @@ def main() -> None:
         s.model.train()
         tok, t0 = 0, time.perf_counter()
         for positions in s.batches[chunk]:
-            b = data.train.make_batch(positions)
+            b = data.train.make_batch(positions).to(device)
             forward_backward(s, b)
             torch.nn.utils.clip_grad_norm_(s.model.parameters(), 5.0)
             s.opt.step()
             tok += b.n_tgt_tokens
+        synchronize(device)
         return tok, time.perf_counter() - t0
 
     def flops_per_token(name: str) -> float:
@@ -211,7 +222,7 @@ def main() -> None:
         s.model.train()
         with counter:
             for positions in s.batches[:4]:
-                b = data.train.make_batch(positions)
+                b = data.train.make_batch(positions).to(device)
                 forward_backward(s, b)
                 tok += b.n_tgt_tokens
         s.opt.zero_grad(set_to_none=True)
@@ -227,13 +238,20 @@ def main() -> None:
     work = {name: flops_per_token(name) for name in setups}
     report_training(rates, work, setups, configs, args)
     if args.decode_sentences:
-        report_decoding(setups, data.valid, args)
+        report_decoding(setups, data.valid, args, device)
+
+
+def synchronize(device: torch.device) -> None:
+    """Wait for the device's queued kernels (a timed interval must include them)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
 
 
 def report_training(rates: dict[str, list[float]], work: dict[str, float], setups: dict[str, Setup],
                     configs: dict[str, Config], args: argparse.Namespace) -> None:
     """``rates``: tokens/s per round; ``work``: FLOPs per target token (forward + backward)."""
-    print(f"\ntraining throughput (target tokens/s), {torch.get_num_threads()} threads, "
+    where = (torch.cuda.get_device_name() if args.device.startswith("cuda") else f"{torch.get_num_threads()} threads")
+    print(f"\ntraining throughput (target tokens/s), {where}, "
           f"malloc {'tuned as scanmt does' if args.malloc_tuned else 'as the environment leaves it'}")
     for name, cfg in configs.items():
         n_params = sum(p.numel() for p in setups[label(name, args.precision[0])].model.parameters())
@@ -255,7 +273,7 @@ def report_training(rates: dict[str, list[float]], work: dict[str, float], setup
               f"{rate / ref_rate:>13.2f}x")
 
 
-def report_decoding(setups: dict[str, Setup], test, args: argparse.Namespace) -> None:
+def report_decoding(setups: dict[str, Setup], test, args: argparse.Namespace, device: torch.device) -> None:
     pos = list(range(min(args.decode_sentences, len(test))))
     print(f"\nbeam decoding (beam {args.beam}, {len(pos)} validation sentences, batch 64, untrained weights)")
     for name, s in setups.items():
@@ -265,9 +283,10 @@ def report_decoding(setups: dict[str, Setup], test, args: argparse.Namespace) ->
         t0 = time.perf_counter()
         with torch.no_grad():
             for i in range(0, len(pos), 64):
-                b = test.make_batch(pos[i : i + 64])
-                fert = torch.full(b.src.shape, 2.0) if s.constrained else None
+                b = test.make_batch(pos[i : i + 64]).to(device)
+                fert = torch.full(b.src.shape, 2.0, device=device) if s.constrained else None
                 search(s.model, b.src, b.src_len, fert, settings=SearchSettings(beam=args.beam))
+        synchronize(device)
         dt = time.perf_counter() - t0
         print(f"  {name:<28} {len(pos) / dt:8.1f} sentences/s")
 
