@@ -15,6 +15,10 @@
 #                                                         (setsid: it outlives the command), output to LOG
 #   bash scripts/gpu-grid.sh status LOG RUNS              the grid's last lines, and each unfinished run's
 #                                                         last epoch line (RUNS: the grid's runs/ folder)
+#   bash scripts/gpu-grid.sh stop PATTERN                 SIGTERM (which saves last.pt) to the run workers whose
+#                                                         run folder matches PATTERN (e.g. 'csoftmax/seed'), and
+#                                                         to nothing else: not the grid's own process, whose
+#                                                         open files name every run's log
 #   bash scripts/gpu-grid.sh pack RUNS OUT                every finished run (DONE) not packed before, as
 #                                                         15 MB pieces of one tar.gz in OUT (no checkpoints)
 # Unpack here with: cat OUT/runs-*.part-* | tar -C / -xzf -
@@ -49,6 +53,11 @@ case ${1:-} in
       [[ -f $d/log.txt ]] || continue
       printf '%-28s %s\n' "${d#$runs/}" "$(tr '\r' '\n' < "$d/log.txt" | grep -a 'end of epoch\|===' | tail -n 1 | cut -c1-120)"
     done
+    ;;
+  stop)
+    pat=${2:?stop needs a pattern}
+    # a worker's command line is `python3 -m scanmt.experiments.runner RUN_DIR ...`
+    pkill -TERM -f -e "scanmt\.experiments\.runner .*${pat}" || echo "no run worker matches $pat"
     ;;
   pack)
     runs=${2:?pack needs the runs folder}; out=${3:?pack needs a folder}
