@@ -187,6 +187,18 @@ class NMTTask:
         return extras
 
 
+def precision_advice(cfg: Config, device: torch.device) -> str | None:
+    """A warning for a precision measured to be much slower than the alternative on ``device`` (None: none).
+
+    bf16 autocast trained the Transformer preset 18x slower than fp32 on an H200 (torch 2.11), and
+    ``torch.nn.Transformer`` 14x: docs/transformer.md, section 5."""
+    if cfg.model.arch == "transformer" and cfg.train.precision == "bf16" and device.type == "cuda":
+        return ("train.precision=bf16 with a Transformer on a GPU: on an H200 (torch 2.11) bf16 trained the "
+                "Transformer preset 18x slower than fp32, and torch.nn.Transformer 14x (docs/transformer.md, "
+                "section 5); consider train.precision=fp32")
+    return None
+
+
 class Trainer:
     """Train an NMT model from a :class:`Config` into ``out_dir`` (``--resume`` continues it)."""
 
@@ -208,6 +220,9 @@ class Trainer:
             sparse = cfg.model.attention.transform != "softmax" or is_sparse(cfg.model.output)
             if sparse and self.dist.device.type == "cpu":
                 load_native_kernels()  # a first-run build happens here, not inside the timed training
+            advice = precision_advice(cfg, self.dist.device)
+            if advice and self.dist.is_main:
+                log.warning(advice)
             self.loop = TrainLoop(self.task, cfg.train, self.out, resume=resume, dist=self.dist, unit="tok")
         self.model = self.task.model
         if self.dist.is_main:
