@@ -21,7 +21,10 @@ sentences in the same order.
 
 ``--device cuda`` times on the GPU: models and batches live there, and every timed
 interval ends with ``torch.cuda.synchronize()``, so it counts the kernels' time and
-not only their launch.
+not only their launch.  ``--sdpa math flash ...`` also times every system with
+``F.scaled_dot_product_attention`` restricted to each named backend
+(``torch.nn.attention.sdpa_kernel``; rows ``NAME/sdpa=BACKEND``), to find which
+kernel a slow configuration runs (docs/transformer.md, section 5: bf16 on a GPU).
 
 A textbook PyTorch implementation of each architecture (``plain_nmt.py``: for the
 LSTM, nn.LSTM encoder and nn.LSTMCell decoder stepped in Python with
@@ -42,12 +45,14 @@ tokens/s is then split into "more work per token" and "slower work".
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
 from plain_nmt import PlainNMT, PlainTransformer
@@ -64,6 +69,10 @@ from scanmt.presets import preset_path
 #: the reference row of each architecture
 REFERENCE = {"lstm": "plain-pytorch", "transformer": "torch-transformer"}
 
+#: ``--sdpa`` names -> the scaled-dot-product-attention backend a row is restricted to
+SDPA = {"math": SDPBackend.MATH, "flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION,
+        "cudnn": SDPBackend.CUDNN_ATTENTION}
+
 
 @dataclass
 class Setup:
@@ -73,10 +82,11 @@ class Setup:
     reference: bool  # the plain PyTorch model (returns its own loss)
     bf16: bool  # forward under torch.autocast(bfloat16), as train.precision: bf16 does
     batches: list[list[int]]  # the training batches (positions) it is timed on
+    sdpa: str = ""  # a key of SDPA: the one backend F.scaled_dot_product_attention may use ("": any)
 
 
-def label(system: str, precision: str) -> str:
-    return system if precision == "fp32" else f"{system}/{precision}"
+def label(system: str, precision: str, sdpa: str = "") -> str:
+    return (system if precision == "fp32" else f"{system}/{precision}") + (f"/sdpa={sdpa}" if sdpa else "")
 
 
 def parse_args() -> argparse.Namespace:
@@ -95,6 +105,10 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--no-reference", action="store_true", help="do not time the plain PyTorch reference models")
     ap.add_argument("--precision", nargs="+", choices=["fp32", "bf16"], default=["fp32"],
                     help="training precisions to time (bf16 = train.precision: bf16, mixed precision forward)")
+    ap.add_argument("--sdpa", nargs="+", choices=sorted(SDPA), default=[],
+                    help="also time every system (at every precision) with F.scaled_dot_product_attention "
+                         "restricted to each of these backends (a row whose backend cannot serve its inputs, "
+                         "for example flash with a padding mask, is left out with a note)")
     ap.add_argument("--device", default="cpu", help="cpu or cuda (the timed intervals end with a CUDA synchronize)")
     ap.add_argument("--batch-tokens", type=int, default=0,
                     help="source+target tokens per batch for every system (0 = each preset's data.batch_tokens; "
@@ -140,24 +154,26 @@ def reference_model(cfg: Config, vocab: int) -> torch.nn.Module:
 def build_setups(args: argparse.Namespace, configs: dict[str, Config], data) -> dict[str, Setup]:
     vocab = len(data.pipeline.vocab)
     setups: dict[str, Setup] = {}
-    for prec in args.precision:
-        references: dict[str, Config] = {}
-        for name, cfg in configs.items():
-            torch.manual_seed(0)
-            model = build_model(cfg, vocab)
-            model.reset_parameters(cfg.train.param_init if cfg.model.arch == "transformer" else 0.1)
-            model.to(args.device)
-            opt = torch.optim.SGD(model.parameters(), lr=0.1)
-            batches = data.train.token_batches(cfg.data.batch_tokens, seed=1, epoch=1)
-            setups[label(name, prec)] = Setup(model, opt, get_transform(cfg.model.attention.transform).constrained,
-                                              False, prec == "bf16", batches)
-            references.setdefault(cfg.model.arch, cfg)
-        for arch, cfg in ([] if args.no_reference else references.items()):
-            torch.manual_seed(0)
-            plain = reference_model(cfg, vocab).to(args.device)
-            setups[label(REFERENCE[arch], prec)] = Setup(
-                plain, torch.optim.SGD(plain.parameters(), lr=0.1), False, True, prec == "bf16",
-                data.train.token_batches(cfg.data.batch_tokens, seed=1, epoch=1))
+    for sdpa in [""] + args.sdpa:
+        for prec in args.precision:
+            references: dict[str, Config] = {}
+            for name, cfg in configs.items():
+                torch.manual_seed(0)
+                model = build_model(cfg, vocab)
+                model.reset_parameters(cfg.train.param_init if cfg.model.arch == "transformer" else 0.1)
+                model.to(args.device)
+                opt = torch.optim.SGD(model.parameters(), lr=0.1)
+                batches = data.train.token_batches(cfg.data.batch_tokens, seed=1, epoch=1)
+                setups[label(name, prec, sdpa)] = Setup(
+                    model, opt, get_transform(cfg.model.attention.transform).constrained, False, prec == "bf16",
+                    batches, sdpa)
+                references.setdefault(cfg.model.arch, cfg)
+            for arch, cfg in ([] if args.no_reference else references.items()):
+                torch.manual_seed(0)
+                plain = reference_model(cfg, vocab).to(args.device)
+                setups[label(REFERENCE[arch], prec, sdpa)] = Setup(
+                    plain, torch.optim.SGD(plain.parameters(), lr=0.1), False, True, prec == "bf16",
+                    data.train.token_batches(cfg.data.batch_tokens, seed=1, epoch=1), sdpa)
     return setups
 
 
@@ -193,7 +209,8 @@ def main() -> None:
     setups = build_setups(args, configs, data)
 
     def forward_backward(s: Setup, b) -> None:
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=s.bf16):
+        restrict = sdpa_kernel([SDPA[s.sdpa]]) if s.sdpa else contextlib.nullcontext()
+        with restrict, torch.autocast(device.type, dtype=torch.bfloat16, enabled=s.bf16):
             if s.reference:
                 loss = s.model(b.src, b.src_len, b.tgt_in, b.tgt_out)
             else:
@@ -228,8 +245,14 @@ def main() -> None:
         s.opt.zero_grad(set_to_none=True)
         return counter.get_total_flops() / tok
 
-    for name in setups:  # warm-up
-        train_steps(name, slice(0, 2))
+    for name in list(setups):  # warm-up
+        try:
+            train_steps(name, slice(0, 2))
+        except RuntimeError as exc:
+            if not setups[name].sdpa or "No available kernel" not in str(exc):
+                raise
+            print(f"  {name}: left out, the backend cannot serve these inputs ({str(exc).splitlines()[0]})")
+            del setups[name]
     rates: dict[str, list[float]] = {n: [] for n in setups}
     for r in range(args.rounds):
         for name in setups:
@@ -277,7 +300,7 @@ def report_decoding(setups: dict[str, Setup], test, args: argparse.Namespace, de
     pos = list(range(min(args.decode_sentences, len(test))))
     print(f"\nbeam decoding (beam {args.beam}, {len(pos)} validation sentences, batch 64, untrained weights)")
     for name, s in setups.items():
-        if s.reference or s.bf16:
+        if s.reference or s.bf16 or s.sdpa:
             continue
         s.model.eval()
         t0 = time.perf_counter()
