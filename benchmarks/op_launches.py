@@ -2,12 +2,14 @@
 
     python benchmarks/op_launches.py                 # the ops, then one training step of each model
     python benchmarks/op_launches.py --path cpu      # the CPU's own algorithms instead of the GPU's
+    python benchmarks/op_launches.py --model RUN/best.pt --batches 3   # a trained model on its own data
 
 At the sizes of attention (rows x J of a few thousand entries) an op on a GPU costs its kernel launches
 and its host synchronisations, not its arithmetic (docs/ops-benchmark.md, GPU section).  Both can be
 counted without a GPU, on the code path a GPU input takes: the PyTorch algorithms (native kernels off)
-with the method ``choose_method`` picks off the CPU (the sort; ``--path cpu``: the CPU's dense and
-iterative methods, whose loops test convergence on the host).
+with the method ``choose_method`` picks off the CPU (the sort), and csoftmax's bisection testing its
+bracket every ``BISECT_CHECK_EVERY`` halvings as off the CPU (``--path cpu``: the CPU's dense and
+iterative methods, whose loops test convergence on the host, and a test after every halving).
 
 * aten operations: every operation dispatched to PyTorch's kernels (views and detach left out), counted
   with a ``TorchDispatchMode``; on a GPU each is about one kernel launch;
@@ -17,13 +19,17 @@ iterative methods, whose loops test convergence on the host).
 Reported per forward and backward call of each op on ``--rows x --cols`` scores (``u`` of the ``nmt``
 regime of benchmarks/ops.py), and per training step (forward and backward) of the LSTM ``cpu-small``
 and the Transformer preset with each attention transform on a batch of B x S source and B x T target
-tokens, with the places in scanmt that read most.
+tokens, with the places in scanmt that read most.  ``--model``: instead of the random models, the training
+steps of a checkpoint on the first ``--batches`` batches of its own training data (with its fertility):
+trained attention is peaked, and sends rows down paths (recentring, bisection) that random scores do not.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import functools
+import importlib
 import os
 import sys
 import traceback
@@ -38,9 +44,12 @@ from ops import make_inputs  # noqa: E402  (benchmarks/ops.py)
 import scanmt.ops as sops  # noqa: E402
 from scanmt.config import Config  # noqa: E402
 from scanmt.model.build import build_model  # noqa: E402
+from scanmt.model.checkpoint import load_checkpoint  # noqa: E402
 from scanmt.model.loss import nmt_loss  # noqa: E402
 from scanmt.ops import _checks  # noqa: E402
 from scanmt.presets import preset_path  # noqa: E402
+
+csoftmax_module = importlib.import_module("scanmt.ops.csoftmax")
 
 HOST_READS = ("__bool__", "__int__", "__float__", "item", "tolist")
 
@@ -139,6 +148,29 @@ def step_table(B: int, S: int, T: int, vocab: int) -> None:
             print(f"  {arch:<12} {transform:<11} {c.ops:>9} {sum(c.reads.values()):>11}  {top}")
 
 
+def model_table(path: str, batches: int) -> None:
+    from scanmt.training.fertility_setup import setup_fertility
+    from scanmt.training.trainer import load_train_data
+
+    ckpt = load_checkpoint(path)
+    cfg = Config.from_dict(ckpt["config"])
+    data = load_train_data(cfg)
+    fert = setup_fertility(cfg, data.train, data.valid)
+    train = fert.train if fert is not None else data.train
+    model = build_model(cfg, len(data.pipeline.vocab))
+    model.load_state_dict(ckpt["model"])
+    model.train()
+    torch.manual_seed(0)
+    print(f"\n{path}: {cfg.model.arch}, attention {cfg.model.attention.transform}; training steps (forward + "
+          f"backward) on the first {batches} batches of {cfg.data.dir}")
+    print(f"  {'batch':<6} {'target positions':>16} {'aten ops':>9} {'host reads':>11}  most reads at")
+    for i, positions in enumerate(train.token_batches(cfg.data.batch_tokens, seed=1, epoch=1)[:batches]):
+        b = train.make_batch(positions)
+        _, c = counted(lambda: nmt_loss(model(b.src, b.src_len, b.tgt_in, b.fertility).logits, b.tgt_out).backward())
+        top = ", ".join(f"{k} x{v}" for k, v in c.reads.most_common(3))
+        print(f"  {i + 1:<6} {b.tgt_in.shape[1]:>16} {c.ops:>9} {sum(c.reads.values()):>11}  {top}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--path", choices=["gpu", "cpu"], default="gpu",
@@ -150,14 +182,21 @@ def main() -> None:
                     help="the training step's batch: sentences, source length, target length")
     ap.add_argument("--vocab", type=int, default=8000, help="the training step's vocabulary size")
     ap.add_argument("--no-steps", action="store_true", help="only the op table")
+    ap.add_argument("--model", help="a checkpoint: count its training steps on its own data instead")
+    ap.add_argument("--batches", type=int, default=3, help="--model: training batches to count")
     args = ap.parse_args()
     torch.set_num_threads(1)
     _checks._NATIVE_ALLOWED = False
     if args.path == "gpu":
         _checks._FORCED_METHOD = "sort"
+        bisect = csoftmax_module._logz_bisect
+        csoftmax_module._logz_bisect = functools.partial(bisect, check_every=csoftmax_module.BISECT_CHECK_EVERY)
     count_host_reads()
     print(f"# torch {torch.__version__}; code path: {args.path} (native kernels off"
           f"{', the sort as off the CPU' if args.path == 'gpu' else ''})")
+    if args.model:
+        model_table(args.model, args.batches)
+        return
     op_table(args.rows, args.cols)
     if not args.no_steps:
         step_table(*args.batch, args.vocab)

@@ -105,21 +105,34 @@ def _logz_dense(zs: Tensor, uc: Tensor, k: _checks.Consts) -> Tensor:
     return torch.where(torch.gt(budget, k.zero), t, k.ninf)
 
 
-def _logz_bisect(x: Tensor, B: Tensor, uc: Tensor) -> Tensor:
+#: halvings of :func:`_logz_bisect` between two convergence tests off the CPU: each test reads a value
+#: back to the host, which waits for the GPU; a training step of a bounded Transformer on real batches
+#: made about 50 of them per csoftmax call when tested after every halving (benchmarks/op_launches.py)
+BISECT_CHECK_EVERY = 8
+
+
+def _logz_bisect(x: Tensor, B: Tensor, uc: Tensor, check_every: Optional[int] = None) -> Tensor:
     """``log Z`` of recentred rows (:func:`._checks.recentre`, ``x`` in ``[-B, B]``, the root in
     it), by bisection on ``phi(t) = sum_j min(u_j, exp(x_j - t))``, evaluated directly (every
     term is exact to rounding at any ``t``; the sort's keys ``x - log u`` are not, once
     ``ulp(x)`` exceeds ``|log u|``), then in closed form from the capped and free sets there:
-    ``log Z = logsumexp_free(x) - log(1 - sum_capped u)``.  For the rare rows with scores
-    beyond ``RECENTRE_AT`` only.
+    ``log Z = logsumexp_free(x) - log(1 - sum_capped u)``.  For the rows whose threshold lies
+    far below their maximum (``polish_at``).
+
+    The bracket is tested for convergence after every ``check_every`` halvings: by default after
+    every one on the CPU, and after every :data:`BISECT_CHECK_EVERY` elsewhere (the halvings past
+    convergence only narrow a bracket that is already within ``4 eps`` of the root).
     """
     lo, hi = -B, B.clone()
     tol = torch.finfo(x.dtype).eps * 4
-    for _ in range(2200):  # enough to halve 2 * 1.8e308 down to eps
+    every = check_every or (1 if x.device.type == "cpu" else BISECT_CHECK_EVERY)
+    for i in range(2200):  # enough to halve 2 * 1.8e308 down to eps
         mid = (lo + hi) * 0.5
         above = torch.ge(torch.minimum(torch.exp(x - mid), uc).sum(-1, keepdim=True), 1.0)
         lo, hi = torch.where(above, mid, lo), torch.where(above, hi, mid)
-        if not bool(torch.gt(hi - lo, tol * torch.maximum(hi.abs(), torch.ones_like(hi))).any()):
+        if (i + 1) % every == 0 and not bool(
+            torch.gt(hi - lo, tol * torch.maximum(hi.abs(), torch.ones_like(hi))).any()
+        ):
             break
     # capped for every t in [lo, hi] (u = 0 included: key +inf); an entry at its bound
     # within the bracket counts as free (p is continuous there)
