@@ -54,8 +54,9 @@ def test_any_test_interval_gives_the_same_log_z(seed, J, every, spread):
 
 
 def test_the_cpu_tests_every_halving_and_the_spaced_interval_reads_less(monkeypatch):
-    """On the CPU the bracket is tested after every halving (so CPU results are those of before), and a
-    non-CPU tensor takes BISECT_CHECK_EVERY: counted by the host reads the loop makes."""
+    """By default a CPU tensor's bracket is tested after every halving (so CPU results are those of
+    before), one host read each; the interval used off the CPU, BISECT_CHECK_EVERY, reads about that
+    many times less often.  Counted by the host reads the loop makes."""
     x, B, u = far_rows(0, rows=4, J=9, spread=4.0)
     reads = []
     original = torch.Tensor.__bool__
