@@ -30,7 +30,7 @@ case ${1:-} in
   setup)
     python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .gpu/whl/*.whl || exit 1
     for s in .gpu/src/*.tar.gz; do
-      python3 -m pip install -q --no-index --no-deps --no-build-isolation --target /tmp/site "$s" || exit 1
+      python3 -m pip install -q --no-index --no-deps --no-build-isolation --upgrade --target /tmp/site "$s" || exit 1
     done
     tar -C /tmp -xzf .gpu/wordnet.tar.gz || exit 1
     for a in .gpu/*.tar.gz; do
@@ -51,7 +51,10 @@ case ${1:-} in
     for d in "$runs"/*/seed*/; do
       [[ -f $d/DONE ]] && continue
       [[ -f $d/log.txt ]] || continue
-      printf '%-28s %s\n' "${d#$runs/}" "$(tr '\r' '\n' < "$d/log.txt" | grep -a 'end of epoch\|===' | tail -n 1 | cut -c1-120)"
+      # the last epoch's line (a resumed run logs its "=== train: resuming" after it), else the last step
+      line=$(tr '\r' '\n' < "$d/log.txt" | grep -a 'end of epoch' | tail -n 1)
+      [[ -n $line ]] || line=$(tr '\r' '\n' < "$d/log.txt" | grep -a '===' | tail -n 1)
+      printf '%-28s %s\n' "${d#$runs/}" "$(cut -c1-120 <<< "$line")"
     done
     ;;
   stop)
