@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The CPU grids of the open issues 28, 29 and 30, one after the other, resumable: rerun this script to continue
+# (finished runs are skipped, a killed run resumes from its last checkpoint, a finished grid costs seconds).
+# Two workers of one thread each, bf16 where the preset allows it (docs/results.md, "Long experiments").
+#   cd ../grid-codeN && PYTHONPATH=$PWD/src nohup bash scripts/grids-open-issues.sh >> "$GRID_ROOT/queue.log" 2>&1 &
+# Run it from a worktree of one commit (git worktree add --detach ../grid-codeN HEAD), so that the code of a
+# grid does not change under it. GRID_ROOT (default /work/runs) holds the prepared data and every grid folder;
+# PYTHON (default the checkout's .venv, else /work/main/.venv) runs scanmt.
+# Order: the grid closest to its issue's bars first.
+#   1. issue 29: experiments/sparse-seq2seq.yaml, 3 seeds (about 1 h per run);
+#   2. issue 28: experiments/transformer.yaml with the transformer-small preset (bf16 on the CPU), 3 seeds
+#      (about 2 h per run with one thread);
+#   3. issue 30: Table 1's bar systems with the stress test, then the recipe ablation into the same folder
+#      (its cpu-small softmax and csparsemax are Table 1's runs).
+# Reports: scanmt experiment report $GRID_ROOT/GRID --grid NAME --out docs/
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=${GRID_ROOT:-/work/runs}
+DATA=$ROOT/data/multi30k-de-en
+if [[ -z ${PYTHON:-} ]]; then
+  PYTHON=.venv/bin/python
+  [[ -x $PYTHON ]] || PYTHON=/work/main/.venv/bin/python
+fi
+export PYTHONPATH=$PWD/src
+mkdir -p "$ROOT/data"
+[[ -f $DATA/meta.json ]] || "$PYTHON" -m scanmt prepare --corpus multi30k --pair de-en --out "$DATA"
+run() { echo "##### $(date -u +%FT%TZ) scanmt experiment run $*"; "$PYTHON" -m scanmt experiment run "$@"; }
+LSTM=(--data "$DATA" --preset cpu-small --seeds 3 --workers 2 --set train.threads=1 train.precision=bf16)
+
+run experiments/sparse-seq2seq.yaml "${LSTM[@]}" --out "$ROOT/sparse-seq2seq"
+run experiments/transformer.yaml --data "$DATA" --preset transformer-small --seeds 3 --workers 2 \
+    --set train.threads=1 --extra-splits test2017 valid --out "$ROOT/transformer-lr14"
+run experiments/table1.yaml "${LSTM[@]}" --systems softmax sparsemax csoftmax csparsemax --stress-k 1 2 3 4 \
+    --out "$ROOT/table1"
+run experiments/recipe-ablation.yaml "${LSTM[@]}" --stress-k 1 2 3 4 --out "$ROOT/table1"
