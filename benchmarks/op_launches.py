@@ -28,11 +28,13 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import functools
 import importlib
 import os
 import sys
 import traceback
+import unittest.mock
 from typing import Callable
 
 import torch
@@ -186,21 +188,23 @@ def main() -> None:
     ap.add_argument("--batches", type=int, default=3, help="--model: training batches to count")
     args = ap.parse_args()
     torch.set_num_threads(1)
-    _checks._NATIVE_ALLOWED = False
-    if args.path == "gpu":
-        _checks._FORCED_METHOD = "sort"
-        bisect = csoftmax_module._logz_bisect
-        csoftmax_module._logz_bisect = functools.partial(bisect, check_every=csoftmax_module.BISECT_CHECK_EVERY)
     count_host_reads()
     print(f"# torch {torch.__version__}; code path: {args.path} (native kernels off"
           f"{', the sort as off the CPU' if args.path == 'gpu' else ''})")
-    if args.model:
-        model_table(args.model, args.batches)
-        return
-    op_table(args.rows, args.cols)
-    if not args.no_steps:
-        step_table(*args.batch, args.vocab)
-
+    with contextlib.ExitStack() as path:
+        path.enter_context(_checks.use_native(False))
+        if args.path == "gpu":
+            path.enter_context(_checks.use_method("sort"))
+            # the interval csoftmax's bisection takes off the CPU (it takes 1 for a CPU tensor)
+            path.enter_context(unittest.mock.patch.object(
+                csoftmax_module, "_logz_bisect",
+                functools.partial(csoftmax_module._logz_bisect, check_every=csoftmax_module.BISECT_CHECK_EVERY)))
+        if args.model:
+            model_table(args.model, args.batches)
+            return
+        op_table(args.rows, args.cols)
+        if not args.no_steps:
+            step_table(*args.batch, args.vocab)
 
 if __name__ == "__main__":
     main()

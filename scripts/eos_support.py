@@ -36,9 +36,9 @@ from scanmt.model.checkpoint import load_checkpoint
 from scanmt.model.output import output_probs
 
 
-def eos_at_reference_end(run: Path, data_dir: Path, split: str, batch: int) -> tuple[str, list[float], float, list[int]]:
-    """``(output, P(</s>) at each reference's end by line, share of earlier steps with P(</s>) = 0, lines where it
-    is 0 at the end)``."""
+def eos_at_reference_end(run: Path, data_dir: Path, split: str, batch: int) -> tuple[Config, list[float], float, list[int]]:
+    """``(the run's config, P(</s>) at each reference's end by line, share of earlier steps with P(</s>) = 0, lines
+    where it is 0 at the end)``."""
     ckpt = load_checkpoint(run / "best.pt")
     cfg = Config.from_dict(ckpt["config"])
     s, t = cfg.data.src_lang, cfg.data.tgt_lang
@@ -65,7 +65,7 @@ def eos_at_reference_end(run: Path, data_dir: Path, split: str, batch: int) -> t
                 steps_before += end
     by_line = [at_end[k] for k in sorted(at_end)]
     zeros = [k for k in sorted(at_end) if at_end[k] == 0.0]
-    return cfg.model.output, by_line, zero_before / max(1, steps_before), zeros
+    return cfg, by_line, zero_before / max(1, steps_before), zeros
 
 
 def main() -> None:
@@ -78,8 +78,8 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(1)
     for run in args.runs:
-        output, p_end, zero_before, zeros = eos_at_reference_end(run, args.data, args.split, args.batch)
-        tgt = Config.from_dict(load_checkpoint(run / "best.pt")["config"]).data.tgt_lang
+        cfg, p_end, zero_before, zeros = eos_at_reference_end(run, args.data, args.split, args.batch)
+        output, tgt = cfg.model.output, cfg.data.tgt_lang
         refs = [line.lower().split() for line in read_lines(args.data / f"{args.split}.tok.{tgt}", what="reference")]
         hyps = [line.lower().split() for line in read_lines(run / f"{args.split}.hyp.tok.{tgt}", what="hypotheses")]
         if len(refs) != len(hyps) or len(refs) != len(p_end):
