@@ -115,6 +115,53 @@ def test_transformer_trains_in_bf16_on_cuda(transform):
         assert p.grad is None or torch.isfinite(p.grad).all(), name
 
 
+def _spy_sdpa(monkeypatch, call_through: bool) -> list:
+    """Record (dtype, cuDNN enabled, flash enabled) at every SDPA call of scanmt.model.fused_attention."""
+    import scanmt.model.fused_attention as fa
+
+    seen = []
+    real = fa.F.scaled_dot_product_attention
+
+    def spy(q, *a, **k):
+        seen.append((q.dtype, torch.backends.cuda.cudnn_sdp_enabled(), torch.backends.cuda.flash_sdp_enabled()))
+        return real(q, *a, **k) if call_through else torch.zeros_like(q)
+
+    monkeypatch.setattr(fa.F, "scaled_dot_product_attention", spy)
+    return seen
+
+
+def test_bf16_fused_attention_leaves_cudnn_out(monkeypatch):
+    """Under bf16 autocast every SDPA call of the Transformer runs with cuDNN's backend disabled, and the
+    flags are as before afterwards (scanmt.model.fused_attention)."""
+    from torch.nn.attention import SDPBackend
+
+    from scanmt.model.fused_attention import enabled_backends
+
+    seen = _spy_sdpa(monkeypatch, call_through=True)
+    m = _model("softmax", arch="transformer").float().cuda().train()
+    src, n, _, tgt_in, tgt_out = (t.cuda() for t in _batch())
+    before = enabled_backends()
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        nmt_loss(m(src, n, tgt_in).logits, tgt_out).backward()
+    assert enabled_backends() == before
+    assert len(seen) >= 4 and all(dtype == torch.bfloat16 for dtype, _, _ in seen)
+    assert not any(cudnn for _, cudnn, _ in seen)
+    assert all(flash == before[SDPBackend.FLASH_ATTENTION] for _, _, flash in seen)
+
+
+def test_fused_attention_keeps_cudnn_when_it_is_the_only_backend(monkeypatch):
+    """A caller that enables cuDNN alone (benchmarks/train_throughput.py --sdpa cudnn) keeps it."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    from scanmt.model.fused_attention import fused_attention
+
+    seen = _spy_sdpa(monkeypatch, call_through=False)
+    q = torch.randn(2, 4, 5, 64, device="cuda", dtype=torch.bfloat16)
+    with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
+        fused_attention(q, q, q)
+    assert seen == [(torch.bfloat16, True, False)]
+
+
 @pytest.mark.parametrize("arch", ["lstm", "transformer"])
 @pytest.mark.parametrize("transform", TRANSFORMS)
 def test_beam_search_matches_the_cpu(transform, arch):

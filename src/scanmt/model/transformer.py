@@ -63,7 +63,8 @@ attention dropout): a distribution over the source columns (sink last) that sums
 Computation
 -----------
 * Self-attention (encoder and decoder) and the cross-attention of layers whose heads are all plain
-  softmax (not the last layer, no bounds) use the fused ``F.scaled_dot_product_attention``.  All other
+  softmax (not the last layer, no bounds) use the fused ``F.scaled_dot_product_attention``
+  (:func:`~scanmt.model.fused_attention.fused_attention`: without cuDNN's backend for bf16 on GPUs).  All other
   cross-attention heads (the last layer's: its weights are reported; bounded heads; sparsemax heads)
   compute the scores ``q·k / sqrt(d_head)`` explicitly, in float32 (float64 for a float64 model; autocast
   is switched off there, so under ``train.precision=bf16`` the transforms and the cumulative attention
@@ -97,6 +98,7 @@ from scanmt.data.vocab import PAD_ID
 from scanmt.errors import ConfigError
 from scanmt.fertility.rules import is_constrained
 from scanmt.model.bounds import BoundedTransform, LearnedAlpha
+from scanmt.model.fused_attention import fused_attention
 from scanmt.model.interface import DecoderState, EncoderOutput, ForwardOutput, NMTModel, Step, log_summary
 
 #: the unconstrained transform of a constrained transform's family (the heads without bounds)
@@ -185,7 +187,7 @@ class SelfAttention(nn.Module):
                 is_causal = True
             elif T > 1:  # a block of new positions after a cache
                 mask = torch.ones(T, P + T, dtype=torch.bool, device=x.device).tril(P)
-        ctx = F.scaled_dot_product_attention(
+        ctx = fused_attention(
             q, k, v, attn_mask=mask, dropout_p=self.dropout if self.training else 0.0, is_causal=is_causal
         )
         return self.out(merge_heads(ctx)), (k, v)
@@ -276,7 +278,7 @@ class CrossAttention(nn.Module):
         q, factor = self.queries(x)
         mask4 = mask[:, None, None, :]
         if not self.explicit:
-            ctx = F.scaled_dot_product_attention(
+            ctx = fused_attention(
                 q, k, v, attn_mask=mask4, dropout_p=self.dropout_p if self.training else 0.0, scale=factor
             )
             return self.out(merge_heads(ctx)), None, None

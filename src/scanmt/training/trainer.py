@@ -191,11 +191,14 @@ def precision_advice(cfg: Config, device: torch.device) -> str | None:
     """A warning for a precision measured to be much slower than the alternative on ``device`` (None: none).
 
     bf16 autocast trained the Transformer preset 18x slower than fp32 on an H200 (torch 2.11), and
-    ``torch.nn.Transformer`` 14x: docs/transformer.md, section 5."""
+    ``torch.nn.Transformer`` 14x: docs/transformer.md, section 5.  The likely cause, cuDNN's attention
+    backend, is left out since (scanmt.model.fused_attention), but no GPU has measured it yet, so the
+    warning stays."""
     if cfg.model.arch == "transformer" and cfg.train.precision == "bf16" and device.type == "cuda":
         return ("train.precision=bf16 with a Transformer on a GPU: on an H200 (torch 2.11) bf16 trained the "
                 "Transformer preset 18x slower than fp32, and torch.nn.Transformer 14x (docs/transformer.md, "
-                "section 5); consider train.precision=fp32")
+                "section 5; measured before scanmt left out cuDNN's attention backend, the likely cause, and "
+                "not measured since); consider train.precision=fp32")
     return None
 
 
