@@ -1,12 +1,12 @@
 """The Transformer's fused attention: ``F.scaled_dot_product_attention`` with cuDNN's backend left out on GPUs.
 
-PyTorch runs ``F.scaled_dot_product_attention`` with the first usable backend of a priority order
-(flash, memory-efficient, cuDNN, math).  Since PyTorch 2.9, on Hopper and Blackwell GPUs (sm90, sm100)
-with cuDNN newer than 9.15, the order starts with cuDNN, which takes only fp16 and bf16 inputs
-(``check_prefer_cudnn_attention`` in ``aten/src/ATen/native/transformers/cuda/sdp_utils.cpp``;
-pytorch/pytorch#162073).  A cuDNN attention graph is built for one shape: a new batch size, query length
-or key length builds a new graph (pytorch/pytorch#155958 adds an opt-in that avoids it for some layouts),
-and in translation batches of sentences sorted by length nearly every update brings new lengths.
+PyTorch runs ``F.scaled_dot_product_attention`` with the first usable backend of a priority order.  In
+PyTorch's source (``check_prefer_cudnn_attention`` in ``aten/src/ATen/native/transformers/cuda/sdp_utils.cpp``;
+pytorch/pytorch#162073 made it the default on sm90 and sm100), on Hopper and Blackwell GPUs with a recent
+cuDNN that order starts with cuDNN's attention, which takes only fp16 and bf16 inputs.  A cuDNN
+attention graph is built for one shape: a new batch size, query length or key length builds a new graph
+(pytorch/pytorch#155958 adds an opt-in that avoids it for some layouts), and in translation batches of
+sentences sorted by length nearly every update brings new lengths.
 
 What was measured (an H200, torch 2.11, before this module; ``docs/transformer.md``, section 5): with
 ``train.precision=bf16`` the Transformer preset trained 18x slower than in fp32, and
