@@ -206,5 +206,6 @@ def main() -> None:
         if not args.no_steps:
             step_table(*args.batch, args.vocab)
 
+
 if __name__ == "__main__":
     main()
