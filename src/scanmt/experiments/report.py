@@ -60,7 +60,8 @@ from scanmt.experiments.results_json import (
     write_results_json,
 )
 from scanmt.experiments.run_health import RunHealth, run_health
-from scanmt.experiments.stress_report import stress_section
+from scanmt.experiments.stress_report import FIGURE as STRESS_FIGURE
+from scanmt.experiments.stress_report import draw_stress_figure, stress_section
 from scanmt.io import atomic_open, read_lines
 
 #: (metric key, column title, higher is better)
@@ -78,8 +79,8 @@ SEARCH_COLUMNS: tuple[tuple[str, str, float], ...] = (
     ("forced", "forced `</s>` (outputs)", 1.0),
 )
 MAX_FIGURE_BYTES = 150_000
-#: a figure link as the report writes it: ``](STEM/attention-N.png)``
-FIGURE_LINK = re.compile(r"\]\(([^()/]+)/(attention-\d+\.png)\)")
+#: a figure link as the report writes it: ``](STEM/attention-N.png)``, ``](STEM/stress.png)``
+FIGURE_LINK = re.compile(r"\]\(([^()/]+)/(attention-\d+\.png|stress\.png)\)")
 
 log = logging.getLogger("scanmt.experiment")
 
@@ -796,11 +797,13 @@ def render(out: Path, rec: dict[str, Any], docs: Path, stem: str, opts: ReportOp
     p = _Page(out, rec, docs, stem, opts, systems, baseline, load_texts(out, rec))
     L = _header(p) + _main_table(p) + extra_split_sections(out, rec, systems, baseline, opts) + _drop_noise(p)
     L += _output_layer(p)
-    L += stress_section(systems, baseline)
+    stress_png = docs / stem / STRESS_FIGURE
+    drawn = draw_stress_figure(systems, stress_png)
+    L += stress_section(systems, baseline, f"{stem}/{STRESS_FIGURE}" if drawn else None)
     L += _details(p)
     fig_lines, files, chosen = _figures(p)
     L += fig_lines + _examples(p, chosen) + _commands(p)
-    return "\n".join(L), files
+    return "\n".join(L), ([stress_png] if drawn else []) + files
 
 
 def resolve_baseline(rec: dict[str, Any], systems: Sequence[SystemResults], opts: ReportOptions) -> str:

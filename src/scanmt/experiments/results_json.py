@@ -22,6 +22,11 @@ Shape (one entry per system of the grid, in grid order, for the report's main te
   "forced": {...}, "seeds": n}``, the mean words of nonzero probability per output step, the share of
   sentences whose beam search was exact (0 to 1) and the outputs ended by a forced ``</s>``, over the ``n``
   seeds that recorded them (runs translated before the option existed did not).
+- ``stress`` (only for a system with a finished seed that ran the coverage stress test, ``experiment run
+  --stress-k``; main test set only): ``{K: {metric: {"mean", "std", "seeds"}}}`` with K as a string and the
+  metrics ``bleu`` (detokenized sacreBLEU), ``rep``, ``drop``, ``dropped_sentences`` (% of joined inputs) and
+  ``length_ratio``; ``seeds`` counts the runs that measured the metric at that K
+  (:func:`scanmt.experiments.stress_report.stress_summary`).
 - ``drop_noise``: DROP's spread split between the aligner and the model, and its difference to the baseline
   (:class:`scanmt.experiments.drop_noise.DropNoise`): ``{"seeds", "samples" (the distinct K of the runs),
   "aligner_runs", "mean", "seed_sd", "aligner_sd", "aligner_se", "model_sd", "baseline", "delta",
@@ -51,6 +56,7 @@ from typing import Any, Mapping, Sequence
 
 from scanmt.errors import ConfigError
 from scanmt.experiments.drop_noise import drop_noise
+from scanmt.experiments.stress_report import stress_summary
 from scanmt.io import atomic_open
 
 #: metrics of every system entry, in this order
@@ -75,7 +81,7 @@ def mean_std_entry(values: Sequence[float]) -> dict[str, float | None]:
 
 def system_entry(runs: Runs) -> dict[str, Any]:
     """One system's entry from the metric dicts of its finished seeds (missing or null values are skipped), with
-    ``search`` when some seed recorded its searches."""
+    ``search`` when some seed recorded its searches and ``stress`` when some seed ran the stress test."""
     entry: dict[str, Any] = {}
     for key in METRICS:
         entry[key] = mean_std_entry([float(r[key]) for r in runs if r.get(key) is not None])
@@ -85,6 +91,9 @@ def system_entry(runs: Runs) -> dict[str, Any]:
         entry["search"] = {name: mean_std_entry([float(s[key]) for s in searched if s.get(key) is not None])
                            for name, key in SEARCH_METRICS}
         entry["search"]["seeds"] = len(searched)
+    stress = stress_summary(runs)
+    if stress:
+        entry["stress"] = {str(k): by_metric for k, by_metric in stress.items()}
     return entry
 
 

@@ -1,51 +1,105 @@
-"""The report's coverage stress test section (``experiment run --stress-k``): per system and K, the mean ± std
-over seeds of BLEU, REP, DROP and the share of joined inputs that drop a whole sentence, read from each finished
-run's ``metrics.json`` ``stress`` (:func:`scanmt.experiments.runner.stress_metrics`); then each system's REP and
-DROP against the baseline's, tested by a paired bootstrap over the joined inputs, seed by seed and pooled over
-the seeds (:func:`scanmt.metrics.paired.paired_rates`)."""
+"""The report's coverage stress test (``experiment run --stress-k``): per system and K, the mean ± std over seeds
+of BLEU, REP, DROP, the length ratio and the share of joined inputs that drop a whole sentence, read from each
+finished run's ``metrics.json`` ``stress`` (:func:`scanmt.experiments.runner.stress_metrics`) by
+:func:`stress_summary`, which feeds the table, the figure (``DOCS/STEM/stress.png``: one line per system over K,
+bars of ± one std over seeds) and the results JSON; then each system's REP and DROP against the baseline's, tested
+by a paired bootstrap over the joined inputs, seed by seed and pooled over the seeds
+(:func:`scanmt.metrics.paired.paired_rates`)."""
 
 from __future__ import annotations
 
 import statistics
+from pathlib import Path
 from typing import Any, Sequence
 
-#: the columns: (metrics.json key, header)
-COLUMNS = (("bleu", "BLEU"), ("rep", "REP ↓"), ("drop", "DROP ↓"), ("dropped_sentences", "inputs dropping a sentence % ↓"),
-           ("length_ratio", "length ratio"))
+#: the table's columns: (metrics.json key, header); ``bleu`` is detokenized sacreBLEU (``scanmt stress``'s)
+COLUMNS = (("bleu", "sacreBLEU"), ("rep", "REP ↓"), ("drop", "DROP ↓"),
+           ("dropped_sentences", "inputs dropping a sentence % ↓"), ("length_ratio", "length ratio"))
+#: the figure's file name in the report's folder
+FIGURE = "stress.png"
+
+#: per K: per metric: ``{"mean", "std", "seeds"}`` (std None below two seeds)
+StressSummary = dict[int, dict[str, dict[str, Any]]]
 
 
-def _cell(values: Sequence[float]) -> str:
-    if not values:
+def _runs_with_stress(system: Any) -> list[dict[str, Any]]:
+    return [r["stress"] for r in system.runs if r.get("stress")]
+
+
+def stress_summary(runs: Sequence[dict[str, Any]]) -> StressSummary:
+    """Mean and std over seeds of every metric at every K, from the ``stress`` entries of one system's finished
+    runs (``metrics.json``; runs without one are left out).  ``seeds``: how many runs measured that metric at that
+    K (DROP needs an aligner, so it may be fewer)."""
+    stressed = [r["stress"] for r in runs if r.get("stress")]
+    summary: StressSummary = {}
+    for k in sorted({int(k) for r in stressed for k in r.get("scores", {})}):
+        scored = [r["scores"][str(k)] for r in stressed if str(k) in r.get("scores", {})]
+        entry: dict[str, dict[str, Any]] = {}
+        for key, _ in COLUMNS:
+            values = [float(x[key]) for x in scored if x.get(key) is not None]
+            entry[key] = {"mean": statistics.fmean(values) if values else None,
+                          "std": statistics.stdev(values) if len(values) > 1 else None, "seeds": len(values)}
+        summary[k] = entry
+    return summary
+
+
+def _cell(m: dict[str, Any]) -> str:
+    if m["mean"] is None:
         return "–"
-    m = statistics.fmean(values)
-    return f"{m:.2f}" if len(values) < 2 else f"{m:.2f} ± {statistics.stdev(values):.2f}"
+    return f"{m['mean']:.2f}" if m["std"] is None else f"{m['mean']:.2f} ± {m['std']:.2f}"
 
 
-def stress_section(systems: Sequence[Any], baseline: str | None = None) -> list[str]:
-    """Markdown lines of the stress test table and, given the ``baseline`` system's name, of the paired tests
-    against it (nothing when no finished run has a stress test).
+def stress_section(systems: Sequence[Any], baseline: str | None = None, figure: str | None = None) -> list[str]:
+    """Markdown lines of the stress test table, the figure (its relative path ``figure``, when drawn) and, given the
+    ``baseline`` system's name, the paired tests against it (nothing when no finished run has a stress test).
 
     ``systems``: the report's ``SystemResults`` (``name``, ``label``, ``runs``: the finished seeds' ``metrics.json``).
     """
     rows = []
     for s in systems:
-        runs = [r["stress"] for r in s.runs if r.get("stress")]
-        ks = sorted({int(k) for r in runs for k in r.get("scores", {})})
-        for k in ks:
-            scored = [r["scores"][str(k)] for r in runs if str(k) in r.get("scores", {})]
+        runs = _runs_with_stress(s)
+        for k, entry in stress_summary(s.runs).items():
+            seeds = sum(str(k) in r.get("scores", {}) for r in runs)
             inputs = next((r["inputs"].get(str(k)) for r in runs if str(k) in r.get("inputs", {})), "–")
-            cells = [_cell([float(x[key]) for x in scored if x.get(key) is not None]) for key, _ in COLUMNS]
-            rows.append(f"| {s.label.replace('|', chr(92) + '|')} | {k} | {inputs} | " + " | ".join(cells) + f" | {len(scored)} |")
+            cells = [_cell(entry[key]) for key, _ in COLUMNS]
+            rows.append(f"| {s.label.replace('|', chr(92) + '|')} | {k} | {inputs} | " + " | ".join(cells) + f" | {seeds} |")
     if not rows:
         return []
     head = ["system", "K", "inputs", *(h for _, h in COLUMNS), "seeds"]
+    picture = [f"![coverage stress test: mean over seeds, bars ± one std]({figure})", ""] if figure else []
     return ["## Coverage stress test", "",
             "Each run's model translates the main test set with K consecutive sentences joined into one input "
             "(`scanmt stress`, `experiment run --stress-k`; source and reference joined alike, the last incomplete "
-            "group left out). Mean ± std over seeds. A joined input *drops a sentence* when one of its K source "
+            "group left out). Mean ± std over seeds. sacreBLEU: detokenized, cased, as `scanmt stress` scores it. "
+            "A joined input *drops a sentence* when one of its K source "
             "sentences has fewer than 20% of its words linked to any output word (DROP's source-output alignment); "
             "length ratio = output / reference words.", "",
-            "| " + " | ".join(head) + " |", "|" + "---|" * len(head), *rows, "", *paired_section(systems, baseline)]
+            "| " + " | ".join(head) + " |", "|" + "---|" * len(head), *rows, "", *picture,
+            *paired_section(systems, baseline)]
+
+
+def draw_stress_figure(systems: Sequence[Any], png: Path) -> bool:
+    """Draw the systems' stress curves (mean over seeds, ± one std as bars) into ``png`` (atomically); False, and
+    nothing written, when no finished run has a stress test."""
+    from scanmt.api.stress import METRICS
+    from scanmt.viz.stress_plot import plot_stress
+
+    summaries = {s.label: stress_summary(s.runs) for s in systems}
+    summaries = {label: m for label, m in summaries.items() if m}
+    if not summaries:
+        return False
+    ks = sorted({k for m in summaries.values() for k in m})
+
+    def series(m: StressSummary, key: str, stat: str) -> list[float | None]:
+        return [m[k][key][stat] if k in m else None for k in ks]
+
+    panels = {title: {label: series(m, key, "mean") for label, m in summaries.items()} for key, _, title in METRICS}
+    spread = {title: {label: series(m, key, "std") for label, m in summaries.items()} for key, _, title in METRICS}
+    seeds = max(e["bleu"]["seeds"] for m in summaries.values() for e in m.values())
+    png.parent.mkdir(parents=True, exist_ok=True)
+    plot_stress(panels, ks, png, title=f"coverage stress test: mean over up to {seeds} seeds, bars ± one std",
+                spread=spread)
+    return True
 
 
 def _per_input(run: dict[str, Any], k: int) -> dict[str, Any] | None:

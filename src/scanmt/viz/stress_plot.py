@@ -1,21 +1,30 @@
-"""The coverage stress test's figure (``scanmt stress``, ``DIR/stress.png``): one panel per metric, x = K
-(sentences joined into one input), one line per model; matplotlib's Agg backend, no display needed."""
+"""The coverage stress test's figure (``scanmt stress``, ``DIR/stress.png``; a grid report's ``STEM/stress.png``
+over seeds): one panel per metric, x = K (sentences joined into one input), one line per model, with error bars
+where a spread is given; matplotlib's Agg backend, no display needed."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Mapping, Optional, Sequence
 
 from scanmt.io import atomic_open
 
 PANEL_INCHES = (3.6, 3.0)
 DPI = 100
+#: the sideways step between the lines of a panel with error bars, in units of K
+DODGE = 0.04
 
 
-def plot_stress(panels: Mapping[str, Mapping[str, Sequence[float | None]]], ks: Sequence[int], out: str | Path,
-                title: str = "") -> None:
+Series = Mapping[str, Mapping[str, Sequence[Optional[float]]]]
+
+
+def plot_stress(panels: Series, ks: Sequence[int], out: str | Path, title: str = "",
+                spread: Series | None = None) -> None:
     """Draw ``panels`` (metric title -> model name -> one value per K, None where not measured) as a row of
-    line plots over ``ks`` and write the PNG to ``out`` atomically.  A panel without any value says so."""
+    line plots over ``ks`` and write the PNG to ``out`` atomically.  A panel without any value says so.
+
+    ``spread``: the same keys, the half-length of each point's error bar (a std over seeds; None or missing: no
+    bar at that point)."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -24,20 +33,29 @@ def plot_stress(panels: Mapping[str, Mapping[str, Sequence[float | None]]], ks: 
     n = max(1, len(panels))
     fig = Figure(figsize=(PANEL_INCHES[0] * n, PANEL_INCHES[1] + (0.4 if title else 0)), dpi=DPI)
     axes = fig.subplots(1, n, squeeze=False)[0]
+    legend_drawn = False
     for ax, (metric, lines) in zip(axes, panels.items()):
         drawn = False
-        for name, values in lines.items():
-            points = [(k, v) for k, v in zip(ks, values) if v is not None]
+        for i, (name, values) in enumerate(lines.items()):
+            bars = list((spread or {}).get(metric, {}).get(name) or [None] * len(ks))
+            # with bars, the lines move apart sideways a little, so that bars at one K do not hide each other
+            dodge = (i - (len(lines) - 1) / 2) * DODGE if spread else 0.0
+            points = [(k + dodge, v, e or 0.0) for k, v, e in zip(ks, values, bars) if v is not None]
             if points:
-                ax.plot([k for k, _ in points], [v for _, v in points], marker="o", label=name)
+                xs, ys, es = zip(*points)
+                if any(es):
+                    ax.errorbar(xs, ys, yerr=es, marker="o", capsize=3, label=name)
+                else:
+                    ax.plot(xs, ys, marker="o", label=name)
                 drawn = True
         ax.set_title(metric, fontsize=10)
         ax.set_xlabel("K (sentences per input)", fontsize=9)
         ax.set_xticks(list(ks))
         ax.grid(True, linewidth=0.3)
-        if drawn:
+        if drawn and not legend_drawn:  # one legend, in the first panel with lines: the same lines in every panel
             ax.legend(fontsize=8)
-        else:
+            legend_drawn = True
+        elif not drawn:
             ax.text(0.5, 0.5, "not measured", ha="center", va="center", transform=ax.transAxes, fontsize=9)
     if title:
         fig.suptitle(title, fontsize=10)
