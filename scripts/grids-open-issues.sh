@@ -9,7 +9,7 @@
 # Order: the grid closest to its issue's bars first.
 #   1. issue 29: experiments/sparse-seq2seq.yaml, 3 seeds (about 1 h per run);
 #   2. issue 28: experiments/transformer.yaml with the transformer-small preset (bf16 on the CPU), 3 seeds
-#      (about 2 h per run with one thread);
+#      (about 1.5-2 h per run with one thread), with the stress test (issue 30; about 6 minutes per run);
 #   3. issue 30: Table 1's bar systems with the stress test, then the recipe ablation into the same folder
 #      (its cpu-small softmax and csparsemax are Table 1's runs).
 # Reports: scanmt experiment report $GRID_ROOT/GRID --grid NAME --out docs/
@@ -29,7 +29,7 @@ LSTM=(--data "$DATA" --preset cpu-small --seeds 3 --workers 2 --set train.thread
 
 run experiments/sparse-seq2seq.yaml "${LSTM[@]}" --out "$ROOT/sparse-seq2seq"
 run experiments/transformer.yaml --data "$DATA" --preset transformer-small --seeds 3 --workers 2 \
-    --set train.threads=1 --extra-splits test2017 valid --out "$ROOT/transformer-lr14"
+    --set train.threads=1 --extra-splits test2017 valid --stress-k 1 2 3 4 --out "$ROOT/transformer-lr14"
 run experiments/table1.yaml "${LSTM[@]}" --systems softmax sparsemax csoftmax csparsemax --stress-k 1 2 3 4 \
     --out "$ROOT/table1"
 run experiments/recipe-ablation.yaml "${LSTM[@]}" --stress-k 1 2 3 4 --out "$ROOT/table1"
