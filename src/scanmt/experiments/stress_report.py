@@ -22,10 +22,6 @@ FIGURE = "stress.png"
 StressSummary = dict[int, dict[str, dict[str, Any]]]
 
 
-def _runs_with_stress(system: Any) -> list[dict[str, Any]]:
-    return [r["stress"] for r in system.runs if r.get("stress")]
-
-
 def stress_summary(runs: Sequence[dict[str, Any]]) -> StressSummary:
     """Mean and std over seeds of every metric at every K, from the ``stress`` entries of one system's finished
     runs (``metrics.json``; runs without one are left out).  ``seeds``: how many runs measured that metric at that
@@ -57,11 +53,11 @@ def stress_section(systems: Sequence[Any], baseline: str | None = None, figure: 
     """
     rows = []
     for s in systems:
-        runs = _runs_with_stress(s)
+        runs = [r["stress"] for r in s.runs if r.get("stress")]
         for k, entry in stress_summary(s.runs).items():
-            seeds = sum(str(k) in r.get("scores", {}) for r in runs)
             inputs = next((r["inputs"].get(str(k)) for r in runs if str(k) in r.get("inputs", {})), "–")
             cells = [_cell(entry[key]) for key, _ in COLUMNS]
+            seeds = entry["bleu"]["seeds"]  # (every stress test scores BLEU)
             rows.append(f"| {s.label.replace('|', chr(92) + '|')} | {k} | {inputs} | " + " | ".join(cells) + f" | {seeds} |")
     if not rows:
         return []
