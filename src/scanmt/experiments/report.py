@@ -830,6 +830,9 @@ def write_reports(out: Path, docs: Path, *, grid: str | None = None, name: str |
     written = []
     for rec in recs:
         stem = name or f"experiments-{rec['name']}"
+        if (docs / stem).exists() and not (docs / stem).is_dir():
+            raise ConfigError(f"{docs / stem}: is a file, but the report puts its figures in a folder of that "
+                              "name; move the file away or give another --name")
         systems = collect(out, rec)
         table = results_table({s.name: s.runs for s in systems}, rec["split"],
                               read_meta_lenient(out / "shared" / "data"), resolve_baseline(rec, systems, opts))
