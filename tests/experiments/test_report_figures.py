@@ -41,7 +41,7 @@ def test_the_report_removes_its_old_figures_and_keeps_a_users_file(tmp_path):
     assert "attention-7.png" not in (docs / "experiments-table1.md").read_text(encoding="utf-8")
 
 
-def test_a_file_where_the_figure_folder_goes_is_refused_before_any_report_is_written(tmp_path):
+def test_a_file_where_the_figure_folder_goes_is_refused_before_any_report_is_written(tmp_path, capsys):
     from scanmt.cli.main import main
 
     out, docs = tmp_path / "exp", tmp_path / "docs"
@@ -49,5 +49,6 @@ def test_a_file_where_the_figure_folder_goes_is_refused_before_any_report_is_wri
     docs.mkdir()
     (docs / "experiments-table1").write_text("mine\n", encoding="utf-8")
     assert main(["experiment", "report", str(out), "--out", str(docs), "--figures", "0"]) != 0
+    assert f"{docs / 'experiments-table1'}: is a file, but the report puts its figures in a folder" in capsys.readouterr().err
     assert (docs / "experiments-table1").read_text(encoding="utf-8") == "mine\n"
     assert not (docs / "experiments-table1.md").exists() and not (docs / "experiments-table1.json").exists()
