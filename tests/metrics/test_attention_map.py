@@ -73,3 +73,15 @@ def test_display_tokens_marks_subwords():
 def test_panel_shape_checked():
     with pytest.raises(ValueError, match="attention shape"):
         Panel("x", np.zeros((2, 2)), ["a"], ["b", "c"])
+
+
+def test_a_long_panel_name_wraps_onto_two_lines_that_fit_the_panel():
+    from scanmt.viz.attention_map import wrap_name
+
+    assert wrap_name("softmax", 2.0) == "softmax"
+    long = "csparsemax (c = 0.2, last layer, cosine scores) with a much longer tail than fits"
+    lines = wrap_name(long, 3.0).split("\n")
+    per_line = int(3.0 * 72 / (11 * 0.6))
+    assert len(lines) == 2 and all(len(x) <= per_line for x in lines) and lines[1].endswith("…")
+    assert wrap_name("csparsemax (c = 0.2, last layer, cosine scores)", 4.0).replace("\n", " ") == \
+        "csparsemax (c = 0.2, last layer, cosine scores)"

@@ -93,8 +93,8 @@ def draw_stress_figure(systems: Sequence[Any], png: Path) -> bool:
     spread = {title: {label: series(m, key, "std") for label, m in summaries.items()} for key, _, title in METRICS}
     seeds = max(e["bleu"]["seeds"] for m in summaries.values() for e in m.values())
     png.parent.mkdir(parents=True, exist_ok=True)
-    plot_stress(panels, ks, png, title=f"coverage stress test: mean over up to {seeds} seeds, bars ± one std",
-                spread=spread)
+    title = "coverage stress test, one seed" if seeds == 1 else f"coverage stress test: mean over up to {seeds} seeds, bars ± one std"
+    plot_stress(panels, ks, png, title=title, spread=spread)
     return True
 
 

@@ -12,6 +12,7 @@ has exactly that size (no tight bounding box).
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -83,6 +84,13 @@ def _special(tok: str) -> bool:
     return tok.startswith("<") and tok.endswith(">")
 
 
+def wrap_name(name: str, width_inches: float) -> str:
+    """A panel's name on at most two lines that fit under a panel ``width_inches`` wide (a long system label such
+    as "csparsemax (c = 0.2, last layer, cosine scores)" would otherwise run past the figure's edge)."""
+    per_line = max(8, int(width_inches * 72 / ((FONT_SIZE + 2) * 0.6)))  # ~0.6 em per character
+    return textwrap.fill(name, per_line, max_lines=2, placeholder=" …")
+
+
 def figure_pixels(panels: Sequence[Panel], dpi: int) -> tuple[int, int]:
     """Image size in pixels: cells of :data:`CELL_INCHES` plus label margins per panel, at ``dpi``."""
     width = sum(len(p.src) * CELL_INCHES + LABEL_INCHES for p in panels) + 0.3
@@ -112,7 +120,7 @@ def plot_attention_maps(panels: Sequence[Panel], out: str | Path, *, title: str 
     fig = Figure(figsize=((w_px + 0.01) / dpi, (h_px + 0.01) / dpi), dpi=dpi)
     widths = [len(p.src) * CELL_INCHES + LABEL_INCHES for p in panels]
     axes = fig.subplots(1, len(panels), gridspec_kw={"width_ratios": widths}, squeeze=False)[0]
-    for ax, p in zip(axes, panels):
+    for ax, p, width in zip(axes, panels, widths):
         a = np.asarray(p.attention, dtype=np.float64)
         ax.imshow(a, cmap="Greys", vmin=0.0, vmax=1.0, aspect="equal", interpolation="nearest")
         ax.set_xticks(range(len(p.src)))
@@ -121,7 +129,7 @@ def plot_attention_maps(panels: Sequence[Panel], out: str | Path, *, title: str 
         ax.set_yticklabels(display_tokens(p.hyp), fontsize=FONT_SIZE)
         ax.xaxis.tick_top()
         ax.tick_params(length=0)
-        ax.set_xlabel(p.name, fontsize=FONT_SIZE + 2)
+        ax.set_xlabel(wrap_name(p.name, width), fontsize=FONT_SIZE + 2)
         for spine in ax.spines.values():
             spine.set_linewidth(0.5)
     if title:

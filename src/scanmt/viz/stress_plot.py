@@ -31,9 +31,9 @@ def plot_stress(panels: Series, ks: Sequence[int], out: str | Path, title: str =
     from matplotlib.figure import Figure
 
     n = max(1, len(panels))
-    fig = Figure(figsize=(PANEL_INCHES[0] * n, PANEL_INCHES[1] + (0.4 if title else 0)), dpi=DPI)
+    fig = Figure(figsize=(PANEL_INCHES[0] * n, PANEL_INCHES[1] + 0.5 + (0.4 if title else 0)), dpi=DPI)
     axes = fig.subplots(1, n, squeeze=False)[0]
-    legend_drawn = False
+    legend_axes = None  # the first panel with lines: every panel has the same lines
     for ax, (metric, lines) in zip(axes, panels.items()):
         drawn = False
         for i, (name, values) in enumerate(lines.items()):
@@ -52,13 +52,15 @@ def plot_stress(panels: Series, ks: Sequence[int], out: str | Path, title: str =
         ax.set_xlabel("K (sentences per input)", fontsize=9)
         ax.set_xticks(list(ks))
         ax.grid(True, linewidth=0.3)
-        if drawn and not legend_drawn:  # one legend, in the first panel with lines: the same lines in every panel
-            ax.legend(fontsize=8)
-            legend_drawn = True
+        if drawn and legend_axes is None:
+            legend_axes = ax
         elif not drawn:
             ax.text(0.5, 0.5, "not measured", ha="center", va="center", transform=ax.transAxes, fontsize=9)
     if title:
         fig.suptitle(title, fontsize=10)
+    if legend_axes is not None:  # one legend for all panels, below them, where it hides no line
+        handles, labels = legend_axes.get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 4), fontsize=8)
     fig.set_layout_engine("constrained")
     with atomic_open(out, "wb") as fh:
         fig.savefig(fh, format="png", dpi=DPI)
