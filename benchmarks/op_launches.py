@@ -42,11 +42,11 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
 from ops import make_inputs  # noqa: E402  (benchmarks/ops.py)
+from trained import load_trained  # noqa: E402  (benchmarks/trained.py)
 
 import scanmt.ops as sops  # noqa: E402
 from scanmt.config import Config  # noqa: E402
 from scanmt.model.build import build_model  # noqa: E402
-from scanmt.model.checkpoint import load_checkpoint  # noqa: E402
 from scanmt.model.loss import nmt_loss  # noqa: E402
 from scanmt.ops import _checks  # noqa: E402
 from scanmt.presets import preset_path  # noqa: E402
@@ -151,17 +151,8 @@ def step_table(B: int, S: int, T: int, vocab: int) -> None:
 
 
 def model_table(path: str, batches: int) -> None:
-    from scanmt.training.fertility_setup import setup_fertility
-    from scanmt.training.trainer import load_train_data
-
-    ckpt = load_checkpoint(path)
-    cfg = Config.from_dict(ckpt["config"])
-    data = load_train_data(cfg)
-    fert = setup_fertility(cfg, data.train, data.valid)
-    train = fert.train if fert is not None else data.train
-    model = build_model(cfg, len(data.pipeline.vocab))
-    model.load_state_dict(ckpt["model"])
-    model.train()
+    t = load_trained(path)
+    cfg, model, train = t.cfg, t.model, t.train
     torch.manual_seed(0)
     print(f"\n{path}: {cfg.model.arch}, attention {cfg.model.attention.transform}; training steps (forward + "
           f"backward) on the first {batches} batches of {cfg.data.dir}")

@@ -6,6 +6,8 @@
     python benchmarks/train_throughput.py --systems lstm=cpu-small transformer=transformer-small \
         "transformer-csparsemax=transformer-small:model.attention.transform=csparsemax"
     python benchmarks/train_throughput.py --device cuda --precision fp32 bf16 --systems ...
+    python benchmarks/train_throughput.py --precision bf16 --checkpoints \
+        softmax=runs/transformer/runs/softmax/seed1/best.pt csparsemax=runs/transformer/runs/csparsemax/seed1/best.pt
 
 Uses real Multi30k De-En batches from a prepared directory (``--data``, default
 runs/data/multi30k-de-en; prepared on the fly if missing).  The systems are
@@ -18,6 +20,15 @@ replaced), or ``--systems NAME=PRESET[:KEY=VALUE,...]`` (a preset with ``--set``
 overrides; any architecture).  Each system trains on batches of its own preset's
 ``data.batch_tokens`` (``--batch-tokens N``: the same size for all), the same
 sentences in the same order.
+
+``--checkpoints NAME=CKPT`` times trained models instead of (or after) those: a run's
+``best.pt`` with its own config, weights, prepared data and, for a constrained
+transform, the fertilities it trained with (``benchmarks/trained.py``).  Trained
+attention is peaked and takes code paths that random weights do not (capped entries,
+recentred rows), and trained decoders end their hypotheses at a real length, so
+these rows measure what a user's training and decoding cost.  Their optimizer is
+SGD with learning rate 0: the update's work is timed and the weights stay trained.
+No plain-PyTorch reference is timed for them (it would have random weights).
 
 ``--device cuda`` times on the GPU: models and batches live there, and every timed
 interval ends with ``torch.cuda.synchronize()``, so it counts the kernels' time and
@@ -46,6 +57,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import statistics
 import time
 from dataclasses import dataclass
@@ -56,9 +68,11 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
 from plain_nmt import PlainNMT, PlainTransformer
+from trained import Trained, load_trained
 
 from scanmt.allocator import tune_malloc
 from scanmt.config import Config
+from scanmt.data.dataset import ParallelData
 from scanmt.data.vocab import PAD_ID
 from scanmt.decoding.search import SearchSettings, search
 from scanmt.model.build import build_model
@@ -82,7 +96,11 @@ class Setup:
     reference: bool  # the plain PyTorch model (returns its own loss)
     bf16: bool  # forward under torch.autocast(bfloat16), as train.precision: bf16 does
     batches: list[list[int]]  # the training batches (positions) it is timed on
+    train: ParallelData  # the split ``batches`` index
+    valid: ParallelData  # the split it decodes
     sdpa: str = ""  # a key of SDPA: the one backend F.scaled_dot_product_attention may use ("": any)
+    trained: bool = False  # a --checkpoints model: its data's own fertilities
+    settings: SearchSettings = SearchSettings()  # how it decodes (a --checkpoints model: its own decode settings)
 
 
 def label(system: str, precision: str, sdpa: str = "") -> str:
@@ -93,13 +111,18 @@ def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--preset", default="paper", help="config preset of --transforms (paper = 2x500 LSTM)")
     ap.add_argument("--data", default="runs/data/multi30k-de-en", help="prepared data directory")
-    ap.add_argument("--transforms", nargs="+", default=["softmax", "csparsemax"],
-                    help="attention transforms of --preset to compare (unless --systems is given)")
+    ap.add_argument("--transforms", nargs="+", default=None,
+                    help="attention transforms of --preset to compare (default, unless --systems or --checkpoints "
+                         "is given: softmax csparsemax)")
     ap.add_argument("--systems", nargs="+", default=[], metavar="NAME=PRESET[:KEY=VALUE,...]",
                     help="systems to compare instead: a preset with --set overrides (any architecture)")
+    ap.add_argument("--checkpoints", nargs="+", default=[], metavar="NAME=CKPT",
+                    help="trained models to time, after any --systems: a run's best.pt on its own data and "
+                         "fertilities, weights kept (learning rate 0), decoded with its own decode settings")
     ap.add_argument("--steps", type=int, default=12, help="timed training steps per system per round")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
-    ap.add_argument("--decode-sentences", type=int, default=200, help="test sentences for beam decoding speed (0 = skip)")
+    ap.add_argument("--decode-sentences", type=int, default=200,
+                    help="validation sentences for beam decoding speed (0 = skip)")
     ap.add_argument("--beam", type=int, default=5)
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0 = default)")
     ap.add_argument("--no-reference", action="store_true", help="do not time the plain PyTorch reference models")
@@ -113,7 +136,16 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--batch-tokens", type=int, default=0,
                     help="source+target tokens per batch for every system (0 = each preset's data.batch_tokens; "
                          "docs/results.md 1b used 4000)")
-    return ap.parse_args()
+    args = ap.parse_args()
+    for spec in args.checkpoints:
+        name, _, path = spec.partition("=")
+        if not name or not path:
+            ap.error(f"--checkpoints {spec!r}: expected NAME=CKPT")
+        if not Path(path).is_file():
+            ap.error(f"--checkpoints {spec!r}: no checkpoint file at {path}")
+    if args.transforms is None and not args.systems and not args.checkpoints:
+        args.transforms = ["softmax", "csparsemax"]
+    return args
 
 
 def system_configs(args: argparse.Namespace, data_dir: Path) -> dict[str, Config]:
@@ -128,6 +160,8 @@ def system_configs(args: argparse.Namespace, data_dir: Path) -> dict[str, Config
                 raise SystemExit(f"--systems {spec!r}: expected NAME=PRESET[:KEY=VALUE,...]")
             out[name] = Config.load(preset_path(preset), common + [x for x in sets.split(",") if x])
         return out
+    if not args.transforms:
+        return {}
     base = Config.load(preset_path(args.preset), common)
     out = {}
     for name in args.transforms:
@@ -151,30 +185,50 @@ def reference_model(cfg: Config, vocab: int) -> torch.nn.Module:
     return plain
 
 
-def build_setups(args: argparse.Namespace, configs: dict[str, Config], data) -> dict[str, Setup]:
-    vocab = len(data.pipeline.vocab)
+def build_setups(args: argparse.Namespace, configs: dict[str, Config], data,
+                 trained: dict[str, Trained]) -> dict[str, Setup]:
+    """Every timed row: the configured systems (random weights) with their references, then the trained
+    ones, at each precision (and ``--sdpa`` backend)."""
     setups: dict[str, Setup] = {}
     for sdpa in [""] + args.sdpa:
         for prec in args.precision:
             references: dict[str, Config] = {}
             for name, cfg in configs.items():
                 torch.manual_seed(0)
-                model = build_model(cfg, vocab)
+                model = build_model(cfg, len(data.pipeline.vocab))
                 model.reset_parameters(cfg.train.param_init if cfg.model.arch == "transformer" else 0.1)
                 model.to(args.device)
                 opt = torch.optim.SGD(model.parameters(), lr=0.1)
                 batches = data.train.token_batches(cfg.data.batch_tokens, seed=1, epoch=1)
                 setups[label(name, prec, sdpa)] = Setup(
                     model, opt, get_transform(cfg.model.attention.transform).constrained, False, prec == "bf16",
-                    batches, sdpa)
+                    batches, data.train, data.valid, sdpa)
                 references.setdefault(cfg.model.arch, cfg)
             for arch, cfg in ([] if args.no_reference else references.items()):
                 torch.manual_seed(0)
-                plain = reference_model(cfg, vocab).to(args.device)
+                plain = reference_model(cfg, len(data.pipeline.vocab)).to(args.device)
                 setups[label(REFERENCE[arch], prec, sdpa)] = Setup(
                     plain, torch.optim.SGD(plain.parameters(), lr=0.1), False, True, prec == "bf16",
-                    data.train.token_batches(cfg.data.batch_tokens, seed=1, epoch=1), sdpa)
+                    data.train.token_batches(cfg.data.batch_tokens, seed=1, epoch=1), data.train, data.valid, sdpa)
+            for name, t in trained.items():
+                model = copy.deepcopy(t.model).to(args.device)
+                tokens = args.batch_tokens or t.cfg.data.batch_tokens
+                setups[label(name, prec, sdpa)] = Setup(
+                    model, torch.optim.SGD(model.parameters(), lr=0.0),
+                    get_transform(t.cfg.model.attention.transform).constrained, False, prec == "bf16",
+                    t.train.token_batches(tokens, seed=1, epoch=1), t.train, t.valid, sdpa, trained=True,
+                    settings=SearchSettings.of(t.cfg.decode, beam=args.beam))
     return setups
+
+
+def checkpoint_systems(args: argparse.Namespace) -> dict[str, Trained]:
+    """The ``--checkpoints`` models with their data, by name."""
+    out = {}
+    for spec in args.checkpoints:
+        name, _, path = spec.partition("=")
+        print(f"loading {name}: {path}")
+        out[name] = load_trained(path)
+    return out
 
 
 def describe(cfg: Config, n_params: int) -> str:
@@ -198,15 +252,18 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     data_dir = Path(args.data)
-    if not (data_dir / "meta.json").exists():
-        from scanmt.cli.main import main as cli
-
-        cli(["prepare", "--corpus", "multi30k", "--pair", "de-en", "--out", str(data_dir)])
-    from scanmt.training.trainer import load_train_data
-
     configs = system_configs(args, data_dir)
-    data = load_train_data(next(iter(configs.values())))
-    setups = build_setups(args, configs, data)
+    data = None
+    if configs:
+        if not (data_dir / "meta.json").exists():
+            from scanmt.cli.main import main as cli
+
+            cli(["prepare", "--corpus", "multi30k", "--pair", "de-en", "--out", str(data_dir)])
+        from scanmt.training.trainer import load_train_data
+
+        data = load_train_data(next(iter(configs.values())))
+    trained = checkpoint_systems(args)
+    setups = build_setups(args, configs, data, trained)
 
     def forward_backward(s: Setup, b) -> None:
         restrict = sdpa_kernel([SDPA[s.sdpa]]) if s.sdpa else contextlib.nullcontext()
@@ -214,8 +271,7 @@ def main() -> None:
             if s.reference:
                 loss = s.model(b.src, b.src_len, b.tgt_in, b.tgt_out)
             else:
-                fert = torch.full(b.src.shape, 2.0, device=device) if s.constrained else None
-                out = s.model(b.src, b.src_len, b.tgt_in, fert)
+                out = s.model(b.src, b.src_len, b.tgt_in, fertility(s, b))
                 loss = nmt_loss(out.logits, b.tgt_out)
         s.opt.zero_grad(set_to_none=True)
         (loss / b.n_tgt_tokens).backward()
@@ -225,7 +281,7 @@ def main() -> None:
         s.model.train()
         tok, t0 = 0, time.perf_counter()
         for positions in s.batches[chunk]:
-            b = data.train.make_batch(positions).to(device)
+            b = s.train.make_batch(positions).to(device)
             forward_backward(s, b)
             torch.nn.utils.clip_grad_norm_(s.model.parameters(), 5.0)
             s.opt.step()
@@ -239,7 +295,7 @@ def main() -> None:
         s.model.train()
         with counter:
             for positions in s.batches[:4]:
-                b = data.train.make_batch(positions).to(device)
+                b = s.train.make_batch(positions).to(device)
                 forward_backward(s, b)
                 tok += b.n_tgt_tokens
         s.opt.zero_grad(set_to_none=True)
@@ -259,9 +315,17 @@ def main() -> None:
             tok, dt = train_steps(name, slice(2 + r * args.steps, 2 + (r + 1) * args.steps))
             rates[name].append(tok / dt)
     work = {name: flops_per_token(name) for name in setups}
-    report_training(rates, work, setups, configs, args)
+    report_training(rates, work, setups, {**configs, **{n: t.cfg for n, t in trained.items()}}, args)
     if args.decode_sentences:
-        report_decoding(setups, data.valid, args, device)
+        report_decoding(setups, args, device)
+
+
+def fertility(s: Setup, b) -> torch.Tensor | None:
+    """The bounds a system trains and decodes with: a trained model's own fertilities (None when
+    unconstrained), else constant 2 for a constrained transform."""
+    if s.trained:
+        return b.fertility
+    return torch.full(b.src.shape, 2.0, device=b.src.device) if s.constrained else None
 
 
 def synchronize(device: torch.device) -> None:
@@ -277,11 +341,14 @@ def report_training(rates: dict[str, list[float]], work: dict[str, float], setup
     print(f"\ntraining throughput (target tokens/s), {where}, "
           f"malloc {'tuned as scanmt does' if args.malloc_tuned else 'as the environment leaves it'}")
     for name, cfg in configs.items():
-        n_params = sum(p.numel() for p in setups[label(name, args.precision[0])].model.parameters())
-        print(f"  {name}: {describe(cfg, n_params)}")
-    if not args.no_reference:
-        print(f"  ({', '.join(sorted({REFERENCE[c.model.arch] for c in configs.values()}))}: the same model in "
-              "textbook PyTorch; /bf16: forward under torch.autocast bfloat16)")
+        s = setups[label(name, args.precision[0])]
+        n_params = sum(p.numel() for p in s.model.parameters())
+        print(f"  {name}: {describe(cfg, n_params)}{', trained (lr 0)' if s.trained else ''}")
+    references = sorted({name.split("/")[0] for name, s in setups.items() if s.reference})
+    if references:
+        print(f"  ({', '.join(references)}: the same model in textbook PyTorch, random weights)")
+    if "bf16" in args.precision:
+        print("  (/bf16: forward under torch.autocast bfloat16, as train.precision: bf16)")
     first = next(iter(rates))
     print("  (MFLOP/tok: matrix-product FLOPs of forward + backward per target token; GFLOP/s: MFLOP/tok x tok/s)")
     print(f"  {'system':<28} {'median tok/s':>12} {'rounds':>24} {'vs ' + first:>14} {'MFLOP/tok':>10} "
@@ -296,22 +363,30 @@ def report_training(rates: dict[str, list[float]], work: dict[str, float], setup
               f"{rate / ref_rate:>13.2f}x")
 
 
-def report_decoding(setups: dict[str, Setup], test, args: argparse.Namespace, device: torch.device) -> None:
-    pos = list(range(min(args.decode_sentences, len(test))))
-    print(f"\nbeam decoding (beam {args.beam}, {len(pos)} validation sentences, batch 64, untrained weights)")
+def report_decoding(setups: dict[str, Setup], args: argparse.Namespace, device: torch.device) -> None:
+    """Beam search over the first ``--decode-sentences`` validation sentences, batches of 64, fp32: configured
+    systems with bare settings (random weights: most hypotheses run to the length limit), trained ones with
+    their checkpoint's decode settings and fertilities."""
+    print(f"\nbeam decoding, fp32 (beam {args.beam}, the first {args.decode_sentences} validation sentences, batch 64; "
+          "untrained weights with bare settings, --checkpoints with their own)")
+    print(f"  {'system':<28} {'sentences/s':>11} {'output tokens/sentence':>23}")
     for name, s in setups.items():
-        if s.reference or s.bf16 or s.sdpa:
+        # each model once, in fp32 (as `scanmt translate`), from its bf16 row when fp32 was not timed
+        if s.reference or s.sdpa or (s.bf16 and "fp32" in args.precision):
             continue
+        name = name.removesuffix("/bf16")
+        pos = list(range(min(args.decode_sentences, len(s.valid))))
+        settings = s.settings if s.trained else SearchSettings(beam=args.beam)
         s.model.eval()
-        t0 = time.perf_counter()
+        n_out, t0 = 0, time.perf_counter()
         with torch.no_grad():
             for i in range(0, len(pos), 64):
-                b = test.make_batch(pos[i : i + 64]).to(device)
-                fert = torch.full(b.src.shape, 2.0, device=device) if s.constrained else None
-                search(s.model, b.src, b.src_len, fert, settings=SearchSettings(beam=args.beam))
+                b = s.valid.make_batch(pos[i : i + 64]).to(device)
+                hyps = search(s.model, b.src, b.src_len, fertility(s, b), settings=settings)
+                n_out += sum(len(h.tokens) for h in hyps)
         synchronize(device)
         dt = time.perf_counter() - t0
-        print(f"  {name:<28} {len(pos) / dt:8.1f} sentences/s")
+        print(f"  {name:<28} {len(pos) / dt:11.1f} {n_out / len(pos):23.1f}")
 
 
 if __name__ == "__main__":
