@@ -146,12 +146,23 @@ def _max_lengths(src_len: torch.Tensor, a: float, b: int) -> torch.Tensor:
     return (src_len.float() * a + b).long().clamp_min(1)
 
 
+def _support(logp: torch.Tensor) -> torch.Tensor:
+    """``[N, 1]``: the number of words of nonzero probability in each row of ``logp [N, V]``.  A
+    log-probability is never +inf or NaN, so ``> -inf`` is ``isfinite``; a dense output (no ``-inf``
+    anywhere, found by one cheap ``amin``) has the whole vocabulary in every row."""
+    if bool(torch.gt(logp.amin(1), -torch.inf).all()):
+        return torch.full((logp.size(0), 1), logp.size(1), dtype=torch.long, device=logp.device)
+    return torch.gt(logp, -torch.inf).sum(1, keepdim=True)
+
+
 def _length_rules(logp: torch.Tensor, t: int, min_len: int, max_len: torch.Tensor) -> torch.Tensor:
     """``logp [N, V]`` of step ``t`` (``t`` tokens so far) under the length limits: rows at their
     maximum length ``max_len [N]`` may only produce ``</s>``; before ``min_len`` tokens the others
     may not produce it (the maximum wins where it is the shorter).  At the maximum, a ``</s>`` of zero
     probability (``-inf``: a sparse output) gets ``log P = 0``, so that it stays reachable."""
     force = (t + 1) >= max_len
+    if t >= min_len and not bool(force.any()):
+        return logp  # no rule applies at this step: left as it is (and not copied)
     not_eos = torch.arange(logp.size(1), device=logp.device) != EOS_ID
     logp = logp.masked_fill(force.unsqueeze(1) & not_eos.unsqueeze(0), -torch.inf)  # a new tensor
     logp[:, EOS_ID] = logp[:, EOS_ID].masked_fill(force & torch.isneginf(logp[:, EOS_ID]), 0.0)
@@ -351,10 +362,16 @@ class _Live:
         """Record the finite extensions of the sentences active at this step (``was_active [B]``) that were
         neither finished nor kept (``used [B, 2K]``): whether there were any, and the highest ``log P``."""
         B = was_active.size(0)
-        taken = torch.zeros(B, beam.K * beam.V, dtype=torch.bool, device=rank.device).scatter_(1, ext.index, used)
-        drop = torch.isfinite(rank.view(B, -1)) & ~taken & was_active.unsqueeze(1)
-        self.dropped |= drop.any(1)
-        best = torch.where(drop, cand.view(B, -1), torch.full_like(cand.view(B, -1), -torch.inf)).amax(1)
+        # log P of the extensions of finite rank (-inf elsewhere: a finite rank has a finite log P, and an
+        # extension of log P -inf has rank -inf; ranks are never +inf or NaN), the finished and kept ones
+        # set to -inf too: what is left are the dropped ones, and their best
+        if rank is cand:  # no penalties: the rank is log P itself
+            left = cand.clone().view(B, -1)
+        else:
+            left = torch.where(torch.gt(rank, -torch.inf), cand, -torch.inf).view(B, -1)
+        left.scatter_(1, ext.index, left.gather(1, ext.index).masked_fill_(used, -torch.inf))
+        best = torch.where(was_active, left.amax(1), -torch.inf)
+        self.dropped |= torch.gt(best, -torch.inf)
         self.lost = torch.maximum(self.lost, best)
 
     def mark_exact(self, penalties: Penalties) -> None:
@@ -410,7 +427,7 @@ def search_encoded(
         rank = spec.rank(cand, live.state.attention_sum, t)
         ext = _Extensions.top(rank, cand, spec)
         attention = torch.cat([live.attention, step.attention.unsqueeze(1).float()], dim=1)  # [N, t+1, S']
-        support = torch.cat([live.support, torch.isfinite(raw).sum(1, keepdim=True)], dim=1)  # [N, t+1]
+        support = torch.cat([live.support, _support(raw)], dim=1)  # [N, t+1]
         was_active = live.active
         used = live.finish(ext, attention, support, zero_eos, spec)
         if bool(live.active.any()):
