@@ -177,13 +177,13 @@ HEAD = ("system", "seeds", "K", "DROP", "aligner sd", "aligner SE", "model sd", 
 TEXT = (
     "Each run's DROP is the mean over the K×K pairings of K source-reference and K source-output alignments of its "
     "outputs (`--drop-samples K`). DROP: mean ± s over the seeds. Aligner sd: DROP's sd with one alignment of each "
-    "side; aligner SE: the sd of a run's DROP over realignments, V = SE² = (MS_ref + MS_out − MS_int) / K² ≈ "
-    "aligner sd² / K (two-way ANOVA of the run's K×K scores), pooled as the mean of the runs' variances. Model sd = "
-    "sqrt(max(0, s² − V)): the spread of the outputs themselves, from training alone, since decoding adds none (on the CPU a "
-    "checkpoint translates to the same bytes every time: `scripts/decode_digest.py`). Δ DROP = mean − the baseline's; beyond the aligner when |Δ| > 2 sqrt(V/n + V_b/n_b), "
-    "beyond the seeds when |Δ| > 2 sqrt(s²/n + s_b²/n_b) (n seeds, two or more each). Runs without K×K scores "
-    "(K = 1, or an older `metrics.json`) are left out of the aligner columns; – where undefined "
-    "(`scanmt.experiments.drop_noise`)."
+    "side; aligner SE: the sd of a run's DROP over realignments, V = SE² = (MS_ref + MS_out − MS_int) / K² ≈ aligner "
+    "sd² / K (two-way ANOVA of the run's K×K scores), pooled as the mean of the runs' variances. Model sd = "
+    'sqrt(max(0, s² − V)): the spread of the outputs themselves, from training alone, since decoding adds none (on '
+    'the CPU a checkpoint translates to the same bytes every time: `scripts/decode_digest.py`). Δ DROP = mean − the '
+    "baseline's; beyond the aligner when |Δ| > 2 sqrt(V/n + V_b/n_b), beyond the seeds when |Δ| > 2 sqrt(s²/n + "
+    's_b²/n_b) (n seeds, two or more each). Runs without K×K scores (K = 1, or an older `metrics.json`) are left out '
+    'of the aligner columns; – where undefined (`scanmt.experiments.drop_noise`).'
 )
 ONE_ALIGNMENT = ("Every run's DROP comes from one alignment of each side, so its spread cannot be split between the "
                  "aligner and the model; score the outputs with `--drop-samples K` (K ≥ 2; `scanmt evaluate` or "
