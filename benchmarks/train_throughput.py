@@ -98,9 +98,9 @@ class Setup:
     batches: list[list[int]]  # the training batches (positions) it is timed on
     train: ParallelData  # the split ``batches`` index
     valid: ParallelData  # the split it decodes
+    settings: SearchSettings  # how it decodes: bare beam settings, or a --checkpoints model's own
     sdpa: str = ""  # a key of SDPA: the one backend F.scaled_dot_product_attention may use ("": any)
     trained: bool = False  # a --checkpoints model: its data's own fertilities
-    settings: SearchSettings = SearchSettings()  # how it decodes (a --checkpoints model: its own decode settings)
 
 
 def label(system: str, precision: str, sdpa: str = "") -> str:
@@ -202,22 +202,23 @@ def build_setups(args: argparse.Namespace, configs: dict[str, Config], data,
                 batches = data.train.token_batches(cfg.data.batch_tokens, seed=1, epoch=1)
                 setups[label(name, prec, sdpa)] = Setup(
                     model, opt, get_transform(cfg.model.attention.transform).constrained, False, prec == "bf16",
-                    batches, data.train, data.valid, sdpa)
+                    batches, data.train, data.valid, SearchSettings(beam=args.beam), sdpa)
                 references.setdefault(cfg.model.arch, cfg)
             for arch, cfg in ([] if args.no_reference else references.items()):
                 torch.manual_seed(0)
                 plain = reference_model(cfg, len(data.pipeline.vocab)).to(args.device)
                 setups[label(REFERENCE[arch], prec, sdpa)] = Setup(
                     plain, torch.optim.SGD(plain.parameters(), lr=0.1), False, True, prec == "bf16",
-                    data.train.token_batches(cfg.data.batch_tokens, seed=1, epoch=1), data.train, data.valid, sdpa)
+                    data.train.token_batches(cfg.data.batch_tokens, seed=1, epoch=1), data.train, data.valid,
+                    SearchSettings(beam=args.beam), sdpa)
             for name, t in trained.items():
                 model = copy.deepcopy(t.model).to(args.device)
                 tokens = args.batch_tokens or t.cfg.data.batch_tokens
                 setups[label(name, prec, sdpa)] = Setup(
                     model, torch.optim.SGD(model.parameters(), lr=0.0),
                     get_transform(t.cfg.model.attention.transform).constrained, False, prec == "bf16",
-                    t.train.token_batches(tokens, seed=1, epoch=1), t.train, t.valid, sdpa, trained=True,
-                    settings=SearchSettings.of(t.cfg.decode, beam=args.beam))
+                    t.train.token_batches(tokens, seed=1, epoch=1), t.train, t.valid,
+                    SearchSettings.of(t.cfg.decode, beam=args.beam), sdpa, trained=True)
     return setups
 
 
@@ -376,13 +377,12 @@ def report_decoding(setups: dict[str, Setup], args: argparse.Namespace, device: 
             continue
         name = name.removesuffix("/bf16")
         pos = list(range(min(args.decode_sentences, len(s.valid))))
-        settings = s.settings if s.trained else SearchSettings(beam=args.beam)
         s.model.eval()
         n_out, t0 = 0, time.perf_counter()
         with torch.no_grad():
             for i in range(0, len(pos), 64):
                 b = s.valid.make_batch(pos[i : i + 64]).to(device)
-                hyps = search(s.model, b.src, b.src_len, fertility(s, b), settings=settings)
+                hyps = search(s.model, b.src, b.src_len, fertility(s, b), settings=s.settings)
                 n_out += sum(len(h.tokens) for h in hyps)
         synchronize(device)
         dt = time.perf_counter() - t0

@@ -58,7 +58,8 @@ def stress_section(systems: Sequence[Any], baseline: str | None = None, figure: 
             inputs = next((r["inputs"].get(str(k)) for r in runs if str(k) in r.get("inputs", {})), "–")
             cells = [_cell(entry[key]) for key, _ in COLUMNS]
             seeds = entry["bleu"]["seeds"]  # (every stress test scores BLEU)
-            rows.append(f"| {s.label.replace('|', chr(92) + '|')} | {k} | {inputs} | " + " | ".join(cells) + f" | {seeds} |")
+            label = s.label.replace("|", chr(92) + "|")
+            rows.append(f"| {label} | {k} | {inputs} | " + " | ".join(cells) + f" | {seeds} |")
     if not rows:
         return []
     head = ["system", "K", "inputs", *(h for _, h in COLUMNS), "seeds"]
@@ -93,7 +94,8 @@ def draw_stress_figure(systems: Sequence[Any], png: Path) -> bool:
     spread = {title: {label: series(m, key, "std") for label, m in summaries.items()} for key, _, title in METRICS}
     seeds = max(e["bleu"]["seeds"] for m in summaries.values() for e in m.values())
     png.parent.mkdir(parents=True, exist_ok=True)
-    title = "coverage stress test, one seed" if seeds == 1 else f"coverage stress test: mean over up to {seeds} seeds, bars ± one std"
+    title = ("coverage stress test, one seed" if seeds == 1
+             else f"coverage stress test: mean over up to {seeds} seeds, bars ± one std")
     plot_stress(panels, ks, png, title=title, spread=spread)
     return True
 
