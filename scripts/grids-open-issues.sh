@@ -1,33 +1,48 @@
 #!/usr/bin/env bash
-# The CPU grids of the open issues 28, 29 and 30, one after the other, resumable: rerun this script to continue
+# The CPU grids of the open issues 28 and 30, one after the other, resumable: rerun this script to continue
 # (finished runs are skipped, a killed run resumes from its last checkpoint, a finished grid costs seconds).
 # Two workers of one thread each, bf16 where the preset allows it (docs/results.md, "Long experiments").
 #   cd ../grid-codeN && PYTHONPATH=$PWD/src nohup bash scripts/grids-open-issues.sh >> "$GRID_ROOT/queue.log" 2>&1 &
 # Run it from a worktree of one commit (git worktree add --detach ../grid-codeN HEAD), so that the code of a
 # grid does not change under it. GRID_ROOT (default /work/runs) holds the prepared data and every grid folder;
 # PYTHON (default the checkout's .venv, else /work/main/.venv) runs scanmt.
+# The machine may not outlive the grids: each grid is first restored from GRID_ARCHIVE/NAME (default
+# /work/main/archive, the checkout's archive/, kept in git), and its finished runs are packed there every
+# 10 minutes (`scanmt experiment archive`; no checkpoints), so a new machine continues with the same
+# alignments and fertility predictor; commit archive/ as runs finish.
 # Order: the grid closest to its issue's bars first.
-#   1. issue 29: experiments/sparse-seq2seq.yaml, 3 seeds (about 1 h per run);
-#   2. issue 28: experiments/transformer.yaml with the transformer-small preset (bf16 on the CPU), 3 seeds
+#   1. issue 28: experiments/transformer.yaml with the transformer-small preset (bf16 on the CPU), 3 seeds
 #      (about 1.5-2 h per run with one thread), with the stress test (issue 30; about 6 minutes per run);
-#   3. issue 30: Table 1's bar systems with the stress test, then the recipe ablation into the same folder
+#   2. issue 30: Table 1's bar systems with the stress test, then the recipe ablation into the same folder
 #      (its cpu-small softmax and csparsemax are Table 1's runs).
 # Reports: scanmt experiment report $GRID_ROOT/GRID --grid NAME --out docs/
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=${GRID_ROOT:-/work/runs}
+ARCHIVE=${GRID_ARCHIVE:-/work/main/archive}
 DATA=$ROOT/data/multi30k-de-en
 if [[ -z ${PYTHON:-} ]]; then
   PYTHON=.venv/bin/python
   [[ -x $PYTHON ]] || PYTHON=/work/main/.venv/bin/python
 fi
 export PYTHONPATH=$PWD/src
+GRIDS=(transformer-lr14 table1)
 mkdir -p "$ROOT/data"
 [[ -f $DATA/meta.json ]] || "$PYTHON" -m scanmt prepare --corpus multi30k --pair de-en --out "$DATA"
+pack_all() {
+  for g in "${GRIDS[@]}"; do
+    [[ -d $ROOT/$g/grids ]] && "$PYTHON" -m scanmt experiment archive "$ROOT/$g" --to "$ARCHIVE/$g" || true
+  done
+}
+for g in "${GRIDS[@]}"; do
+  [[ -f $ARCHIVE/$g/manifest.json ]] && "$PYTHON" -m scanmt experiment restore "$ARCHIVE/$g" --out "$ROOT/$g"
+done
+(while sleep 600; do pack_all; done) &
+PACKER=$!
+trap 'kill $PACKER 2>/dev/null; pack_all' EXIT
 run() { echo "##### $(date -u +%FT%TZ) scanmt experiment run $*"; "$PYTHON" -m scanmt experiment run "$@"; }
 LSTM=(--data "$DATA" --preset cpu-small --seeds 3 --workers 2 --set train.threads=1 train.precision=bf16)
 
-run experiments/sparse-seq2seq.yaml "${LSTM[@]}" --out "$ROOT/sparse-seq2seq"
 run experiments/transformer.yaml --data "$DATA" --preset transformer-small --seeds 3 --workers 2 \
     --set train.threads=1 --extra-splits test2017 valid --stress-k 1 2 3 4 --out "$ROOT/transformer-lr14"
 run experiments/table1.yaml "${LSTM[@]}" --systems softmax sparsemax csoftmax csparsemax --stress-k 1 2 3 4 \

@@ -13,7 +13,9 @@ One test, in steps that build on each other (about two minutes on one core):
 5. a second grid into the same directory reuses the finished softmax run and tunes CovPenalty's
    alpha and beta on validation, with two workers (the tuned run waits for its model), on both test sets;
 6. ``--redecode --systems softmax``: softmax translates and scores both test sets again from its
-   trained model, and its earlier outputs, markers and DONE are kept in ``previous-decode-1/``.
+   trained model, and its earlier outputs, markers and DONE are kept in ``previous-decode-1/``;
+7. ``experiment archive``, the folder moved away (a fresh machine), ``experiment restore``: the report is
+   the same, byte for byte, without a checkpoint, and the grid has nothing left to do.
 """
 
 from __future__ import annotations
@@ -245,6 +247,23 @@ def test_tiny_grid_end_to_end(small_data_dir_2017, tmp_path, capsys):
     assert "=== evaluate.test2017: scanmt evaluate" in log
     assert len(json.loads((softmax / "spec.json").read_text())["history"]) == attempts + 1
     assert "--redecode" in (softmax / "command.txt").read_text(encoding="utf-8")
+
+    # 7. archive, lose the folder, restore: nothing to run, the same report
+    assert main(["experiment", "report", str(out), "--out", str(docs)]) == 0
+    md = (docs / "experiments-tiny.md").read_text(encoding="utf-8")
+    kept = tmp_path / "archive"
+    assert main(["experiment", "archive", str(out), "--to", str(kept)]) == 0
+    assert "runs added 3, packed again 0, unchanged 0; 0 unfinished left out" in capsys.readouterr().out
+    os.rename(out, tmp_path / "lost")
+    assert main(["experiment", "restore", str(kept), "--out", str(out)]) == 0
+    assert "shared work restored; runs restored 3, already there 0" in capsys.readouterr().out
+    assert [p.relative_to(out).as_posix() for p in out.rglob("*.pt")] == ["shared/predictor/best.pt"]
+    assert main(["experiment", "report", str(out), "--out", str(docs)]) == 0
+    assert (docs / "experiments-tiny.md").read_text(encoding="utf-8") == md
+    assert main(run_argv(TINY, small_data_dir, out)) == 0
+    text = capsys.readouterr().out
+    assert "skip  softmax/seed1: done before" in text and "skip  csparsemax/seed1: done before" in text
+    assert "[shared] align: done before, reused" in text and "start " not in text
 
 
 def test_report_aggregation_and_sentence_choice():

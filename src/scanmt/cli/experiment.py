@@ -1,4 +1,5 @@
-"""``scanmt experiment``: run a grid of systems x seeds (``run``) and write its report (``report``)."""
+"""``scanmt experiment``: run a grid of systems x seeds (``run``), write its report (``report``), and keep its
+finished runs across machines (``archive``, ``restore``)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ another writes the Markdown report.
   scanmt experiment run experiments/table1.yaml ... --set train.max_minutes=6 --workers 2
   scanmt experiment run experiments/table1.yaml ... --dry-run          # check the grid and print the plan
   scanmt experiment report runs/table1 --out docs/       # docs/experiments-table1.md and .json
+  scanmt experiment archive runs/table1 --to archive/table1   # finished runs, no checkpoints (for git)
+  scanmt experiment restore archive/table1 --out runs/table1  # on a new machine, before `run`
 
 Shared work (data preparation, alignment, fertility predictor) is done once under OUT/shared/; each run
 (system x seed) lives in OUT/runs/SYSTEM/seedK/ with its config, checkpoints, translations, attention,
@@ -31,7 +34,11 @@ Every run translates and scores the main test split (--split, test = test_2016_f
 split (--extra-splits; by default test2017 = test_2017_flickr when the prepared data has it). A finished
 run asked for an extra split it lacks gets only that split's translate and evaluate steps. With --stress-k,
 every run's model also gets `scanmt stress` on the main split (RUN/stress/stress.json; a table of mean ± std
-over seeds per system and K in the report); a finished run gets only that step."""
+over seeds per system and K in the report); a finished run gets only that step.
+
+A grid can outlive the machine it runs on: `archive` packs the finished runs (no checkpoints, a few hundred
+kB each) with the shared alignments and fertility predictor, and `restore` puts them back, so that `run`
+trains only the missing runs, with the same predictor, and `report` reads them all."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -94,9 +101,31 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     q.add_argument("--max-figure-tokens", type=int, default=30, help="longest source (subwords) for figures")
 
 
+    a = sub.add_parser("archive", formatter_class=fmt,
+                       help="pack a grid's finished runs (no checkpoints) and shared work into a folder for git",
+                       description="Add the finished runs of an experiment folder to an archive folder: each run "
+                       "without its checkpoints, the shared alignments and fertility predictor once, the grid "
+                       "records, and a manifest of digests. Rerun it as runs finish: unchanged runs are kept, "
+                       "changed ones (a new split, a stress test) packed again. Refused when the folder's shared "
+                       "work differs from the archive's (its runs would not be comparable).")
+    a.add_argument("dir", type=Path, help="experiment directory of `scanmt experiment run --out`")
+    a.add_argument("--to", type=Path, required=True, help="archive folder (made if missing; e.g. archive/table1)")
+    b = sub.add_parser("restore", formatter_class=fmt,
+                       help="unpack an archive of `experiment archive` into its experiment folder",
+                       description="Unpack an archive into the experiment folder it was packed from (runs record "
+                       "absolute paths), after checking that the prepared data they read is there and unchanged. "
+                       "Finished runs already there are kept; then `experiment run` trains only what is missing.")
+    b.add_argument("archive", type=Path, help="archive folder of `scanmt experiment archive`")
+    b.add_argument("--out", type=Path, required=True, help="the experiment directory (the one it was packed from)")
+
+
 def run(args: argparse.Namespace) -> int:
     if args.action == "run":
         return _run(args)
+    if args.action == "archive":
+        return _archive(args)
+    if args.action == "restore":
+        return _restore(args)
     return _report(args)
 
 
@@ -392,4 +421,33 @@ def _report(args: argparse.Namespace) -> int:
     files = write_reports(args.dir.resolve(), args.out, grid=args.grid, name=args.name, opts=opts)
     for f in files:
         print(f"wrote {f}")
+    return 0
+
+
+# --------------------------------------------------------------------------- archive, restore
+
+
+def _archive(args: argparse.Namespace) -> int:
+    from scanmt.experiments.archive import pack
+
+    t0 = time.time()
+    s = pack(args.dir, args.to)
+    shared = {"packed": "packed", "same": "already archived, unchanged"}[s.shared]
+    print(f"archive {args.to}: shared work {shared}; runs added {len(s.added)}, packed again {len(s.updated)}, "
+          f"unchanged {len(s.kept)}; {len(s.unfinished)} unfinished left out ({time.time() - t0:.0f} s)")
+    for what, keys in (("added", s.added), ("packed again", s.updated), ("unfinished", s.unfinished)):
+        if keys:
+            print(f"  {what}: {', '.join(keys)}")
+    return 0
+
+
+def _restore(args: argparse.Namespace) -> int:
+    from scanmt.experiments.archive import restore
+
+    out = args.out.resolve()
+    s = restore(args.archive, out)
+    print(f"restore {args.archive} -> {out}: shared work {s.shared}; runs restored {len(s.added)}, "
+          f"already there {len(s.kept)}")
+    if s.added:
+        print(f"  restored: {', '.join(s.added)}")
     return 0

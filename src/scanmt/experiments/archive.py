@@ -1,0 +1,359 @@
+"""A grid's finished runs packed small enough for git, and restored on a fresh machine.
+
+A grid of 3 seeds x 4 systems runs for longer than a machine may live: a cloud instance, a scratch
+folder that is wiped, a session that ends.  Checkpoints are too large to keep, but what the report
+reads is small.  ``scanmt experiment archive OUT --to DEST`` packs into ``DEST``::
+
+    manifest.json          the experiment folder it came from, the digests of the prepared data it
+                           mirrors, the identity of its shared work, and each archived run's digest
+    shared.tar.gz          OUT/shared/ (alignments, aligner models, fertility caches, step markers) with
+                           the fertility predictor's best.pt reduced to what predicts (no optimizer state);
+                           a mirrored data folder travels as its symbolic links, checked by digest
+    grids/NAME.{yaml,json} the grid records
+    runs/SYSTEM/seedK.tar.gz   each finished run (DONE) without its checkpoints (*.pt): spec, commands,
+                           logs, metrics.csv, translations, attention, metrics, stress test
+
+``scanmt experiment restore DEST --out OUT`` unpacks it into an empty (or partly restored) ``OUT``, so that
+``experiment run`` skips the restored runs, trains the missing ones with the same alignments and the same
+fertility predictor, and ``experiment report`` reads all of them.  Runs store absolute paths (their
+commands, the data they read), so ``OUT`` and the prepared data must sit where they sat when packed.
+
+Packing again adds the runs finished since, and packs a run again only when its ``metrics.json``
+changed (a new test split, a stress test, a redecode).  Packing runs whose shared work differs from the
+archive's (another session aligned and trained a predictor afresh: eflomal cannot be seeded) is refused,
+since their fertilities, and the DROP aligner, would not be those of the archived runs.  Every file is
+written atomically and ``manifest.json`` last, so an interrupted pack leaves the archive as it was.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import os
+import shutil
+import tarfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from scanmt.errors import ConfigError, DataError
+from scanmt.io import LOCK_FILE, atomic_open
+from scanmt.processes import lock_folder
+
+FORMAT = 1
+MANIFEST = "manifest.json"
+SHARED_TAR = "shared.tar.gz"
+#: the predictor checkpoint's keys that predicting needs (optimizer state and RNG are left out)
+PREDICTOR_KEYS = ("config", "model", "vocab", "kind", "progress", "version")
+#: what shared/ holds that decides results: alignments and aligner models (the fertility caches follow
+#: from them and the predictor)
+IDENTITY_DIRS = ("data/align",)
+PREDICTOR = "predictor/best.pt"
+
+
+
+@dataclass
+class ArchiveSummary:
+    """What one pack or restore did."""
+
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+    unfinished: list[str] = field(default_factory=list)
+    shared: str = ""
+
+
+# --------------------------------------------------------------------------- digests
+
+
+def file_digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def predictor_digest(path: Path) -> str:
+    """Digest of a predictor checkpoint's weights and config (not of the file: its optimizer state may be gone)."""
+    import torch
+
+    ckpt = torch.load(path, map_location="cpu", weights_only=False)
+    h = hashlib.sha256(json.dumps(ckpt.get("config"), sort_keys=True, default=str).encode())
+    for name in sorted(ckpt["model"]):
+        tensor = ckpt["model"][name]
+        h.update(name.encode())
+        h.update(tensor.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy().tobytes())
+    return h.hexdigest()
+
+
+def shared_identity(shared: Path) -> str:
+    """Digest of what an experiment's shared work decides: every file under ``data/align`` and the
+    fertility predictor's weights.  Two folders with the same identity give the same fertilities and DROP."""
+    h = hashlib.sha256()
+    for rel in IDENTITY_DIRS:
+        base = shared / rel
+        for p in sorted(base.rglob("*")) if base.is_dir() else []:
+            if p.is_file() and not p.is_symlink() and p.name != LOCK_FILE:
+                h.update(f"{p.relative_to(shared)}\0{file_digest(p)}\n".encode())
+    if (shared / PREDICTOR).exists():
+        h.update(f"{PREDICTOR}\0{predictor_digest(shared / PREDICTOR)}\n".encode())
+    return h.hexdigest()
+
+
+def mirrored_data(shared: Path) -> dict[str, object] | None:
+    """``{"dir": prepared data folder, "files": {name: sha256}}`` of a mirrored data folder (``--data PATH``),
+    None when the data was prepared inside the experiment (its files then travel in ``shared.tar.gz``).
+
+    ``spm.model`` is left out: sentencepiece writes the path of its training file into it, so two
+    preparations of the same data differ there only; the subword files themselves are compared."""
+    origin = shared / "data" / ".mirror-of"
+    if not origin.exists():
+        return None
+    src = Path(origin.read_text(encoding="utf-8").strip())
+    files = {}
+    for link in sorted((shared / "data").iterdir()):
+        if link.is_symlink() and link.name != "spm.model":
+            target = Path(os.readlink(link))
+            if target.is_file():
+                files[link.name] = file_digest(target)
+    return {"dir": str(src), "files": files}
+
+
+def check_data(recorded: dict[str, object], where: str) -> None:
+    """Raise :class:`DataError` unless the prepared data the archive mirrors is there, unchanged."""
+    src = Path(str(recorded["dir"]))
+    files = recorded["files"]
+    assert isinstance(files, dict)
+    if not src.is_dir():
+        raise DataError(f"{where}: its runs read the prepared data in {src}, which is missing: prepare it there "
+                        f"first (`scanmt prepare ... --out {src}`, as in the runs' command.txt)")
+    for name, digest in files.items():
+        p = src / name
+        if not p.is_file():
+            raise DataError(f"{where}: {p} is missing from the prepared data its runs read")
+        if file_digest(p) != digest:
+            raise DataError(f"{where}: {p} differs from the file its runs read (sha256 {digest[:12]}…): the data "
+                            "was prepared with other settings or another corpus version")
+
+
+# --------------------------------------------------------------------------- tar files
+
+
+def _deterministic_tar(dest: Path, members: list[tuple[str, Path | bytes, os.stat_result | None]]) -> None:
+    """Write ``dest`` (gzip, atomically) holding ``members``: (name, file or bytes or symlink, stat).
+
+    No time in the gzip header, members sorted, owners dropped: the same content gives the same bytes,
+    so packing an unchanged run again changes nothing in git."""
+    with atomic_open(dest, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz, \
+            tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for name, item, st in sorted(members, key=lambda m: m[0]):
+            info = tarfile.TarInfo(name)
+            info.mtime = int(st.st_mtime) if st is not None else 0
+            info.mode = 0o644
+            if isinstance(item, bytes):
+                info.size = len(item)
+                tar.addfile(info, io.BytesIO(item))
+            elif item.is_symlink():
+                info.type = tarfile.SYMTYPE
+                info.linkname = os.readlink(item)
+                info.mode = 0o777
+                tar.addfile(info)
+            else:
+                info.size = item.stat().st_size
+                with open(item, "rb") as fh:
+                    tar.addfile(info, fh)
+
+
+def _files(root: Path, skip: Callable[[Path], bool]) -> list[tuple[str, Path, os.stat_result]]:
+    out = []
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root)
+        if skip(rel) or not (p.is_symlink() or p.is_file()):
+            continue
+        out.append((rel.as_posix(), p, p.lstat()))
+    return out
+
+
+def _stripped_predictor(path: Path) -> bytes:
+    import torch
+
+    ckpt = torch.load(path, map_location="cpu", weights_only=False)
+    buf = io.BytesIO()
+    torch.save({k: v for k, v in ckpt.items() if k in PREDICTOR_KEYS}, buf)
+    return buf.getvalue()
+
+
+def _unpack(tar_path: Path, into: Path) -> None:
+    """Extract ``tar_path`` into the new folder ``into`` (made through a temporary name, then renamed)."""
+    tmp = into.parent / f".{into.name}.restoring"
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    try:
+        with tarfile.open(tar_path, "r:gz") as tar:
+            for m in tar.getmembers():
+                if m.name.startswith("/") or ".." in Path(m.name).parts or not (m.isfile() or m.issym()):
+                    raise DataError(f"{tar_path}: unexpected member {m.name!r}: not an archive of scanmt's")
+            tar.extractall(tmp, filter="fully_trusted")
+        os.replace(tmp, into)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+# --------------------------------------------------------------------------- manifest
+
+
+def read_manifest(dest: Path) -> dict | None:
+    p = dest / MANIFEST
+    if not p.exists():
+        return None
+    try:
+        m = json.loads(p.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise DataError(f"{p}: not a readable archive manifest ({exc})") from None
+    if not isinstance(m, dict) or m.get("format") != FORMAT:
+        raise DataError(f"{p}: not a scanmt experiment archive of format {FORMAT}")
+    return m
+
+
+def _write_manifest(dest: Path, manifest: dict) -> None:
+    with atomic_open(dest / MANIFEST) as fh:
+        json.dump(manifest, fh, indent=1, sort_keys=True)
+        fh.write("\n")
+
+
+def finished_runs(out: Path) -> list[Path]:
+    """The run folders of ``out`` that finished (``DONE``), as ``runs/SYSTEM/seedK``."""
+    base = out / "runs"
+    return sorted(p.parent for p in base.glob("*/seed*/DONE")) if base.is_dir() else []
+
+
+def _run_key(run: Path) -> str:
+    return f"{run.parent.name}/{run.name}"
+
+
+# --------------------------------------------------------------------------- pack
+
+
+def pack(out: Path, dest: Path) -> ArchiveSummary:
+    """Add the finished runs of the experiment folder ``out`` to the archive ``dest`` (made if missing).
+
+    Raises:
+        DataError: ``out`` is not an experiment folder, its shared work differs from the archive's, or it
+            was packed from another folder than the archive's.
+    """
+    out = out.resolve()
+    shared = out / "shared"
+    if not shared.is_dir() or not (out / "grids").is_dir():
+        raise DataError(f"{out}: not a scanmt experiment folder (no shared/ and grids/)")
+    manifest = read_manifest(dest) or {"format": FORMAT, "out": str(out), "runs": {}}
+    if manifest["out"] != str(out):
+        raise DataError(f"{dest} archives the experiment {manifest['out']}, not {out}: its runs name that folder "
+                        "in their files; restore it there (`scanmt experiment restore`) and run the grid there")
+    summary = ArchiveSummary()
+    identity = shared_identity(shared)
+    if manifest.get("shared") is None:
+        dest.mkdir(parents=True, exist_ok=True)
+        members: list[tuple[str, Path | bytes, os.stat_result | None]] = []
+        for name, p, st in _files(shared, lambda rel: rel.name == LOCK_FILE or rel.as_posix() == "predictor/last.pt"):
+            members.append((name, _stripped_predictor(p) if name == PREDICTOR else p, st))
+        _deterministic_tar(dest / SHARED_TAR, members)
+        manifest["shared"] = {"identity": identity, "data": mirrored_data(shared)}
+        summary.shared = "packed"
+    elif manifest["shared"]["identity"] != identity:
+        raise DataError(
+            f"{out}/shared differs from the shared work archived in {dest} (alignments or fertility predictor made "
+            "afresh; eflomal cannot be seeded): runs trained on it are not comparable with the archived ones. "
+            f"Restore the archive into an empty folder first (`scanmt experiment restore {dest} --out {out}`)")
+    else:
+        summary.shared = "same"
+    for grid in sorted((out / "grids").glob("*")):
+        if grid.suffix in (".json", ".yaml"):
+            (dest / "grids").mkdir(parents=True, exist_ok=True)
+            with atomic_open(dest / "grids" / grid.name) as fh:
+                fh.write(grid.read_text(encoding="utf-8"))
+    for run in finished_runs(out):
+        key = _run_key(run)
+        metrics = run / "metrics.json"
+        digest = file_digest(metrics) if metrics.exists() else ""
+        known = manifest["runs"].get(key)
+        if known is not None and known["metrics"] == digest:
+            summary.kept.append(key)
+            continue
+        tar = dest / "runs" / run.parent.name / f"{run.name}.tar.gz"
+        tar.parent.mkdir(parents=True, exist_ok=True)
+        _deterministic_tar(tar, list(_files(run, lambda rel: rel.suffix == ".pt" or rel.name == LOCK_FILE)))
+        manifest["runs"][key] = {"metrics": digest, "size": tar.stat().st_size,
+                                 "packed": time.strftime("%Y-%m-%d %H:%M:%S")}
+        (summary.updated if known is not None else summary.added).append(key)
+    summary.unfinished = sorted(_run_key(p) for p in (out / "runs").glob("*/seed*")
+                                if p.is_dir() and not (p / "DONE").exists()) if (out / "runs").is_dir() else []
+    _write_manifest(dest, manifest)
+    return summary
+
+
+# --------------------------------------------------------------------------- restore
+
+
+def restore(dest: Path, out: Path) -> ArchiveSummary:
+    """Unpack the archive ``dest`` into the experiment folder ``out`` (its recorded place).
+
+    Runs already finished in ``out`` are kept; shared work already in ``out`` must be the archive's.
+
+    Raises:
+        DataError: no archive, another folder than the archive's, prepared data missing or changed,
+            shared work that differs, or an unfinished run where an archived one would go.
+    """
+    manifest = read_manifest(dest)
+    if manifest is None:
+        raise DataError(f"{dest}: no {MANIFEST}: not an archive of `scanmt experiment archive`")
+    out = out.resolve()
+    if manifest["out"] != str(out):
+        raise ConfigError(f"--out {out}: {dest} archives the experiment {manifest['out']}; its runs name that "
+                          f"folder in their commands and specs, so restore it with --out {manifest['out']}")
+    if manifest.get("shared") is None:
+        raise DataError(f"{dest}/{MANIFEST}: records no shared work")
+    if manifest["shared"].get("data"):
+        check_data(manifest["shared"]["data"], str(dest))
+    out.mkdir(parents=True, exist_ok=True)
+    with lock_folder(out, what="--out"):
+        return _restore_into(dest, out, manifest)
+
+
+def _restore_into(dest: Path, out: Path, manifest: dict) -> ArchiveSummary:
+    summary = ArchiveSummary()
+    shared = out / "shared"
+    if shared.exists():
+        if shared_identity(shared) != manifest["shared"]["identity"]:
+            raise DataError(f"{shared} differs from the shared work archived in {dest}: restore into an empty "
+                            "folder (move this one aside)")
+        summary.shared = "same"
+    else:
+        _unpack(dest / SHARED_TAR, shared)
+        if shared_identity(shared) != manifest["shared"]["identity"]:
+            raise DataError(f"{dest / SHARED_TAR}: unpacked, its alignments or predictor do not match {MANIFEST}")
+        summary.shared = "restored"
+    (out / "grids").mkdir(parents=True, exist_ok=True)
+    for grid in sorted((dest / "grids").glob("*")):
+        if not (out / "grids" / grid.name).exists():
+            with atomic_open(out / "grids" / grid.name) as fh:
+                fh.write(grid.read_text(encoding="utf-8"))
+    for key in sorted(manifest["runs"]):
+        system, seed = key.split("/")
+        run = out / "runs" / system / seed
+        if (run / "DONE").exists():
+            summary.kept.append(key)
+            continue
+        if run.exists():
+            raise DataError(f"{run}: an unfinished run where {dest} has a finished one; move it aside, then restore")
+        run.parent.mkdir(parents=True, exist_ok=True)
+        _unpack(dest / "runs" / system / f"{seed}.tar.gz", run)
+        if file_digest(run / "metrics.json") != manifest["runs"][key]["metrics"]:
+            raise DataError(f"{dest}/runs/{key}.tar.gz: its metrics.json does not match {MANIFEST}")
+        summary.added.append(key)
+    return summary

@@ -1,0 +1,179 @@
+"""``scanmt experiment archive|restore`` on a made-up experiment folder: what travels, what does not,
+and every refusal (the tiny grid test packs and restores a real one and reports it again)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tarfile
+from pathlib import Path
+
+import pytest
+import torch
+
+from scanmt.cli.main import main
+from scanmt.errors import ConfigError, DataError
+from scanmt.experiments import archive
+
+
+def make_experiment(root: Path) -> Path:
+    """``root/exp``: mirrored prepared data, shared work with a predictor, two finished runs, one unfinished."""
+    data = root / "data"
+    data.mkdir()
+    for name, text in (("meta.json", "{}\n"), ("train.bpe.de", "a b\n"), ("spm.model", "model of /tmp/x\n")):
+        (data / name).write_text(text)
+    out = root / "exp"
+    mirror = out / "shared" / "data"
+    mirror.mkdir(parents=True)
+    (mirror / ".mirror-of").write_text(f"{data}\n")
+    for f in data.iterdir():
+        (mirror / f.name).symlink_to(f)
+    (mirror / "align" / "word").mkdir(parents=True)
+    (mirror / "align" / "train.word.align").write_text("0-0 1-1\n")
+    (mirror / "align" / "word" / "priors.gz").write_bytes(b"\x1f\x8bpriors")
+    (mirror / "fertility").mkdir()
+    (mirror / "fertility" / "train.fert").write_text("1 1\n")
+    (out / "shared" / ".done").mkdir()
+    (out / "shared" / ".done" / "align.json").write_text('{"params": {}}\n')
+    pred = out / "shared" / "predictor"
+    pred.mkdir()
+    weights = {"w": torch.arange(6, dtype=torch.float32).reshape(2, 3)}
+    torch.save({"config": {"h": 3}, "model": weights, "optimizer": {"state": torch.zeros(1000)}, "version": 1},
+               pred / "best.pt")
+    torch.save({"config": {"h": 3}, "model": weights, "optimizer": {}, "version": 1}, pred / "last.pt")
+    (out / "grids").mkdir()
+    (out / "grids" / "g.json").write_text('{"name": "g", "seeds": [1, 2]}\n')
+    (out / "grids" / "g.yaml").write_text("name: g\n")
+    for system, seed, done in (("softmax", 1, True), ("csparsemax", 1, True), ("softmax", 2, False)):
+        run = out / "runs" / system / f"seed{seed}"
+        (run / ".stages").mkdir(parents=True)
+        (run / ".stages" / "train.done").write_text("{}\n")
+        (run / "best.pt").write_bytes(b"x" * 1000)
+        (run / "last.pt").write_bytes(b"x" * 1000)
+        (run / "log.txt").write_text(f"{system} {seed}\n")
+        if done:
+            (run / "test.hyp.en").write_text(f"a {system}\n")
+            (run / "metrics.json").write_text(json.dumps({"bleu": 40.0 + seed}) + "\n")
+            (run / "DONE").write_text("")
+    return out
+
+
+def tree(root: Path) -> dict[str, bytes | str]:
+    """Every file below ``root`` (a symbolic link as its target), checkpoints and lock files left out."""
+    out: dict[str, bytes | str] = {}
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root).as_posix()
+        if p.suffix == ".pt" or p.name == ".lock":
+            continue
+        if p.is_symlink():
+            out[rel] = "-> " + str(p.readlink())
+        elif p.is_file():
+            out[rel] = p.read_bytes()
+    return out
+
+
+def test_pack_restore_round_trip(tmp_path):
+    out = make_experiment(tmp_path)
+    dest = tmp_path / "archive"
+    s = archive.pack(out, dest)
+    assert s.shared == "packed" and s.added == ["csparsemax/seed1", "softmax/seed1"] and s.kept == []
+    assert s.unfinished == ["softmax/seed2"]
+    with tarfile.open(dest / "runs" / "softmax" / "seed1.tar.gz") as tar:
+        assert sorted(tar.getnames()) == [".stages/train.done", "DONE", "log.txt", "metrics.json", "test.hyp.en"]
+    with tarfile.open(dest / archive.SHARED_TAR) as tar:
+        names = tar.getnames()
+        assert "predictor/best.pt" in names and "predictor/last.pt" not in names
+        assert tar.getmember("data/train.bpe.de").issym()  # the mirror travels as its links
+        pred = torch.load(tar.extractfile("predictor/best.pt"), weights_only=False)
+    assert "optimizer" not in pred and torch.equal(pred["model"]["w"], torch.arange(6.0).reshape(2, 3))
+    manifest = json.loads((dest / "manifest.json").read_text())
+    assert manifest["out"] == str(out.resolve()) and set(manifest["runs"]) == {"softmax/seed1", "csparsemax/seed1"}
+    assert set(manifest["shared"]["data"]["files"]) == {"meta.json", "train.bpe.de"}  # spm.model holds a path
+
+    # packing again changes no byte; a run whose metrics changed is packed again
+    before = (dest / "runs" / "softmax" / "seed1.tar.gz").read_bytes()
+    assert archive.pack(out, dest).kept == ["csparsemax/seed1", "softmax/seed1"]
+    assert (dest / "runs" / "softmax" / "seed1.tar.gz").read_bytes() == before
+    (out / "runs" / "softmax" / "seed1" / "metrics.json").write_text('{"bleu": 41.5}\n')
+    assert archive.pack(out, dest).updated == ["softmax/seed1"]
+
+    # a fresh machine: the folder is gone, the archive brings back everything but the checkpoints
+    original = tree(out)
+    shutil.move(out, tmp_path / "old")
+    s = archive.restore(dest, out)
+    assert s.shared == "restored" and s.added == ["csparsemax/seed1", "softmax/seed1"]
+    restored = tree(out)
+    unfinished = {k for k in original if k.startswith("runs/softmax/seed2/")}
+    assert {k: v for k, v in original.items() if k not in unfinished} == restored
+    assert not (out / "runs" / "softmax" / "seed1" / "best.pt").exists()
+    assert archive.shared_identity(out / "shared") == archive.shared_identity(tmp_path / "old" / "shared")
+    # restoring again keeps what is there
+    assert archive.restore(dest, out).kept == ["csparsemax/seed1", "softmax/seed1"]
+
+
+def test_refusals(tmp_path):
+    out = make_experiment(tmp_path)
+    dest = tmp_path / "archive"
+    archive.pack(out, dest)
+
+    with pytest.raises(ConfigError, match="restore it with --out"):
+        archive.restore(dest, tmp_path / "elsewhere")
+    assert not (tmp_path / "elsewhere").exists()  # refused before anything was made
+    with pytest.raises(DataError, match="not a scanmt experiment folder"):
+        archive.pack(tmp_path / "data", tmp_path / "a2")
+    with pytest.raises(DataError, match="no manifest.json"):
+        archive.restore(tmp_path / "data", out)
+
+    # another machine aligned afresh: its runs are not comparable with the archived ones
+    (out / "shared" / "data" / "align" / "train.word.align").write_text("0-1 1-0\n")
+    with pytest.raises(DataError, match="differs from the shared work archived"):
+        archive.pack(out, dest)
+    with pytest.raises(DataError, match="differs from the shared work archived"):
+        archive.restore(dest, out)
+    # and a predictor retrained
+    (out / "shared" / "data" / "align" / "train.word.align").write_text("0-0 1-1\n")
+    ckpt = torch.load(out / "shared" / "predictor" / "best.pt", weights_only=False)
+    ckpt["model"]["w"][0, 0] = 7.0
+    torch.save(ckpt, out / "shared" / "predictor" / "best.pt")
+    with pytest.raises(DataError, match="differs from the shared work archived"):
+        archive.pack(out, dest)
+
+    # the prepared data changed or is gone
+    shutil.rmtree(out)
+    (tmp_path / "data" / "train.bpe.de").write_text("a c\n")
+    with pytest.raises(DataError, match=r"train\.bpe\.de differs from the file its runs read"):
+        archive.restore(dest, out)
+    shutil.rmtree(tmp_path / "data")
+    with pytest.raises(DataError, match="which is missing: prepare it there"):
+        archive.restore(dest, out)
+
+
+def test_unfinished_run_in_the_way_and_a_bad_member(tmp_path):
+    out = make_experiment(tmp_path)
+    dest = tmp_path / "archive"
+    archive.pack(out, dest)
+    (out / "runs" / "softmax" / "seed1" / "DONE").unlink()
+    with pytest.raises(DataError, match="an unfinished run where"):
+        archive.restore(dest, out)
+    shutil.rmtree(out / "runs")
+    with tarfile.open(dest / "runs" / "softmax" / "seed1.tar.gz", "w:gz") as tar:
+        info = tarfile.TarInfo("../escape")
+        tar.addfile(info)
+    with pytest.raises(DataError, match="unexpected member '../escape'"):
+        archive.restore(dest, out)
+    assert not (tmp_path / "escape").exists() and not (out / "runs" / "softmax" / "seed1").exists()
+    assert not list((out / "runs" / "softmax").glob(".*restoring"))
+
+
+def test_command_line(tmp_path, capsys):
+    out = make_experiment(tmp_path)
+    dest = tmp_path / "archive"
+    assert main(["experiment", "archive", str(out), "--to", str(dest)]) == 0
+    text = capsys.readouterr().out
+    assert "shared work packed; runs added 2, packed again 0, unchanged 0; 1 unfinished left out" in text
+    assert "  unfinished: softmax/seed2" in text
+    shutil.rmtree(out)
+    assert main(["experiment", "restore", str(dest), "--out", str(out)]) == 0
+    assert "shared work restored; runs restored 2, already there 0" in capsys.readouterr().out
+    assert main(["experiment", "restore", str(dest), "--out", str(tmp_path / "x")]) == 2
+    assert "restore it with --out" in capsys.readouterr().err
