@@ -163,6 +163,12 @@ def test_unfinished_run_in_the_way_and_a_bad_member(tmp_path):
         archive.restore(dest, out)
     assert not (tmp_path / "escape").exists() and not (out / "runs" / "softmax" / "seed1").exists()
     assert not list((out / "runs" / "softmax").glob(".*restoring"))
+    (dest / "runs" / "softmax" / "seed1.tar.gz").write_bytes(b"\x1f\x8b\x08cut short")
+    with pytest.raises(DataError, match=r"seed1\.tar\.gz: cannot be unpacked"):
+        archive.restore(dest, out)
+    (dest / "runs" / "softmax" / "seed1.tar.gz").unlink()
+    with pytest.raises(DataError, match=r"seed1\.tar\.gz: missing, though manifest\.json lists it"):
+        archive.restore(dest, out)
 
 
 def test_command_line(tmp_path, capsys):

@@ -192,6 +192,8 @@ def _unpack(tar_path: Path, into: Path) -> None:
     tmp = into.parent / f".{into.name}.restoring"
     if tmp.exists():
         shutil.rmtree(tmp)
+    if not tar_path.is_file():
+        raise DataError(f"{tar_path}: missing, though {MANIFEST} lists it (an incomplete copy of the archive?)")
     tmp.mkdir(parents=True)
     try:
         with tarfile.open(tar_path, "r:gz") as tar:
@@ -200,6 +202,9 @@ def _unpack(tar_path: Path, into: Path) -> None:
                     raise DataError(f"{tar_path}: unexpected member {m.name!r}: not an archive of scanmt's")
             tar.extractall(tmp, filter="fully_trusted")
         os.replace(tmp, into)
+    except (tarfile.TarError, EOFError, OSError) as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise DataError(f"{tar_path}: cannot be unpacked ({type(exc).__name__}: {exc})") from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
