@@ -17,7 +17,7 @@ from scanmt.experiments import archive
 
 
 def make_experiment(root: Path) -> Path:
-    """``root/exp``: mirrored prepared data, shared work with a predictor, two finished runs, one unfinished."""
+    """``root/exp``: mirrored prepared data, shared work with a predictor, three finished runs, one unfinished."""
     data = root / "data"
     data.mkdir()
     for name, text in (("meta.json", "{}\n"), ("train.bpe.de", "a b\n"), ("spm.model", "model of /tmp/x\n")):
@@ -44,9 +44,13 @@ def make_experiment(root: Path) -> Path:
     (out / "grids").mkdir()
     (out / "grids" / "g.json").write_text('{"name": "g", "seeds": [1, 2]}\n')
     (out / "grids" / "g.yaml").write_text("name: g\n")
-    for system, seed, done in (("softmax", 1, True), ("csparsemax", 1, True), ("softmax", 2, False)):
+    for system, seed, done in (("softmax", 1, True), ("csparsemax", 1, True), ("csparsemax", 2, True),
+                               ("softmax", 2, False)):
         run = out / "runs" / system / f"seed{seed}"
         (run / ".stages").mkdir(parents=True)
+        (run / "spec.json").write_text('{"split": "test"}\n')
+        for split in ("test", "test2017"):
+            (run / f"{split}.attn.npz").write_bytes(b"PK" + split.encode())
         (run / ".stages" / "train.done").write_text("{}\n")
         (run / "best.pt").write_bytes(b"x" * 1000)
         (run / "last.pt").write_bytes(b"x" * 1000)
@@ -76,10 +80,13 @@ def test_pack_restore_round_trip(tmp_path):
     out = make_experiment(tmp_path)
     dest = tmp_path / "archive"
     s = archive.pack(out, dest)
-    assert s.shared == "packed" and s.added == ["csparsemax/seed1", "softmax/seed1"] and s.kept == []
-    assert s.unfinished == ["softmax/seed2"]
-    with tarfile.open(dest / "runs" / "softmax" / "seed1.tar.gz") as tar:
-        assert sorted(tar.getnames()) == [".stages/train.done", "DONE", "log.txt", "metrics.json", "test.hyp.en"]
+    assert s.shared == "packed" and s.added == ["csparsemax/seed1", "csparsemax/seed2", "softmax/seed1"]
+    assert s.kept == [] and s.unfinished == ["softmax/seed2"]
+    with tarfile.open(dest / "runs" / "softmax" / "seed1.tar.gz") as tar:  # seed 1 keeps the figures' attention
+        assert sorted(tar.getnames()) == [".stages/train.done", "DONE", "log.txt", "metrics.json", "spec.json",
+                                          "test.attn.npz", "test.hyp.en"]
+    with tarfile.open(dest / "runs" / "csparsemax" / "seed2.tar.gz") as tar:
+        assert not [n for n in tar.getnames() if n.endswith(".attn.npz")]
     with tarfile.open(dest / archive.SHARED_TAR) as tar:
         names = tar.getnames()
         assert "predictor/best.pt" in names and "predictor/last.pt" not in names
@@ -87,12 +94,13 @@ def test_pack_restore_round_trip(tmp_path):
         pred = torch.load(tar.extractfile("predictor/best.pt"), weights_only=False)
     assert "optimizer" not in pred and torch.equal(pred["model"]["w"], torch.arange(6.0).reshape(2, 3))
     manifest = json.loads((dest / "manifest.json").read_text())
-    assert manifest["out"] == str(out.resolve()) and set(manifest["runs"]) == {"softmax/seed1", "csparsemax/seed1"}
+    assert manifest["out"] == str(out.resolve())
+    assert set(manifest["runs"]) == {"softmax/seed1", "csparsemax/seed1", "csparsemax/seed2"}
     assert set(manifest["shared"]["data"]["files"]) == {"meta.json", "train.bpe.de"}  # spm.model holds a path
 
     # packing again changes no byte; a run whose metrics changed is packed again
     before = (dest / "runs" / "softmax" / "seed1.tar.gz").read_bytes()
-    assert archive.pack(out, dest).kept == ["csparsemax/seed1", "softmax/seed1"]
+    assert archive.pack(out, dest).kept == ["csparsemax/seed1", "csparsemax/seed2", "softmax/seed1"]
     assert (dest / "runs" / "softmax" / "seed1.tar.gz").read_bytes() == before
     (out / "runs" / "softmax" / "seed1" / "metrics.json").write_text('{"bleu": 41.5}\n')
     assert archive.pack(out, dest).updated == ["softmax/seed1"]
@@ -101,14 +109,15 @@ def test_pack_restore_round_trip(tmp_path):
     original = tree(out)
     shutil.move(out, tmp_path / "old")
     s = archive.restore(dest, out)
-    assert s.shared == "restored" and s.added == ["csparsemax/seed1", "softmax/seed1"]
+    assert s.shared == "restored" and s.added == ["csparsemax/seed1", "csparsemax/seed2", "softmax/seed1"]
     restored = tree(out)
-    unfinished = {k for k in original if k.startswith("runs/softmax/seed2/")}
-    assert {k: v for k, v in original.items() if k not in unfinished} == restored
+    behind = {k for k in original if k.startswith("runs/softmax/seed2/")
+              or (k.endswith(".attn.npz") and not k.endswith("seed1/test.attn.npz"))}
+    assert len(behind) == 9 and {k: v for k, v in original.items() if k not in behind} == restored
     assert not (out / "runs" / "softmax" / "seed1" / "best.pt").exists()
     assert archive.shared_identity(out / "shared") == archive.shared_identity(tmp_path / "old" / "shared")
     # restoring again keeps what is there
-    assert archive.restore(dest, out).kept == ["csparsemax/seed1", "softmax/seed1"]
+    assert archive.restore(dest, out).kept == ["csparsemax/seed1", "csparsemax/seed2", "softmax/seed1"]
 
 
 def test_refusals(tmp_path):
@@ -176,10 +185,10 @@ def test_command_line(tmp_path, capsys):
     dest = tmp_path / "archive"
     assert main(["experiment", "archive", str(out), "--to", str(dest)]) == 0
     text = capsys.readouterr().out
-    assert "shared work packed; runs added 2, packed again 0, unchanged 0; 1 unfinished left out" in text
+    assert "shared work packed; runs added 3, packed again 0, unchanged 0; 1 unfinished left out" in text
     assert "  unfinished: softmax/seed2" in text
     shutil.rmtree(out)
     assert main(["experiment", "restore", str(dest), "--out", str(out)]) == 0
-    assert "shared work restored; runs restored 2, already there 0" in capsys.readouterr().out
+    assert "shared work restored; runs restored 3, already there 0" in capsys.readouterr().out
     assert main(["experiment", "restore", str(dest), "--out", str(tmp_path / "x")]) == 2
     assert "restore it with --out" in capsys.readouterr().err

@@ -11,7 +11,8 @@ reads is small.  ``scanmt experiment archive OUT --to DEST`` packs into ``DEST``
                            a mirrored data folder travels as its symbolic links, checked by digest
     grids/NAME.{yaml,json} the grid records
     runs/SYSTEM/seedK.tar.gz   each finished run (DONE) without its checkpoints (*.pt): spec, commands,
-                           logs, metrics.csv, translations, attention, metrics, stress test
+                           logs, metrics.csv, translations, metrics, stress test, and of the attention
+                           files only seed 1's of the main split (the report's figures)
 
 ``scanmt experiment restore DEST --out OUT`` unpacks it into an empty (or partly restored) ``OUT``, so that
 ``experiment run`` skips the restored runs, trains the missing ones with the same alignments and the same
@@ -27,6 +28,7 @@ written atomically and ``manifest.json`` last, so an interrupted pack leaves the
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import io
@@ -238,6 +240,22 @@ def finished_runs(out: Path) -> list[Path]:
     return sorted(p.parent for p in base.glob("*/seed*/DONE")) if base.is_dir() else []
 
 
+def _left_behind(run: Path) -> Callable[[Path], bool]:
+    """What of a run folder is not packed: checkpoints, lock files, and every attention file but seed 1's of
+    the main split, the one the report draws its figures from (1.5-1.8 MB each for a Transformer)."""
+    spec = {}
+    with contextlib.suppress(OSError, json.JSONDecodeError, UnicodeDecodeError):
+        spec = json.loads((run / "spec.json").read_text(encoding="utf-8"))
+    figure = f"{spec.get('split') or 'test'}.attn.npz" if run.name == "seed1" else None
+
+    def skip(rel: Path) -> bool:
+        if rel.suffix == ".pt" or rel.name == LOCK_FILE:
+            return True
+        return rel.name.endswith(".attn.npz") and rel.as_posix() != figure
+
+    return skip
+
+
 def _run_key(run: Path) -> str:
     return f"{run.parent.name}/{run.name}"
 
@@ -292,7 +310,7 @@ def pack(out: Path, dest: Path) -> ArchiveSummary:
             continue
         tar = dest / "runs" / run.parent.name / f"{run.name}.tar.gz"
         tar.parent.mkdir(parents=True, exist_ok=True)
-        _deterministic_tar(tar, list(_files(run, lambda rel: rel.suffix == ".pt" or rel.name == LOCK_FILE)))
+        _deterministic_tar(tar, list(_files(run, _left_behind(run))))
         manifest["runs"][key] = {"metrics": digest, "size": tar.stat().st_size,
                                  "packed": time.strftime("%Y-%m-%d %H:%M:%S")}
         (summary.updated if known is not None else summary.added).append(key)

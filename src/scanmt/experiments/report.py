@@ -453,6 +453,19 @@ class _Page:
         return next(s for s in self.systems if s.name == self.baseline)
 
 
+def _machines(systems: list[SystemResults]) -> list[str]:
+    """The machines the runs trained and decoded on (``metrics.json`` ``machines``), by run, when recorded."""
+    by_machine: dict[str, list[str]] = {}
+    for s in systems:
+        for r in s.runs:
+            for m in r.get("machines") or []:
+                by_machine.setdefault(m, []).append(f"{s.name}/seed{r['seed']}")
+    if not by_machine:
+        return []
+    return ["", "Machines (bf16 training takes other kernels on another processor, so a seed may train to another "
+            "model on each): " + "; ".join(f"`{m}`: {', '.join(runs)}" for m, runs in sorted(by_machine.items())) + "."]
+
+
 def _header(p: _Page) -> list[str]:
     rec, systems = p.rec, p.systems
     n_done = sum(len(s.runs) for s in systems)
@@ -466,6 +479,7 @@ def _header(p: _Page) -> list[str]:
         f"`{p.out}`: {n_done} finished runs of {len(systems)} systems. Test set: `{rec['split']}` of `{rec['data']}` "
         f"({rec['src_lang']}→{rec['tgt_lang']}, {len(p.texts.ref)} sentences); preset `{rec['preset']}`; "
         f"seeds requested: {len(rec.get('seeds') or [])}; commit(s): {', '.join(f'`{c}`' for c in commits) or '–'}.",
+        *_machines(systems),
         "",
         f"Grid command: `{rec.get('command', '')}`",
         "",

@@ -580,12 +580,29 @@ def plan_runs(grid: Grid, systems: Sequence[System], seeds: Sequence[int], ctx: 
     return specs
 
 
+def machine() -> str:
+    """The processor and torch build an attempt ran on, for the report: bf16 training on the CPU takes other
+    kernels on another processor (AVX512-BF16 or AMX), so the same seed may train to another model there."""
+    import platform
+
+    import torch
+
+    cpu = platform.processor() or platform.machine()
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    return f"{cpu}, {os.cpu_count()} CPUs, torch {torch.__version__}"
+
+
 def write_spec(spec: RunSpec) -> Path:
     """Write ``spec.json`` for a new attempt, keeping the attempts (and commits) of earlier ones."""
     path = spec.dir / "spec.json"
     old = read_json(path) or {}
     history = [h for h in old.get("history") or [] if isinstance(h, dict)]
-    spec.history = history + [{"started": time.strftime("%Y-%m-%d %H:%M:%S"), "commit": spec.commit}]
+    spec.history = history + [{"started": time.strftime("%Y-%m-%d %H:%M:%S"), "commit": spec.commit,
+                               "machine": machine()}]
     write_json(path, spec.to_dict())
     return path
 
@@ -727,6 +744,7 @@ def collect_metrics(spec: RunSpec) -> dict[str, Any]:
         "transform": spec.config["model"]["attention"]["transform"], "output": spec.config["model"]["output"],
         "search": search_metrics(run / search_json_name(spec.split)),
         "commit": spec.commit, "commits": sorted({h["commit"] for h in spec.history} | {spec.commit}),
+        "machines": sorted({h["machine"] for h in spec.history if h.get("machine")}),
         "command": spec.command, "seconds": stages,
         "test_sets": {split: split_metrics(run / eval_json_name(split, spec.split), run / search_json_name(split))
                       for split in spec.extra_splits},
