@@ -36,8 +36,8 @@ run asked for an extra split it lacks gets only that split's translate and evalu
 every run's model also gets `scanmt stress` on the main split (RUN/stress/stress.json; a table of mean ± std
 over seeds per system and K in the report); a finished run gets only that step.
 
-A grid can outlive the machine it runs on: `archive` packs the finished runs (no checkpoints, a few hundred
-kB each) with the shared alignments and fertility predictor, and `restore` puts them back, so that `run`
+A grid can outlive the machine it runs on: `archive` packs the finished runs (no checkpoints: 0.3-2 MB a
+run) with the shared alignments and fertility predictor, and `restore` puts them back, so that `run`
 trains only the missing runs, with the same predictor, and `report` reads them all."""
 
 
@@ -99,8 +99,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     q.add_argument("--examples", type=int, default=5, help="translation examples (Appendix B analogue)")
     q.add_argument("--max-figure-words", type=int, default=25, help="longest source (words) for figures and examples")
     q.add_argument("--max-figure-tokens", type=int, default=30, help="longest source (subwords) for figures")
-
-
     a = sub.add_parser("archive", formatter_class=fmt,
                        help="pack a grid's finished runs (no checkpoints) and shared work into a folder for git",
                        description="Add the finished runs of an experiment folder to an archive folder: each run "
