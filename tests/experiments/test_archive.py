@@ -192,3 +192,15 @@ def test_command_line(tmp_path, capsys):
     assert "shared work restored; runs restored 3, already there 0" in capsys.readouterr().out
     assert main(["experiment", "restore", str(dest), "--out", str(tmp_path / "x")]) == 2
     assert "restore it with --out" in capsys.readouterr().err
+
+
+def test_the_repository_keeps_archived_runs():
+    """``runs/`` is ignored (training output), but not the runs of an archive under ``archive/`` (git)."""
+    import subprocess
+
+    repo = Path(__file__).resolve().parents[2]
+    if not (repo / ".git").exists():
+        pytest.skip(f"{repo} is not a git checkout: its .gitignore cannot be asked")
+    ask = lambda path: subprocess.run(["git", "check-ignore", "-q", path], cwd=repo).returncode  # noqa: E731
+    assert ask("runs/table1/runs/softmax/seed1/best.pt") == 0
+    assert ask("archive/table1/runs/softmax/seed1.tar.gz") == 1

@@ -188,7 +188,7 @@ def test_tiny_grid_end_to_end(small_data_dir_2017, tmp_path, capsys):
         assert w > 100 and h > 50 and p.stat().st_size <= 150_000
         assert f"(experiments-tiny/{p.name})" in md
     assert "None: every requested run finished." in md
-    assert "Machines (bf16 training" in md and f"`{machine()}`: softmax/seed1, csparsemax/seed1." in md
+    assert "Machines the runs ran on (processor, CPUs, torch): " in md and f"`{machine()}`: softmax/seed1, csparsemax/seed1." in md
     assert "## Results on `test_2016_flickr`" in md and "## Results on `test_2017_flickr`" in md
     t17 = md.split("## Results on `test_2017_flickr`")[1].split("\n## ")[0]
     assert "`test2017` (`test_2017_flickr`, 100 sentences)" in t17

@@ -462,8 +462,8 @@ def _machines(systems: list[SystemResults]) -> list[str]:
                 by_machine.setdefault(m, []).append(f"{s.name}/seed{r['seed']}")
     if not by_machine:
         return []
-    return ["", "Machines (bf16 training takes other kernels on another processor, so a seed may train to another "
-            "model on each): " + "; ".join(f"`{m}`: {', '.join(runs)}" for m, runs in sorted(by_machine.items())) + "."]
+    return ["", "Machines the runs ran on (processor, CPUs, torch): "
+            + "; ".join(f"`{m}`: {', '.join(runs)}" for m, runs in sorted(by_machine.items())) + "."]
 
 
 def _header(p: _Page) -> list[str]:

@@ -581,8 +581,8 @@ def plan_runs(grid: Grid, systems: Sequence[System], seeds: Sequence[int], ctx: 
 
 
 def machine() -> str:
-    """The processor and torch build an attempt ran on, for the report: bf16 training on the CPU takes other
-    kernels on another processor (AVX512-BF16 or AMX), so the same seed may train to another model there."""
+    """The processor, CPU count and torch build an attempt ran on, for the report: a grid archived and continued
+    elsewhere (:mod:`scanmt.experiments.archive`) has runs of several machines, whose kernels may differ."""
     import platform
 
     import torch
