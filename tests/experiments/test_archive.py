@@ -116,6 +116,12 @@ def test_pack_restore_round_trip(tmp_path):
     assert len(behind) == 9 and {k: v for k, v in original.items() if k not in behind} == restored
     assert not (out / "runs" / "softmax" / "seed1" / "best.pt").exists()
     assert archive.shared_identity(out / "shared") == archive.shared_identity(tmp_path / "old" / "shared")
+    # the restored folder packs to the same bytes (whole-second file times travel with the files)
+    archive.pack(out, tmp_path / "again")
+    for key in ("softmax/seed1", "csparsemax/seed2"):
+        tar = Path("runs") / f"{key}.tar.gz"
+        assert (tmp_path / "again" / tar).read_bytes() == (dest / tar).read_bytes()
+    assert (tmp_path / "again" / archive.SHARED_TAR).read_bytes() == (dest / archive.SHARED_TAR).read_bytes()
     # restoring again keeps what is there
     assert archive.restore(dest, out).kept == ["csparsemax/seed1", "csparsemax/seed2", "softmax/seed1"]
 

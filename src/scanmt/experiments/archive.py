@@ -56,7 +56,6 @@ IDENTITY_DIRS = ("data/align",)
 PREDICTOR = "predictor/best.pt"
 
 
-
 @dataclass
 class ArchiveSummary:
     """What one pack or restore did."""
@@ -110,8 +109,9 @@ def mirrored_data(shared: Path) -> dict[str, object] | None:
     """``{"dir": prepared data folder, "files": {name: sha256}}`` of a mirrored data folder (``--data PATH``),
     None when the data was prepared inside the experiment (its files then travel in ``shared.tar.gz``).
 
-    ``spm.model`` is left out: sentencepiece writes the path of its training file into it, so two
-    preparations of the same data differ there only; the subword files themselves are compared."""
+    ``spm.model`` is left out: sentencepiece writes the paths of its training files into it, so two
+    preparations of the same data differ there only (the pieces and scores are equal; checked on Multi30k
+    De-En); the subword files themselves are compared."""
     origin = shared / "data" / ".mirror-of"
     if not origin.exists():
         return None
@@ -127,9 +127,9 @@ def mirrored_data(shared: Path) -> dict[str, object] | None:
 
 def check_data(recorded: dict[str, object], where: str) -> None:
     """Raise :class:`DataError` unless the prepared data the archive mirrors is there, unchanged."""
-    src = Path(str(recorded["dir"]))
-    files = recorded["files"]
-    assert isinstance(files, dict)
+    src, files = Path(str(recorded.get("dir"))), recorded.get("files")
+    if not isinstance(files, dict):
+        raise DataError(f"{where}/{MANIFEST}: its prepared data has no file digests (a damaged manifest)")
     if not src.is_dir():
         raise DataError(f"{where}: its runs read the prepared data in {src}, which is missing: prepare it there "
                         f"first (`scanmt prepare ... --out {src}`, as in the runs' command.txt)")
@@ -148,8 +148,8 @@ def check_data(recorded: dict[str, object], where: str) -> None:
 def _deterministic_tar(dest: Path, members: list[tuple[str, Path | bytes, os.stat_result | None]]) -> None:
     """Write ``dest`` (gzip, atomically) holding ``members``: (name, file or bytes or symlink, stat).
 
-    No time in the gzip header, members sorted, owners dropped: the same content gives the same bytes,
-    so packing an unchanged run again changes nothing in git."""
+    No time in the gzip header, members sorted, owners dropped, file times in whole seconds: the same files
+    (content and times) give the same bytes, so packing a restored, unchanged run again changes nothing in git."""
     with atomic_open(dest, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz, \
             tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for name, item, st in sorted(members, key=lambda m: m[0]):
