@@ -36,7 +36,7 @@ run asked for an extra split it lacks gets only that split's translate and evalu
 every run's model also gets `scanmt stress` on the main split (RUN/stress/stress.json; a table of mean ± std
 over seeds per system and K in the report); a finished run gets only that step.
 
-A grid can outlive the machine it runs on: `archive` packs the finished runs (no checkpoints: 0.3-2 MB a
+A grid can outlive the machine it runs on: `archive` packs the finished runs (no checkpoints: 0.4-2 MB a
 run) with the shared alignments and fertility predictor, and `restore` puts them back, so that `run`
 trains only the missing runs, with the same predictor, and `report` reads them all."""
 
