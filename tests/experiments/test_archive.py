@@ -14,6 +14,29 @@ import torch
 from scanmt.cli.main import main
 from scanmt.errors import ConfigError, DataError
 from scanmt.experiments import archive
+from scanmt.experiments import shared as shared_steps
+from scanmt.experiments.shared import SharedPaths
+
+
+WEIGHTS = {"w": torch.arange(6, dtype=torch.float32).reshape(2, 3)}
+
+
+class FakeTrainer:
+    """Stands in for :func:`scanmt.experiments.shared.train_predictor`: writes a predictor of these weights and
+    the step's marker."""
+
+    def __init__(self, weights: dict[str, torch.Tensor]) -> None:
+        self.weights, self.calls = weights, []
+
+    def __call__(self, paths: SharedPaths, overrides: list[str], say) -> Path:
+        self.calls.append(list(overrides))
+        paths.predictor_dir.mkdir(parents=True, exist_ok=True)
+        torch.save({"config": {"h": 3}, "model": self.weights, "optimizer": {"state": torch.zeros(9)},
+                    "version": 1}, paths.predictor)
+        argv = ["fertility", "--data", str(paths.data), "--train-predictor", str(paths.predictor_dir)]
+        argv += ["--set", *overrides, "--resume"] if overrides else []  # `--set A B`, as a request writes it
+        paths.marker("predictor").write_text(json.dumps({"params": {"argv": argv}}))
+        return paths.predictor
 
 
 def make_experiment(root: Path) -> Path:
@@ -35,12 +58,10 @@ def make_experiment(root: Path) -> Path:
     (mirror / "fertility" / "train.fert").write_text("1 1\n")
     (out / "shared" / ".done").mkdir()
     (out / "shared" / ".done" / "align.json").write_text('{"params": {}}\n')
-    pred = out / "shared" / "predictor"
-    pred.mkdir()
-    weights = {"w": torch.arange(6, dtype=torch.float32).reshape(2, 3)}
-    torch.save({"config": {"h": 3}, "model": weights, "optimizer": {"state": torch.zeros(1000)}, "version": 1},
-               pred / "best.pt")
-    torch.save({"config": {"h": 3}, "model": weights, "optimizer": {}, "version": 1}, pred / "last.pt")
+    (out / "shared" / ".done" / "fertility-predicted-add1.json").write_text('{"params": {}}\n')
+    FakeTrainer(WEIGHTS)(SharedPaths(out), ["train.threads=1", "train.max_steps=30"], print)
+    torch.save({"config": {"h": 3}, "model": WEIGHTS, "optimizer": {}, "version": 1},
+               out / "shared" / "predictor" / "last.pt")
     (out / "grids").mkdir()
     (out / "grids" / "g.json").write_text('{"name": "g", "seeds": [1, 2]}\n')
     (out / "grids" / "g.yaml").write_text("name: g\n")
@@ -87,13 +108,14 @@ def test_pack_restore_round_trip(tmp_path):
                                           "test.attn.npz", "test.hyp.en"]
     with tarfile.open(dest / "runs" / "csparsemax" / "seed2.tar.gz") as tar:
         assert not [n for n in tar.getnames() if n.endswith(".attn.npz")]
-    with tarfile.open(dest / archive.SHARED_TAR) as tar:
+    with tarfile.open(dest / archive.SHARED_TAR) as tar:  # the alignments, not the predictor nor its caches
         names = tar.getnames()
-        assert "predictor/best.pt" in names and "predictor/last.pt" not in names
+        assert "data/align/train.word.align" in names and ".done/align.json" in names
+        assert not [n for n in names if n.startswith(("predictor/", "data/fertility/", ".done/predictor",
+                                                      ".done/fertility"))], names
         assert tar.getmember("data/train.bpe.de").issym()  # the mirror travels as its links
-        pred = torch.load(tar.extractfile("predictor/best.pt"), weights_only=False)
-    assert "optimizer" not in pred and torch.equal(pred["model"]["w"], torch.arange(6.0).reshape(2, 3))
     manifest = json.loads((dest / "manifest.json").read_text())
+    assert manifest["shared"]["predictor_set"] == ["train.threads=1", "train.max_steps=30"]
     assert manifest["out"] == str(out.resolve())
     assert set(manifest["runs"]) == {"softmax/seed1", "csparsemax/seed1", "csparsemax/seed2"}
     assert set(manifest["shared"]["data"]["files"]) == {"meta.json", "train.bpe.de"}  # spm.model holds a path
@@ -108,12 +130,16 @@ def test_pack_restore_round_trip(tmp_path):
     # a fresh machine: the folder is gone, the archive brings back everything but the checkpoints
     original = tree(out)
     shutil.move(out, tmp_path / "old")
-    s = archive.restore(dest, out)
-    assert s.shared == "restored" and s.added == ["csparsemax/seed1", "csparsemax/seed2", "softmax/seed1"]
+    trainer = FakeTrainer(WEIGHTS)  # deterministic: retrained from the same alignments, the same weights
+    s = archive.restore(dest, out, train_predictor=trainer)
+    assert s.shared == "restored, fertility predictor retrained: the same weights" and trainer.calls == [
+        ["train.threads=1", "train.max_steps=30"]]
+    assert s.added == ["csparsemax/seed1", "csparsemax/seed2", "softmax/seed1"]
     restored = tree(out)
-    behind = {k for k in original if k.startswith("runs/softmax/seed2/")
+    behind = {k for k in original if k.startswith(("runs/softmax/seed2/", "shared/data/fertility/"))
+              or k == "shared/.done/fertility-predicted-add1.json"
               or (k.endswith(".attn.npz") and not k.endswith("seed1/test.attn.npz"))}
-    assert len(behind) == 9 and {k: v for k, v in original.items() if k not in behind} == restored
+    assert len(behind) == 11 and {k: v for k, v in original.items() if k not in behind} == restored
     assert not (out / "runs" / "softmax" / "seed1" / "best.pt").exists()
     assert archive.shared_identity(out / "shared") == archive.shared_identity(tmp_path / "old" / "shared")
     # the restored folder packs to the same bytes (whole-second file times travel with the files)
@@ -163,6 +189,17 @@ def test_refusals(tmp_path):
         archive.restore(dest, out)
 
 
+def test_a_predictor_that_retrains_to_other_weights_is_refused(tmp_path):
+    out = make_experiment(tmp_path)
+    dest = tmp_path / "archive"
+    archive.pack(out, dest)
+    shutil.rmtree(out)
+    with pytest.raises(DataError, match="or the fertility predictor retrained from them, differ from those of the "
+                                        "archived runs"):
+        archive.restore(dest, out, train_predictor=FakeTrainer({"w": torch.ones(2, 3)}))
+    assert not (out / "shared").exists() and not (out / "runs").exists()  # nothing restored
+
+
 def test_unfinished_run_in_the_way_and_a_bad_member(tmp_path):
     out = make_experiment(tmp_path)
     dest = tmp_path / "archive"
@@ -186,7 +223,8 @@ def test_unfinished_run_in_the_way_and_a_bad_member(tmp_path):
         archive.restore(dest, out)
 
 
-def test_command_line(tmp_path, capsys):
+def test_command_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(shared_steps, "train_predictor", FakeTrainer(WEIGHTS))
     out = make_experiment(tmp_path)
     dest = tmp_path / "archive"
     assert main(["experiment", "archive", str(out), "--to", str(dest)]) == 0
@@ -195,7 +233,8 @@ def test_command_line(tmp_path, capsys):
     assert "  unfinished: softmax/seed2" in text
     shutil.rmtree(out)
     assert main(["experiment", "restore", str(dest), "--out", str(out)]) == 0
-    assert "shared work restored; runs restored 3, already there 0" in capsys.readouterr().out
+    assert ("shared work restored, fertility predictor retrained: the same weights; runs restored 3, already there 0"
+            in capsys.readouterr().out)
     assert main(["experiment", "restore", str(dest), "--out", str(tmp_path / "x")]) == 2
     assert "restore it with --out" in capsys.readouterr().err
 

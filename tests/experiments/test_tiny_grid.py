@@ -259,8 +259,10 @@ def test_tiny_grid_end_to_end(small_data_dir_2017, tmp_path, capsys):
     assert "runs added 3, packed again 0, unchanged 0; 0 unfinished left out" in capsys.readouterr().out
     os.rename(out, tmp_path / "lost")
     assert main(["experiment", "restore", str(kept), "--out", str(out)]) == 0
-    assert "shared work restored; runs restored 3, already there 0" in capsys.readouterr().out
-    assert [p.relative_to(out).as_posix() for p in out.rglob("*.pt")] == ["shared/predictor/best.pt"]
+    assert ("shared work restored, fertility predictor retrained: the same weights; runs restored 3, already there 0"
+            in capsys.readouterr().out)
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*.pt")) == ["shared/predictor/best.pt",
+                                                                          "shared/predictor/last.pt"]  # retrained
     assert main(["experiment", "report", str(out), "--out", str(docs)]) == 0
     undated = lambda text: re.sub(r" on \d{4}-\d\d-\d\d \d\d:\d\d from ", " from ", text)  # noqa: E731
     assert undated((docs / "experiments-tiny.md").read_text(encoding="utf-8")) == undated(md) and " from " in md

@@ -6,8 +6,10 @@ reads is small.  ``scanmt experiment archive OUT --to DEST`` packs into ``DEST``
 
     manifest.json          the experiment folder it came from, the digests of the prepared data it
                            mirrors, the identity of its shared work, and each archived run's digest
-    shared.tar.gz          OUT/shared/ (alignments, aligner models, fertility caches, step markers) with
-                           the fertility predictor's best.pt reduced to what predicts (no optimizer state);
+    shared.tar.gz          OUT/shared/: the alignments (eflomal cannot be seeded, so they cannot be made
+                           again), the aligner models and the step markers; not the fertility predictor, a
+                           model, which restore retrains from those alignments (deterministic: the same
+                           weights, checked by digest), nor the fertility caches, which `run` recomputes;
                            a mirrored data folder travels as its symbolic links, checked by digest
     grids/NAME.{yaml,json} the grid records
     runs/SYSTEM/seedK.tar.gz   each finished run (DONE) without its checkpoints (*.pt): spec, commands,
@@ -31,7 +33,6 @@ from __future__ import annotations
 import contextlib
 import gzip
 import hashlib
-import io
 import json
 import os
 import shutil
@@ -48,8 +49,10 @@ from scanmt.processes import lock_folder
 FORMAT = 1
 MANIFEST = "manifest.json"
 SHARED_TAR = "shared.tar.gz"
-#: the predictor checkpoint's keys that predicting needs (optimizer state and RNG are left out)
-PREDICTOR_KEYS = ("config", "model", "vocab", "kind", "progress", "version")
+#: what of shared/ stays behind: the fertility predictor (a model, retrained from the archived alignments
+#: on restore: its training is deterministic) and the fertility caches (recomputed from it by `run`), with
+#: their step markers, so that `run` and `restore` redo them
+LEFT_OUT_SHARED = ("predictor/", "data/fertility/", ".done/predictor.json", ".done/fertility-")
 #: what shared/ holds that decides results: alignments and aligner models (the fertility caches follow
 #: from them and the predictor)
 IDENTITY_DIRS = ("data/align",)
@@ -145,8 +148,8 @@ def check_data(recorded: dict[str, object], where: str) -> None:
 # --------------------------------------------------------------------------- tar files
 
 
-def _deterministic_tar(dest: Path, members: list[tuple[str, Path | bytes, os.stat_result | None]]) -> None:
-    """Write ``dest`` (gzip, atomically) holding ``members``: (name, file or bytes or symlink, stat).
+def _deterministic_tar(dest: Path, members: list[tuple[str, Path, os.stat_result]]) -> None:
+    """Write ``dest`` (gzip, atomically) holding ``members``: (name, file or symbolic link, its lstat).
 
     No time in the gzip header, members sorted, owners dropped, file times in whole seconds: the same files
     (content and times) give the same bytes, so packing a restored, unchanged run again changes nothing in git."""
@@ -154,12 +157,9 @@ def _deterministic_tar(dest: Path, members: list[tuple[str, Path | bytes, os.sta
             tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for name, item, st in sorted(members, key=lambda m: m[0]):
             info = tarfile.TarInfo(name)
-            info.mtime = int(st.st_mtime) if st is not None else 0
+            info.mtime = int(st.st_mtime)
             info.mode = 0o644
-            if isinstance(item, bytes):
-                info.size = len(item)
-                tar.addfile(info, io.BytesIO(item))
-            elif item.is_symlink():
+            if item.is_symlink():
                 info.type = tarfile.SYMTYPE
                 info.linkname = os.readlink(item)
                 info.mode = 0o777
@@ -170,6 +170,35 @@ def _deterministic_tar(dest: Path, members: list[tuple[str, Path | bytes, os.sta
                     tar.addfile(info, fh)
 
 
+def _shared_left_behind(rel: Path) -> bool:
+    return rel.name == LOCK_FILE or rel.as_posix().startswith(LEFT_OUT_SHARED)
+
+
+def predictor_overrides(shared: Path) -> list[str] | None:
+    """The ``--set`` overrides the grid trained its fertility predictor with (its step marker's command line),
+    None when it has none.
+
+    Raises:
+        DataError: a predictor without a readable step marker (it could not be retrained the same way).
+    """
+    marker = shared / ".done" / "predictor.json"
+    if not marker.exists():
+        if (shared / PREDICTOR).exists():
+            raise DataError(f"{shared / PREDICTOR}: no step marker {marker}, so it cannot be retrained on restore")
+        return None
+    try:
+        argv = json.loads(marker.read_text(encoding="utf-8"))["params"]["argv"]
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as exc:
+        raise DataError(f"{marker}: not a readable step marker ({exc})") from None
+    overrides, in_set = [], False
+    for word in argv:  # `--set A B C` (the request's tuple), up to the next option
+        if word.startswith("--"):
+            in_set = word == "--set"
+        elif in_set:
+            overrides.append(word)
+    return overrides
+
+
 def _files(root: Path, skip: Callable[[Path], bool]) -> list[tuple[str, Path, os.stat_result]]:
     out = []
     for p in sorted(root.rglob("*")):
@@ -178,15 +207,6 @@ def _files(root: Path, skip: Callable[[Path], bool]) -> list[tuple[str, Path, os
             continue
         out.append((rel.as_posix(), p, p.lstat()))
     return out
-
-
-def _stripped_predictor(path: Path) -> bytes:
-    import torch
-
-    ckpt = torch.load(path, map_location="cpu", weights_only=False)
-    buf = io.BytesIO()
-    torch.save({k: v for k, v in ckpt.items() if k in PREDICTOR_KEYS}, buf)
-    return buf.getvalue()
 
 
 def _unpack(tar_path: Path, into: Path) -> None:
@@ -282,11 +302,9 @@ def pack(out: Path, dest: Path) -> ArchiveSummary:
     identity = shared_identity(shared)
     if manifest.get("shared") is None:
         dest.mkdir(parents=True, exist_ok=True)
-        members: list[tuple[str, Path | bytes, os.stat_result | None]] = []
-        for name, p, st in _files(shared, lambda rel: rel.name == LOCK_FILE or rel.as_posix() == "predictor/last.pt"):
-            members.append((name, _stripped_predictor(p) if name == PREDICTOR else p, st))
-        _deterministic_tar(dest / SHARED_TAR, members)
-        manifest["shared"] = {"identity": identity, "data": mirrored_data(shared)}
+        _deterministic_tar(dest / SHARED_TAR, list(_files(shared, _shared_left_behind)))
+        manifest["shared"] = {"identity": identity, "data": mirrored_data(shared),
+                              "predictor_set": predictor_overrides(shared)}
         summary.shared = "packed"
     elif manifest["shared"]["identity"] != identity:
         raise DataError(
@@ -323,8 +341,11 @@ def pack(out: Path, dest: Path) -> ArchiveSummary:
 # --------------------------------------------------------------------------- restore
 
 
-def restore(dest: Path, out: Path) -> ArchiveSummary:
-    """Unpack the archive ``dest`` into the experiment folder ``out`` (its recorded place).
+def restore(dest: Path, out: Path, say: Callable[[str], None] = print,
+            train_predictor: Callable[..., object] | None = None) -> ArchiveSummary:
+    """Unpack the archive ``dest`` into the experiment folder ``out`` (its recorded place), and retrain the
+    grid's fertility predictor from the archived alignments (``train_predictor``: default
+    :func:`scanmt.experiments.shared.train_predictor`; about 40 s on one CPU thread for Multi30k).
 
     Runs already finished in ``out`` are kept; shared work already in ``out`` must be the archive's.
 
@@ -345,10 +366,11 @@ def restore(dest: Path, out: Path) -> ArchiveSummary:
         check_data(manifest["shared"]["data"], str(dest))
     out.mkdir(parents=True, exist_ok=True)
     with lock_folder(out, what="--out"):
-        return _restore_into(dest, out, manifest)
+        return _restore_into(dest, out, manifest, say, train_predictor)
 
 
-def _restore_into(dest: Path, out: Path, manifest: dict) -> ArchiveSummary:
+def _restore_into(dest: Path, out: Path, manifest: dict, say: Callable[[str], None],
+                  train_predictor: Callable[..., object] | None) -> ArchiveSummary:
     summary = ArchiveSummary()
     shared = out / "shared"
     if shared.exists():
@@ -358,9 +380,17 @@ def _restore_into(dest: Path, out: Path, manifest: dict) -> ArchiveSummary:
         summary.shared = "same"
     else:
         _unpack(dest / SHARED_TAR, shared)
+        overrides = manifest["shared"].get("predictor_set")
+        if overrides is not None:
+            from scanmt.experiments import shared as shared_steps
+
+            (train_predictor or shared_steps.train_predictor)(shared_steps.SharedPaths(out), overrides, say)
         if shared_identity(shared) != manifest["shared"]["identity"]:
-            raise DataError(f"{dest / SHARED_TAR}: unpacked, its alignments or predictor do not match {MANIFEST}")
-        summary.shared = "restored"
+            shutil.rmtree(shared)
+            raise DataError(f"{dest}: the alignments unpacked from {SHARED_TAR}, or the fertility predictor retrained "
+                            f"from them, differ from those of the archived runs ({MANIFEST}); nothing was restored")
+        summary.shared = "restored" + (", fertility predictor retrained: the same weights" if overrides is not None
+                                       else "")
     (out / "grids").mkdir(parents=True, exist_ok=True)
     for grid in sorted((dest / "grids").glob("*")):
         if not (out / "grids" / grid.name).exists():
