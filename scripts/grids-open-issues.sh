@@ -9,7 +9,7 @@
 # The machine may not outlive the grids: each grid is first restored from GRID_ARCHIVE/NAME (default
 # /work/main/archive, the checkout's archive/, kept in git), and its finished runs are packed there every
 # 10 minutes (`scanmt experiment archive`; no checkpoints), so a new machine continues with the same
-# alignments and fertility predictor; commit archive/ as runs finish.
+# alignments and (retrained, checked) fertility predictor; commit archive/ as runs finish.
 # Order: the grid closest to its issue's bars first.
 #   1. issue 28: experiments/transformer.yaml with the transformer-small preset (bf16 on the CPU), 3 seeds
 #      (about 1.5-2 h per run with one thread), with the stress test (issue 30; about 6 minutes per run);

@@ -37,8 +37,9 @@ every run's model also gets `scanmt stress` on the main split (RUN/stress/stress
 over seeds per system and K in the report); a finished run gets only that step.
 
 A grid can outlive the machine it runs on: `archive` packs the finished runs (no checkpoints: 0.4-2 MB a
-run) with the shared alignments and fertility predictor, and `restore` puts them back, so that `run`
-trains only the missing runs, with the same predictor, and `report` reads them all."""
+run) with the shared alignments, and `restore` puts them back and retrains the fertility predictor from them
+(the same weights, checked), so that `run` trains only the missing runs, with the same predictor, and `report`
+reads them all."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -102,8 +103,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     a = sub.add_parser("archive", formatter_class=fmt,
                        help="pack a grid's finished runs (no checkpoints) and shared work into a folder for git",
                        description="Add the finished runs of an experiment folder to an archive folder: each run "
-                       "without its checkpoints, the shared alignments and fertility predictor once, the grid "
-                       "records, and a manifest of digests. Rerun it as runs finish: unchanged runs are kept, "
+                       "without its checkpoints, the shared alignments once (not the fertility predictor: restore "
+                       "retrains it), the grid records, and a manifest of digests. Rerun it as runs finish: unchanged runs are kept, "
                        "changed ones (a new split, a stress test) packed again. Refused when the folder's shared "
                        "work differs from the archive's (its runs would not be comparable).")
     a.add_argument("dir", type=Path, help="experiment directory of `scanmt experiment run --out`")
