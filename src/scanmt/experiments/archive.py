@@ -30,7 +30,6 @@ written atomically and ``manifest.json`` last, so an interrupted pack leaves the
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import hashlib
 import json
@@ -42,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from scanmt.data.fertility import file_digest
 from scanmt.errors import ConfigError, DataError
 from scanmt.io import LOCK_FILE, atomic_open
 from scanmt.processes import lock_folder
@@ -71,14 +71,6 @@ class ArchiveSummary:
 
 
 # --------------------------------------------------------------------------- digests
-
-
-def file_digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def predictor_digest(path: Path) -> str:
@@ -263,9 +255,9 @@ def finished_runs(out: Path) -> list[Path]:
 def _left_behind(run: Path) -> Callable[[Path], bool]:
     """What of a run folder is not packed: checkpoints, lock files, and every attention file but seed 1's of
     the main split, the one the report draws its figures from (1.5-1.8 MB each for a Transformer)."""
-    spec = {}
-    with contextlib.suppress(OSError, json.JSONDecodeError, UnicodeDecodeError):
-        spec = json.loads((run / "spec.json").read_text(encoding="utf-8"))
+    from scanmt.experiments.runner import read_json
+
+    spec = read_json(run / "spec.json") or {}
     figure = f"{spec.get('split') or 'test'}.attn.npz" if run.name == "seed1" else None
 
     def skip(rel: Path) -> bool:
