@@ -8,17 +8,32 @@ import shutil
 import tarfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
 from scanmt.cli.main import main
+from scanmt.data.vocab import SPECIALS
 from scanmt.errors import ConfigError, DataError
 from scanmt.experiments import archive
 from scanmt.experiments import shared as shared_steps
 from scanmt.experiments.shared import SharedPaths
+from scanmt.fertility.predictor import FertilityPredictor
+
+VOCAB = [*SPECIALS, "a", "b", "c"]
+MODEL = {"emb_size": 4, "hidden_size": 4, "layers": 1, "max_fertility": 3}
 
 
-WEIGHTS = {"w": torch.arange(6, dtype=torch.float32).reshape(2, 3)}
+def predictor_weights(nudge: float = 0.0) -> dict[str, torch.Tensor]:
+    """A small real fertility predictor's weights; ``nudge`` is added to its output bias (another
+    processor's last bits, or another training)."""
+    torch.manual_seed(0)
+    weights = FertilityPredictor(len(VOCAB), 4, 4, 1, 0.0, 3).state_dict()
+    weights["out.bias"] = weights["out.bias"] + torch.tensor([nudge, 0.0, 0.0, -nudge])
+    return weights
+
+
+WEIGHTS = predictor_weights()
 
 
 class FakeTrainer:
@@ -31,8 +46,8 @@ class FakeTrainer:
     def __call__(self, paths: SharedPaths, overrides: list[str], say) -> Path:
         self.calls.append(list(overrides))
         paths.predictor_dir.mkdir(parents=True, exist_ok=True)
-        torch.save({"config": {"h": 3}, "model": self.weights, "optimizer": {"state": torch.zeros(9)},
-                    "version": 1}, paths.predictor)
+        torch.save({"config": {"model": MODEL}, "vocab": VOCAB, "model": self.weights,
+                    "optimizer": {"state": torch.zeros(9)}, "version": 1}, paths.predictor)
         argv = ["fertility", "--data", str(paths.data), "--train-predictor", str(paths.predictor_dir)]
         argv += ["--set", *overrides, "--resume"] if overrides else []  # `--set A B`, as a request writes it
         paths.marker("predictor").write_text(json.dumps({"params": {"argv": argv}}))
@@ -43,7 +58,8 @@ def make_experiment(root: Path) -> Path:
     """``root/exp``: mirrored prepared data, shared work with a predictor, three finished runs, one unfinished."""
     data = root / "data"
     data.mkdir()
-    for name, text in (("meta.json", "{}\n"), ("train.bpe.de", "a b\n"), ("spm.model", "model of /tmp/x\n")):
+    for name, text in (("meta.json", '{"src_lang": "de"}\n'), ("train.bpe.de", "a b\n"),
+                       ("valid.bpe.de", "a b c\nc a\n\nb\n"), ("spm.model", "model of /tmp/x\n")):
         (data / name).write_text(text)
     out = root / "exp"
     mirror = out / "shared" / "data"
@@ -118,7 +134,15 @@ def test_pack_restore_round_trip(tmp_path):
     assert manifest["shared"]["predictor_set"] == ["train.threads=1", "train.max_steps=30"]
     assert manifest["out"] == str(out.resolve())
     assert set(manifest["runs"]) == {"softmax/seed1", "csparsemax/seed1", "csparsemax/seed2"}
-    assert set(manifest["shared"]["data"]["files"]) == {"meta.json", "train.bpe.de"}  # spm.model holds a path
+    assert set(manifest["shared"]["data"]["files"]) == {"meta.json", "train.bpe.de", "valid.bpe.de"}  # not spm.model
+    assert manifest["format"] == 2 and manifest["shared"]["predictor"]["tokens"] == 6  # valid's 6 source tokens
+    probe = np.load(dest / archive.PREDICTOR_FERTILITIES)
+    predictor = FertilityPredictor(len(VOCAB), 4, 4, 1, 0.0, 3).eval()
+    predictor.load_state_dict(WEIGHTS)
+    with torch.no_grad():  # each valid sentence alone, no `add`: the probe is their expected fertilities in order
+        alone = [predictor.expected(torch.tensor([[VOCAB.index(t) for t in line]]), torch.tensor([len(line)]))[0]
+                 for line in (["a", "b", "c"], ["c", "a"], ["b"])]
+    np.testing.assert_allclose(probe, torch.cat(alone).numpy(), rtol=0, atol=1e-6)
 
     # packing again changes no byte; a run whose metrics changed is packed again
     before = (dest / "runs" / "softmax" / "seed1.tar.gz").read_bytes()
@@ -171,13 +195,15 @@ def test_refusals(tmp_path):
         archive.pack(out, dest)
     with pytest.raises(DataError, match="differs from the shared work archived"):
         archive.restore(dest, out)
-    # and a predictor retrained
+    # a predictor retrained to other fertilities is refused; one that differs in the last bits is the same
     (out / "shared" / "data" / "align" / "train.word.align").write_text("0-0 1-1\n")
-    ckpt = torch.load(out / "shared" / "predictor" / "best.pt", weights_only=False)
-    ckpt["model"]["w"][0, 0] = 7.0
-    torch.save(ckpt, out / "shared" / "predictor" / "best.pt")
-    with pytest.raises(DataError, match="differs from the shared work archived"):
+    FakeTrainer(predictor_weights(nudge=0.5))(SharedPaths(out), [], print)
+    with pytest.raises(DataError, match=r"expected fertilities on the valid split differ by up to 0\.\d+ "
+                                        r"\(tolerance 0\.001\)"):
         archive.pack(out, dest)
+    FakeTrainer(predictor_weights(nudge=1e-6))(SharedPaths(out), [], print)
+    assert archive.pack(out, dest).shared.startswith(
+        "same (fertility predictor: other weights, the same fertilities: largest difference ")
 
     # the prepared data changed or is gone
     shutil.rmtree(out)
@@ -196,8 +222,46 @@ def test_a_predictor_that_retrains_to_other_weights_is_refused(tmp_path):
     shutil.rmtree(out)
     with pytest.raises(DataError, match="or the fertility predictor retrained from them, differ from those of the "
                                         "archived runs"):
-        archive.restore(dest, out, train_predictor=FakeTrainer({"w": torch.ones(2, 3)}))
+        archive.restore(dest, out, train_predictor=FakeTrainer(predictor_weights(nudge=0.5)))
     assert not (out / "shared").exists() and not (out / "runs").exists()  # nothing restored
+
+
+def test_a_predictor_retrained_to_the_last_bits_restores(tmp_path):
+    """Retrained on another processor the predictor's weights differ in their last bits: the same fertilities."""
+    out = make_experiment(tmp_path)
+    dest = tmp_path / "archive"
+    archive.pack(out, dest)
+    shutil.rmtree(out)
+    s = archive.restore(dest, out, train_predictor=FakeTrainer(predictor_weights(nudge=1e-6)))
+    assert s.shared.startswith("restored, fertility predictor retrained: other weights, the same fertilities: "
+                               "largest difference ") and s.shared.endswith(" over 6 valid tokens")
+    gap = float(s.shared.split("largest difference ")[1].split()[0])
+    assert 0 < gap < 1e-5
+    assert s.added == ["csparsemax/seed1", "csparsemax/seed2", "softmax/seed1"]
+
+
+def test_a_format_1_manifest_is_read_and_upgraded(tmp_path):
+    """Session 19's archives recorded one digest of the alignments and the predictor's weights."""
+    out = make_experiment(tmp_path)
+    dest = tmp_path / "archive"
+    archive.pack(out, dest)
+    manifest = json.loads((dest / "manifest.json").read_text())
+    (dest / archive.PREDICTOR_FERTILITIES).unlink()
+    old = {"identity": archive.shared_identity(out / "shared"), "data": manifest["shared"]["data"],
+           "predictor_set": manifest["shared"]["predictor_set"]}
+    (dest / "manifest.json").write_text(json.dumps({**manifest, "format": 1, "shared": old}))
+    assert archive.pack(out, dest).shared == "same, manifest upgraded to format 2"
+    upgraded = json.loads((dest / "manifest.json").read_text())
+    assert upgraded["format"] == 2 and upgraded["shared"] == manifest["shared"]
+    assert (dest / archive.PREDICTOR_FERTILITIES).exists()
+    # format 1 compares weights bitwise: another predictor is refused
+    (dest / "manifest.json").write_text(json.dumps({**manifest, "format": 1, "shared": old}))
+    FakeTrainer(predictor_weights(nudge=1e-6))(SharedPaths(out), [], print)
+    with pytest.raises(DataError, match="the alignments or the fertility predictor's weights differ"):
+        archive.pack(out, dest)
+    (dest / "manifest.json").write_text(json.dumps({**manifest, "format": 3}))
+    with pytest.raises(DataError, match="not a scanmt experiment archive of format 1 or 2"):
+        archive.pack(out, dest)
 
 
 def test_unfinished_run_in_the_way_and_a_bad_member(tmp_path):

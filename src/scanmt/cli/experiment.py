@@ -100,20 +100,27 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     q.add_argument("--examples", type=int, default=5, help="translation examples (Appendix B analogue)")
     q.add_argument("--max-figure-words", type=int, default=25, help="longest source (words) for figures and examples")
     q.add_argument("--max-figure-tokens", type=int, default=30, help="longest source (subwords) for figures")
+    from scanmt.experiments.archive import PREDICTOR_TOLERANCE as tol
+
     a = sub.add_parser("archive", formatter_class=fmt,
                        help="pack a grid's finished runs (no checkpoints) and shared work into a folder for git",
                        description="Add the finished runs of an experiment folder to an archive folder: each run "
                        "without its checkpoints, the shared alignments once (not the fertility predictor: restore "
                        "retrains it), the grid records, and a manifest of digests. Rerun it as runs finish: unchanged runs are kept, "
                        "changed ones (a new split, a stress test) packed again. Refused when the folder's shared "
-                       "work differs from the archive's (its runs would not be comparable).")
+                       "work differs from the archive's (its runs would not be comparable): other alignments, or a "
+                       f"fertility predictor whose expected fertilities on the valid split differ by more than {tol:g} "
+                       "from the archived one's (retrained on another processor, its weights differ in the last "
+                       "bits only, which is accepted).")
     a.add_argument("dir", type=Path, help="experiment directory of `scanmt experiment run --out`")
     a.add_argument("--to", type=Path, required=True, help="archive folder (made if missing; e.g. archive/table1)")
     b = sub.add_parser("restore", formatter_class=fmt,
                        help="unpack an archive of `experiment archive` into its experiment folder",
                        description="Unpack an archive into the experiment folder it was packed from (runs record "
                        "absolute paths), after checking that the prepared data they read is there and unchanged. "
-                       "Finished runs already there are kept; then `experiment run` trains only what is missing.")
+                       "The fertility predictor is retrained from the archived alignments (about a minute) and must "
+                       f"give the archived fertilities on the valid split (within {tol:g}). Finished runs already "
+                       "there are kept; then `experiment run` trains only what is missing.")
     b.add_argument("archive", type=Path, help="archive folder of `scanmt experiment archive`")
     b.add_argument("--out", type=Path, required=True, help="the experiment directory (the one it was packed from)")
 
@@ -431,7 +438,7 @@ def _archive(args: argparse.Namespace) -> int:
 
     t0 = time.time()
     s = pack(args.dir, args.to)
-    shared = {"packed": "packed", "same": "already archived, unchanged"}[s.shared]
+    shared = s.shared.replace("same", "already archived, unchanged", 1) if s.shared.startswith("same") else s.shared
     print(f"archive {args.to}: shared work {shared}; runs added {len(s.added)}, packed again {len(s.updated)}, "
           f"unchanged {len(s.kept)}; {len(s.unfinished)} unfinished left out ({time.time() - t0:.0f} s)")
     for what, keys in (("added", s.added), ("packed again", s.updated), ("unfinished", s.unfinished)):

@@ -8,9 +8,14 @@ reads is small.  ``scanmt experiment archive OUT --to DEST`` packs into ``DEST``
                            mirrors, the identity of its shared work, and each archived run's digest
     shared.tar.gz          OUT/shared/: the alignments (eflomal cannot be seeded, so they cannot be made
                            again), the aligner models and the step markers; not the fertility predictor, a
-                           model, which restore retrains from those alignments (deterministic: the same
-                           weights, checked by digest), nor the fertility caches, which `run` recomputes;
-                           a mirrored data folder travels as its symbolic links, checked by digest
+                           model, which restore retrains from those alignments, nor the fertility caches,
+                           which `run` recomputes; a mirrored data folder travels as its symbolic links,
+                           checked by digest
+    predictor-fertility.npy  what the predictor decides: its expected fertility of every source token of
+                           the valid split.  Retraining is deterministic on one machine (the same weights)
+                           but not across processors, whose arithmetic differs in the last bits; a
+                           retrained predictor counts as the archived one when its fertilities are within
+                           PREDICTOR_TOLERANCE of these
     grids/NAME.{yaml,json} the grid records
     runs/SYSTEM/seedK.tar.gz   each finished run (DONE) without its checkpoints (*.pt): spec, commands,
                            logs, metrics.csv, translations, metrics, stress test, and of the attention
@@ -23,8 +28,9 @@ commands, the data they read), so ``OUT`` and the prepared data must sit where t
 
 Packing again adds the runs finished since, and packs a run again only when its ``metrics.json``
 changed (a new test split, a stress test, a redecode).  Packing runs whose shared work differs from the
-archive's (another session aligned and trained a predictor afresh: eflomal cannot be seeded) is refused,
-since their fertilities, and the DROP aligner, would not be those of the archived runs.  Every file is
+archive's (another session aligned afresh, since eflomal cannot be seeded, or its predictor predicts other
+fertilities) is refused, since their fertilities, and the DROP aligner, would not be those of the archived
+runs.  Every file is
 written atomically and ``manifest.json`` last, so an interrupted pack leaves the archive as it was.
 """
 
@@ -46,9 +52,18 @@ from scanmt.errors import ConfigError, DataError
 from scanmt.io import LOCK_FILE, atomic_open
 from scanmt.processes import lock_folder
 
-FORMAT = 1
+FORMAT = 2
+#: format 1 (session 19) recorded one digest of the alignments and the predictor's weights; it is read, and
+#: upgraded by the next pack of the same shared work
+READ_FORMATS = (1, 2)
 MANIFEST = "manifest.json"
 SHARED_TAR = "shared.tar.gz"
+PREDICTOR_FERTILITIES = "predictor-fertility.npy"
+#: the largest difference between the archived predictor's expected fertilities on the valid split and a
+#: retrained one's for the two to count as one predictor.  Retrained on another processor the weights differ
+#: in their last bits: at most 7.2e-7 apart on test2016's 14,294 tokens (Intel Xeon against AMD EPYC,
+#: Multi30k De-En); a fertility bound 1e-3 higher moves at most 1e-3 of a token's attention
+PREDICTOR_TOLERANCE = 1e-3
 #: what of shared/ stays behind: the fertility predictor (a model, retrained from the archived alignments
 #: on restore: its training is deterministic) and the fertility caches (recomputed from it by `run`), with
 #: their step markers, so that `run` and `restore` redo them
@@ -86,18 +101,98 @@ def predictor_digest(path: Path) -> str:
     return h.hexdigest()
 
 
-def shared_identity(shared: Path) -> str:
-    """Digest of what an experiment's shared work decides: every file under ``data/align`` and the
-    fertility predictor's weights.  Two folders with the same identity give the same fertilities and DROP."""
-    h = hashlib.sha256()
+def _hash_alignments(h: "hashlib._Hash", shared: Path) -> None:
     for rel in IDENTITY_DIRS:
         base = shared / rel
         for p in sorted(base.rglob("*")) if base.is_dir() else []:
             if p.is_file() and not p.is_symlink() and p.name != LOCK_FILE:
                 h.update(f"{p.relative_to(shared)}\0{file_digest(p)}\n".encode())
+
+
+def alignments_digest(shared: Path) -> str:
+    """Digest of every file under ``data/align`` (the alignments and the DROP aligner's models)."""
+    h = hashlib.sha256()
+    _hash_alignments(h, shared)
+    return h.hexdigest()
+
+
+def shared_identity(shared: Path) -> str:
+    """Format 1's single digest of the alignments and the fertility predictor's weights (to read old archives)."""
+    h = hashlib.sha256()
+    _hash_alignments(h, shared)
     if (shared / PREDICTOR).exists():
         h.update(f"{PREDICTOR}\0{predictor_digest(shared / PREDICTOR)}\n".encode())
     return h.hexdigest()
+
+
+def predictor_fertilities(shared: Path) -> "np.ndarray":
+    """The fertility predictor's expected fertility (no ``add``) of every source token of the valid split,
+    ``[N]`` float32, sentence after sentence: what a grid's bounds follow from."""
+    import numpy as np
+    import torch
+
+    from scanmt.fertility.providers import PredictedFertility
+
+    data = shared / "data"
+    try:
+        src_lang = json.loads((data / "meta.json").read_text(encoding="utf-8"))["src_lang"]
+        lines = (data / f"valid.bpe.{src_lang}").read_text(encoding="utf-8").splitlines()
+    except (OSError, KeyError, TypeError, json.JSONDecodeError) as exc:
+        raise DataError(f"{data}: the valid split's source, on which the fertility predictor is checked, cannot be "
+                        f"read ({type(exc).__name__}: {exc})") from None
+    ckpt = torch.load(shared / PREDICTOR, map_location="cpu", weights_only=False)
+    provider = PredictedFertility.from_checkpoint_state(ckpt, add=0.0)
+    expected = provider.expected([line.split() for line in lines if line.strip()])
+    return np.asarray([e for sentence in expected for e in sentence], dtype=np.float32)
+
+
+def shared_record(shared: Path, dest: Path) -> dict[str, object]:
+    """The manifest's ``shared`` entry of ``shared``, writing the predictor's fertilities into ``dest``."""
+    import numpy as np
+
+    record: dict[str, object] = {"alignments": alignments_digest(shared), "predictor": None,
+                                 "data": mirrored_data(shared), "predictor_set": predictor_overrides(shared)}
+    if (shared / PREDICTOR).exists():
+        fertilities = predictor_fertilities(shared)
+        with atomic_open(dest / PREDICTOR_FERTILITIES, "wb") as fh:
+            np.save(fh, fertilities)
+        record["predictor"] = {"weights": predictor_digest(shared / PREDICTOR), "fertilities": PREDICTOR_FERTILITIES,
+                               "tokens": int(fertilities.size), "tolerance": PREDICTOR_TOLERANCE}
+    return record
+
+
+def compare_shared(shared: Path, recorded: dict, dest: Path) -> tuple[str | None, str]:
+    """``(difference, note)``: what makes ``shared`` another shared work than the archived one (None: none),
+    and how its predictor matched ("the same weights", or the largest fertility difference)."""
+    import numpy as np
+
+    if "identity" in recorded:  # format 1: one digest, bitwise
+        same = shared_identity(shared) == recorded["identity"]
+        return (None if same else "the alignments or the fertility predictor's weights differ"), "the same weights"
+    if alignments_digest(shared) != recorded["alignments"]:
+        return "the alignments differ (aligned afresh? eflomal cannot be seeded)", ""
+    predictor, have = recorded.get("predictor"), (shared / PREDICTOR).exists()
+    if predictor is None or not have:
+        return (None, "") if predictor is None and not have else (
+            "one has a fertility predictor and the other none", "")
+    if predictor_digest(shared / PREDICTOR) == predictor["weights"]:
+        return None, "the same weights"
+    try:
+        archived = np.load(dest / predictor["fertilities"])
+    except (OSError, ValueError) as exc:
+        raise DataError(f"{dest / predictor['fertilities']}: the archived predictor's fertilities cannot be read "
+                        f"({type(exc).__name__}: {exc})") from None
+    here = predictor_fertilities(shared)
+    if here.shape != archived.shape:
+        return (f"the fertility predictor scores {here.size} valid tokens, the archived one {archived.size} "
+                "(other prepared data?)"), ""
+    gap = float(np.abs(here.astype(np.float64) - archived).max(initial=0.0))
+    tolerance = float(predictor.get("tolerance", PREDICTOR_TOLERANCE))
+    note = f"other weights, the same fertilities: largest difference {gap:.1e} over {here.size} valid tokens"
+    if gap > tolerance:
+        return (f"the fertility predictor's expected fertilities on the valid split differ by up to {gap:.3g} "
+                f"(tolerance {tolerance:g})"), ""
+    return None, note
 
 
 def mirrored_data(shared: Path) -> dict[str, object] | None:
@@ -235,8 +330,8 @@ def read_manifest(dest: Path) -> dict | None:
         m = json.loads(p.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise DataError(f"{p}: not a readable archive manifest ({exc})") from None
-    if not isinstance(m, dict) or m.get("format") != FORMAT:
-        raise DataError(f"{p}: not a scanmt experiment archive of format {FORMAT}")
+    if not isinstance(m, dict) or m.get("format") not in READ_FORMATS:
+        raise DataError(f"{p}: not a scanmt experiment archive of format {' or '.join(map(str, READ_FORMATS))}")
     return m
 
 
@@ -291,20 +386,24 @@ def pack(out: Path, dest: Path) -> ArchiveSummary:
         raise DataError(f"{dest} archives the experiment {manifest['out']}, not {out}: its runs name that folder "
                         "in their files; restore it there (`scanmt experiment restore`) and run the grid there")
     summary = ArchiveSummary()
-    identity = shared_identity(shared)
+    dest.mkdir(parents=True, exist_ok=True)
     if manifest.get("shared") is None:
-        dest.mkdir(parents=True, exist_ok=True)
         _deterministic_tar(dest / SHARED_TAR, list(_files(shared, _shared_left_behind)))
-        manifest["shared"] = {"identity": identity, "data": mirrored_data(shared),
-                              "predictor_set": predictor_overrides(shared)}
+        manifest["shared"] = shared_record(shared, dest)
         summary.shared = "packed"
-    elif manifest["shared"]["identity"] != identity:
-        raise DataError(
-            f"{out}/shared differs from the shared work archived in {dest} (alignments or fertility predictor made "
-            "afresh; eflomal cannot be seeded): runs trained on it are not comparable with the archived ones. "
-            f"Restore the archive into an empty folder first (`scanmt experiment restore {dest} --out {out}`)")
     else:
-        summary.shared = "same"
+        difference, note = compare_shared(shared, manifest["shared"], dest)
+        if difference is not None:
+            raise DataError(
+                f"{out}/shared differs from the shared work archived in {dest}: {difference}; runs trained on it "
+                "are not comparable with the archived ones. Restore the archive into an empty folder first "
+                f"(`scanmt experiment restore {dest} --out {out}`)")
+        summary.shared = "same" + (f" (fertility predictor: {note})" if note.startswith("other") else "")
+        if manifest["format"] != FORMAT:  # format 1, the same shared work: record it the new way
+            record = shared_record(shared, dest)
+            manifest["shared"] = {**record, "data": manifest["shared"]["data"]}
+            manifest["format"] = FORMAT
+            summary.shared += f", manifest upgraded to format {FORMAT}"
     for grid in sorted((out / "grids").glob("*")):
         if grid.suffix in (".json", ".yaml"):
             (dest / "grids").mkdir(parents=True, exist_ok=True)
@@ -366,9 +465,10 @@ def _restore_into(dest: Path, out: Path, manifest: dict, say: Callable[[str], No
     summary = ArchiveSummary()
     shared = out / "shared"
     if shared.exists():
-        if shared_identity(shared) != manifest["shared"]["identity"]:
-            raise DataError(f"{shared} differs from the shared work archived in {dest}: restore into an empty "
-                            "folder (move this one aside)")
+        difference, note = compare_shared(shared, manifest["shared"], dest)
+        if difference is not None:
+            raise DataError(f"{shared} differs from the shared work archived in {dest} ({difference}): restore into "
+                            "an empty folder (move this one aside)")
         summary.shared = "same"
     else:
         _unpack(dest / SHARED_TAR, shared)
@@ -377,12 +477,12 @@ def _restore_into(dest: Path, out: Path, manifest: dict, say: Callable[[str], No
             from scanmt.experiments import shared as shared_steps
 
             (train_predictor or shared_steps.train_predictor)(shared_steps.SharedPaths(out), overrides, say)
-        if shared_identity(shared) != manifest["shared"]["identity"]:
+        difference, note = compare_shared(shared, manifest["shared"], dest)
+        if difference is not None:
             shutil.rmtree(shared)
             raise DataError(f"{dest}: the alignments unpacked from {SHARED_TAR}, or the fertility predictor retrained "
-                            f"from them, differ from those of the archived runs ({MANIFEST}); nothing was restored")
-        summary.shared = "restored" + (", fertility predictor retrained: the same weights" if overrides is not None
-                                       else "")
+                            f"from them, differ from those of the archived runs: {difference}; nothing was restored")
+        summary.shared = "restored" + (f", fertility predictor retrained: {note}" if overrides is not None else "")
     (out / "grids").mkdir(parents=True, exist_ok=True)
     for grid in sorted((dest / "grids").glob("*")):
         if not (out / "grids" / grid.name).exists():
