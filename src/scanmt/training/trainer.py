@@ -41,6 +41,7 @@ from scanmt.training import distributed
 from scanmt.training.attention_health import AttentionHealth
 from scanmt.training.fertility_setup import FertilitySetup, setup_fertility
 from scanmt.training.loop import Progress, TrainLoop
+from scanmt.training.precision import precision_advice
 from scanmt.training.run_dir import claim_run_dir
 
 log = logging.getLogger("scanmt.train")
@@ -187,21 +188,6 @@ class NMTTask:
         return extras
 
 
-def precision_advice(cfg: Config, device: torch.device) -> str | None:
-    """A warning for a precision measured to be much slower than the alternative on ``device`` (None: none).
-
-    bf16 autocast trained the Transformer preset 18x slower than fp32 on an H200 (torch 2.11), and
-    ``torch.nn.Transformer`` 14x: docs/transformer.md, section 5.  The likely cause, cuDNN's attention
-    backend, is left out since (scanmt.model.fused_attention), but no GPU has measured it yet, so the
-    warning stays."""
-    if cfg.model.arch == "transformer" and cfg.train.precision == "bf16" and device.type == "cuda":
-        return ("train.precision=bf16 with a Transformer on a GPU: on an H200 (torch 2.11) bf16 trained the "
-                "Transformer preset 18x slower than fp32, and torch.nn.Transformer 14x (docs/transformer.md, "
-                "section 5; measured before scanmt left out cuDNN's attention backend, the likely cause, and "
-                "not measured since); consider train.precision=fp32")
-    return None
-
-
 class Trainer:
     """Train an NMT model from a :class:`Config` into ``out_dir`` (``--resume`` continues it)."""
 
@@ -223,7 +209,8 @@ class Trainer:
             sparse = cfg.model.attention.transform != "softmax" or is_sparse(cfg.model.output)
             if sparse and self.dist.device.type == "cpu":
                 load_native_kernels()  # a first-run build happens here, not inside the timed training
-            advice = precision_advice(cfg, self.dist.device)
+            advice = precision_advice(cfg.model.arch, cfg.train.precision, self.dist.device,
+                                      torch.get_num_threads())
             if advice and self.dist.is_main:
                 log.warning(advice)
             self.loop = TrainLoop(self.task, cfg.train, self.out, resume=resume, dist=self.dist, unit="tok")
