@@ -15,6 +15,10 @@
 #      (about 1.5-2 h per run with one thread), with the stress test (issue 30; about 6 minutes per run);
 #   2. issue 30: Table 1's bar systems with the stress test, then the recipe ablation into the same folder
 #      (its cpu-small softmax and csparsemax are Table 1's runs).
+# GRID_WORKERS x GRID_THREADS (default 2 x 1) sets the parallel runs and their threads: where a run at one
+# thread cannot finish within a session (on one Intel Xeon bf16 ran at half the fp32 rate, so a Transformer
+# run took about 3 hours at one thread), GRID_WORKERS=1 GRID_THREADS=2 finishes one run in about 1.7 hours
+# (train.threads does not make a finished run stale).
 # Reports: scanmt experiment report $GRID_ROOT/GRID --grid NAME --out docs/
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,10 +45,12 @@ done
 PACKER=$!
 trap 'kill $PACKER 2>/dev/null; pack_all' EXIT
 run() { echo "##### $(date -u +%FT%TZ) scanmt experiment run $*"; "$PYTHON" -m scanmt experiment run "$@"; }
-LSTM=(--data "$DATA" --preset cpu-small --seeds 3 --workers 2 --set train.threads=1 train.precision=bf16)
+WORKERS=${GRID_WORKERS:-2}
+THREADS=${GRID_THREADS:-1}
+LSTM=(--data "$DATA" --preset cpu-small --seeds 3 --workers "$WORKERS" --set "train.threads=$THREADS" train.precision=bf16)
 
-run experiments/transformer.yaml --data "$DATA" --preset transformer-small --seeds 3 --workers 2 \
-    --set train.threads=1 --extra-splits test2017 valid --stress-k 1 2 3 4 --out "$ROOT/transformer-lr14"
+run experiments/transformer.yaml --data "$DATA" --preset transformer-small --seeds 3 --workers "$WORKERS" \
+    --set "train.threads=$THREADS" --extra-splits test2017 valid --stress-k 1 2 3 4 --out "$ROOT/transformer-lr14"
 run experiments/table1.yaml "${LSTM[@]}" --systems softmax sparsemax csoftmax csparsemax --stress-k 1 2 3 4 \
     --out "$ROOT/table1"
 run experiments/recipe-ablation.yaml "${LSTM[@]}" --stress-k 1 2 3 4 --out "$ROOT/table1"
