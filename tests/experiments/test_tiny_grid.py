@@ -137,7 +137,7 @@ def test_tiny_grid_end_to_end(small_data_dir_2017, tmp_path, capsys):
         for key in ("bleu", "sacrebleu", "meteor", "rep", "drop"):
             assert isinstance(m[key], float) and m[key] >= 0, key
         assert m["train"]["steps"] == 200 and m["sentences"] == 100
-        assert m["machines"] == [machine()]  # both attempts (killed, resumed) on this machine
+        assert m["machines"] == [machine(1)]  # both attempts (killed, resumed) on this machine, 1 thread
         # DROP averaged over the grid's default number of alignments of each side, and their spread kept
         assert m["drop_samples"] == DROP_SAMPLES == 3 and m["drop_sd"] >= 0
         assert len(json.loads((run / "eval.json").read_text(encoding="utf-8"))["drop"]["scores"]) == 9
@@ -188,7 +188,8 @@ def test_tiny_grid_end_to_end(small_data_dir_2017, tmp_path, capsys):
         assert w > 100 and h > 50 and p.stat().st_size <= 150_000
         assert f"(experiments-tiny/{p.name})" in md
     assert "None: every requested run finished." in md
-    assert "Machines the runs ran on (processor, CPUs, torch): " in md and f"`{machine()}`: softmax/seed1, csparsemax/seed1." in md
+    assert "Machines the runs ran on (processor, CPUs, torch, training threads): " in md
+    assert f"`{machine(1)}`: softmax/seed1, csparsemax/seed1." in md and machine(1).endswith(", 1 thread(s)")
     assert "## Results on `test_2016_flickr`" in md and "## Results on `test_2017_flickr`" in md
     t17 = md.split("## Results on `test_2017_flickr`")[1].split("\n## ")[0]
     assert "`test2017` (`test_2017_flickr`, 100 sentences)" in t17

@@ -30,8 +30,8 @@ Packing again adds the runs finished since, and packs a run again only when its 
 changed (a new test split, a stress test, a redecode).  Packing runs whose shared work differs from the
 archive's (another session aligned afresh, since eflomal cannot be seeded, or its predictor predicts other
 fertilities) is refused, since their fertilities, and the DROP aligner, would not be those of the archived
-runs.  Every file is
-written atomically and ``manifest.json`` last, so an interrupted pack leaves the archive as it was.
+runs.  Every file is written atomically and ``manifest.json`` last, so an interrupted pack leaves the archive
+as it was.
 """
 
 from __future__ import annotations

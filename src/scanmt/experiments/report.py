@@ -462,7 +462,7 @@ def _machines(systems: list[SystemResults]) -> list[str]:
                 by_machine.setdefault(m, []).append(f"{s.name}/seed{r['seed']}")
     if not by_machine:
         return []
-    return ["", "Machines the runs ran on (processor, CPUs, torch): "
+    return ["", "Machines the runs ran on (processor, CPUs, torch, training threads): "
             + "; ".join(f"`{m}`: {', '.join(runs)}" for m, runs in sorted(by_machine.items())) + "."]
 
 

@@ -580,9 +580,11 @@ def plan_runs(grid: Grid, systems: Sequence[System], seeds: Sequence[int], ctx: 
     return specs
 
 
-def machine() -> str:
-    """The processor, CPU count and torch build an attempt ran on, for the report: a grid archived and continued
-    elsewhere (:mod:`scanmt.experiments.archive`) has runs of several machines, whose kernels may differ."""
+def machine(threads: int = 0) -> str:
+    """The processor, CPU count and torch build an attempt ran on, and its training threads (``train.threads``;
+    0: torch's default, not named), for the report: a grid archived and continued elsewhere
+    (:mod:`scanmt.experiments.archive`) has runs of several machines, whose kernels may differ, and a thread
+    count does not make a finished run stale, yet trains the same seed to another model."""
     import platform
 
     import torch
@@ -593,7 +595,7 @@ def machine() -> str:
             if line.startswith("model name"):
                 cpu = line.split(":", 1)[1].strip()
                 break
-    return f"{cpu}, {os.cpu_count()} CPUs, torch {torch.__version__}"
+    return f"{cpu}, {os.cpu_count()} CPUs, torch {torch.__version__}" + (f", {threads} thread(s)" if threads else "")
 
 
 def write_spec(spec: RunSpec) -> Path:
@@ -602,7 +604,7 @@ def write_spec(spec: RunSpec) -> Path:
     old = read_json(path) or {}
     history = [h for h in old.get("history") or [] if isinstance(h, dict)]
     spec.history = history + [{"started": time.strftime("%Y-%m-%d %H:%M:%S"), "commit": spec.commit,
-                               "machine": machine()}]
+                               "machine": machine(spec.config["train"].get("threads") or 0)}]
     write_json(path, spec.to_dict())
     return path
 
