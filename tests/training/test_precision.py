@@ -92,3 +92,14 @@ def test_bf16_speedup_measures_this_machine():
 def test_auto_precision_follows_the_measurement(monkeypatch, speedup, prefers):
     monkeypatch.setattr(precision, "cpu_bf16_speedup", lambda threads=1: speedup)
     assert precision.cpu_prefers_bf16() is prefers
+
+
+@pytest.mark.parametrize("asked, speedup, chosen", [("auto", 1.8, "bf16"), ("auto", 0.45, "fp32"),
+                                                    ("fp32", 1.8, "fp32"), ("bf16", 0.45, "bf16")])
+def test_the_demo_takes_the_measured_precision(monkeypatch, asked, speedup, chosen):
+    from scanmt.cli.demo import training_precision
+
+    monkeypatch.setattr(precision, "cpu_bf16_speedup", lambda threads=1: speedup)
+    got, why = training_precision(asked)
+    assert got == chosen
+    assert why == (f" (auto: bf16 matrix products measure {speedup:.2f}x fp32's speed here)" if asked == "auto" else "")

@@ -79,6 +79,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="extra config overrides for every system, e.g. --set train.seed=2")
 
 
+def training_precision(asked: str) -> tuple[str, str]:
+    """``(train.precision, why)`` for ``--precision``: ``auto`` measures this CPU at one thread, as the
+    systems train (:func:`scanmt.training.precision.cpu_prefers_bf16`); ``why`` is for the summary line."""
+    from scanmt.training.precision import cpu_bf16_speedup, cpu_prefers_bf16
+
+    if asked != "auto":
+        return asked, ""
+    precision = "bf16" if cpu_prefers_bf16(threads=1) else "fp32"
+    return precision, f" (auto: bf16 matrix products measure {cpu_bf16_speedup(1):.2f}x fp32's speed here)"
+
+
 @dataclass
 class SystemResult:
     name: str
@@ -285,7 +296,6 @@ def _demo(args: argparse.Namespace, out: Path, t_start: float) -> int:
     from scanmt.data.prepare import prepare
     from scanmt.io import read_lines
     from scanmt.presets import preset_path
-    from scanmt.training.precision import cpu_bf16_speedup, cpu_prefers_bf16
 
     src, tgt = parse_pair(args.pair)
     data_dir = out / "data"
@@ -295,10 +305,7 @@ def _demo(args: argparse.Namespace, out: Path, t_start: float) -> int:
     print(f"[2/5] word-aligning the training data (eflomal, for DROP) in {data_dir / 'align'}")
     _quiet_main(["align", "--data", str(data_dir), "--level", "word", "--splits", "train"], out / "demo.log")
 
-    precision, chosen = args.precision, ""
-    if precision == "auto":
-        precision = "bf16" if cpu_prefers_bf16(threads=1) else "fp32"
-        chosen = f" (auto: bf16 matrix products measure {cpu_bf16_speedup(1):.2f}x fp32's speed here)"
+    precision, chosen = training_precision(args.precision)
     configs = {}
     for name in args.systems:
         overrides = [
