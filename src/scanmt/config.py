@@ -236,7 +236,9 @@ class TrainConfig:
     threads: int = 0
     #: "fp32", or "bf16": mixed precision (torch.autocast with bfloat16) for the training forward pass;
     #: weights, gradients, optimizer, loss, attention transforms and validation stay float32.
-    #: About 1.8x faster on CPUs with AVX512-BF16/AMX and on Ampere+ GPUs; slower on CPUs without them.
+    #: About 1.8x faster on an AMD EPYC with AVX512-BF16 and on Ampere+ GPUs; 0.6-0.7x on an Intel Xeon with
+    #: AVX512-BF16 but no AMX, so the flag does not decide: training warns when bf16 measures slower here
+    #: (scanmt.training.precision).
     precision: str = "fp32"
     #: what the summed loss is divided by before the backward pass: "tokens" (the batch's target
     #: tokens) or "sents" (its sentences: OpenNMT-py's default ``-normalization sents``, the gradient
