@@ -328,3 +328,32 @@ def test_mirror_follows_a_preparation_that_gained_a_split(small_data_dir, tmp_pa
         shutil.copy(src / f"test.raw.{lang}", src / f"test2017.raw.{lang}")
     shared.prepare_data(paths, str(src), None, mirror=None, vocab_size=2000, say=said.append)
     assert "[shared] prepare: running" in said[-2:][0] and (paths.data / "test2017.raw.de").is_symlink()
+
+
+def test_every_distinct_grid_command_is_recorded_and_reported(tmp_path):
+    """A grid continued with other options keeps each invocation; the report lists them, oldest first."""
+    from argparse import Namespace
+    from types import SimpleNamespace
+
+    from scanmt.cli.experiment import _record
+    from scanmt.experiments.report import _grid_commands
+
+    g = load_grid(write(tmp_path, "name: g\nsystems: [{name: a}]\n"))
+    out = tmp_path / "exp"
+    args = Namespace(data="multi30k", set=[])
+    spec = SimpleNamespace(system="a", config={"model": {"attention": {"transform": "softmax"}, "output": "softmax"}})
+
+    def run(command):
+        ctx = SimpleNamespace(src_lang="de", tgt_lang="en", split="test", preset="p.yaml", command=command,
+                              commit="abc", extra_splits=(), stress_k=())
+        _record(out, g, args, ctx, [1], [spec])
+        return json.loads((out / "grids" / "g.json").read_text(encoding="utf-8"))
+
+    assert run("run --workers 2")["commands"] == ["run --workers 2"]
+    assert _grid_commands(run("run --workers 2")) == ["Grid command: `run --workers 2`"]
+    rec = run("run --workers 1")
+    assert rec["commands"] == ["run --workers 2", "run --workers 1"] and rec["command"] == "run --workers 1"
+    assert run("run --workers 2")["commands"] == ["run --workers 1", "run --workers 2"]  # the latest last
+    assert _grid_commands(rec)[2:] == ["- `run --workers 2`", "- `run --workers 1`"]
+    # a record from before `commands` existed has its last command only
+    assert _grid_commands({"command": "old"}) == ["Grid command: `old`"]

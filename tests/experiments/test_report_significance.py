@@ -69,10 +69,11 @@ def test_each_seed_is_paired_with_the_baseline_run_of_the_same_seed(tmp_path):
 
 def test_the_cell_lists_every_seed_and_marks_significance():
     tests = {"c": [SeedTest(1, 0.99, 0.018), SeedTest(2, -0.05, 0.37)]}
-    assert _p_cell("c", "b", tests, True) == "+0.99 (0.018 †) / -0.05 (0.370)"
-    assert _p_cell("b", "b", tests, True) == "baseline"
-    assert _p_cell("c", "b", {"c": []}, True) == "n/a"  # no seed could be paired
-    assert _p_cell("c", "b", tests, False) == "n/a"
+    baselines = {"b": "b", "c": "b"}
+    assert _p_cell("c", baselines, tests) == "+0.99 (0.018 †) / -0.05 (0.370)"
+    assert _p_cell("b", baselines, tests) == "baseline"
+    assert _p_cell("c", baselines, {"c": []}) == "n/a"  # no seed could be paired
+    assert _p_cell("c", baselines, {}) == "n/a"  # the baseline has no run to pair with
 
 
 def test_the_report_shows_the_per_seed_column(tmp_path):

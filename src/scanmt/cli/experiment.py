@@ -94,7 +94,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     q.add_argument("--grid", help="report only this grid of DIR [every grid recorded there]")
     q.add_argument("--name", help="file name stem [experiments-GRID]")
     q.add_argument("--baseline", help="system that every other system is compared with (seed by seed in the "
-                   "Δ BLEU (p) column; in the DROP noise section) [the grid's baseline]")
+                   "Δ BLEU (p) column; in the DROP noise section and the stress test's paired tests), instead of "
+                   "the grid's baseline and each system's own `baseline:` [as the grid file says]")
     q.add_argument("--bootstrap-samples", type=int, default=1000, help="paired bootstrap resamples")
     q.add_argument("--figures", type=int, default=2, help="attention-map figures (Figure 2 analogue)")
     q.add_argument("--examples", type=int, default=5, help="translation examples (Appendix B analogue)")
@@ -405,6 +406,9 @@ def _record(out: Path, g, args: argparse.Namespace, ctx, seeds: list[int], specs
     }
     for key in ("transforms", "outputs"):
         record[key] = {**old.get(key, {}), **record[key]}
+    # every distinct invocation into OUT, oldest first (a grid is often continued with other --systems or --workers)
+    earlier = [c for c in old.get("commands") or ([old["command"]] if old.get("command") else []) if c != ctx.command]
+    record["commands"] = [*earlier, ctx.command]
     # Systems asked for (--systems) by every invocation into OUT; for a record written before this
     # field existed, the systems that have run directories.
     before = old.get("requested") if "requested" in old else \

@@ -46,6 +46,8 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from scanmt.experiments.baselines import as_baselines
+
 Runs = Sequence[Mapping[str, Any]]
 
 #: the tests' threshold: |delta| > Z standard errors
@@ -155,13 +157,23 @@ def versus(s: DropNoise, base: DropNoise, baseline: str) -> DropNoise:
     )
 
 
-def drop_noise(systems: Mapping[str, Runs], baseline: str | None) -> dict[str, DropNoise]:
-    """Per system (in order), its :class:`DropNoise`, compared with ``baseline`` when that is one of them."""
+def drop_noise(systems: Mapping[str, Runs], baseline: str | Mapping[str, str] | None) -> dict[str, DropNoise]:
+    """Per system (in order), its :class:`DropNoise`, compared with its baseline when that is one of them.
+
+    ``baseline``: one system every other one is compared with, or each system's own
+    (:data:`scanmt.experiments.baselines.Baselines`; the grid's baseline maps to itself), or None.
+    """
     own = {name: system_noise(runs) for name, runs in systems.items()}
-    if baseline not in own:
-        return own
-    return {name: dataclasses.replace(n, baseline=baseline) if name == baseline else versus(n, own[baseline], baseline)
-            for name, n in own.items()}
+    baselines = as_baselines(list(own), baseline)
+    out = {}
+    for name, n in own.items():
+        base = baselines.get(name)
+        if base == name:
+            n = dataclasses.replace(n, baseline=base)
+        elif base in own:
+            n = versus(n, own[base], base)
+        out[name] = n
+    return out
 
 
 def has_aligner_samples(systems: Sequence[Runs]) -> bool:
@@ -198,8 +210,9 @@ def _test(beyond: bool | None, se: float | None) -> str:
     return "–" if beyond is None or se is None else f"{'yes' if beyond else 'no'} (2 SE {Z * se:.3f})"
 
 
-def _row(label: str, n: DropNoise, is_baseline: bool) -> str:
-    """One system's Markdown row (``label`` already escaped)."""
+def _row(label: str, n: DropNoise, is_baseline: bool, compared_with: str | None) -> str:
+    """One system's Markdown row (``label`` already escaped; ``compared_with``: its baseline's escaped label, for
+    the *compared with* column of a table whose systems have different baselines, else None)."""
     without = n.seeds - n.aligner_runs
     seeds = str(n.seeds) + (f" ({without} without scores)" if without else "")
     drop = "–" if n.mean is None else _num(n.mean, 2) + ("" if n.seed_sd is None else f" ± {n.seed_sd:.2f}")
@@ -210,24 +223,32 @@ def _row(label: str, n: DropNoise, is_baseline: bool) -> str:
     else:
         cells += [_num(n.delta, 2, sign=True), _test(n.beyond_aligner, n.delta_aligner_se),
                   _test(n.beyond_seeds, n.delta_seed_se)]
+    if compared_with is not None:
+        cells.append(compared_with)
     return "| " + " | ".join(cells) + " |"
 
 
 def drop_noise_section(tables: Sequence[tuple[str, Mapping[str, DropNoise]]], labels: Mapping[str, str],
-                       baseline: str, sampled: bool) -> list[str]:
-    """Markdown lines of the section: one table per test set.
+                       sampled: bool) -> list[str]:
+    """Markdown lines of the section: one table per test set, each system's Δ against its ``DropNoise.baseline``
+    (named in a *compared with* column when the systems' baselines differ).
 
     Args:
         tables: (heading of the test set, already Markdown; :func:`drop_noise` of its runs) per test set.
         labels: system name -> its escaped label.
-        baseline: the baseline system's name.
         sampled: :func:`has_aligner_samples` of the grid's runs; False gives the one-line note instead.
     """
     if not sampled:
         return [TITLE, "", ONE_ALIGNMENT, ""]
     L = [TITLE, "", TEXT, ""]
     for heading, noise in tables:
-        L += [f"### {heading}", "", "| " + " | ".join(HEAD) + " |", "|---|" + "---:|" * (len(HEAD) - 1)]
-        L += [_row(labels[name], n, name == baseline) for name, n in noise.items()]
+        mixed = len({n.baseline for n in noise.values() if n.baseline is not None}) > 1
+        head = [*HEAD, "compared with"] if mixed else list(HEAD)
+        L += [f"### {heading}", "", "| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(HEAD) - 1)
+              + ("---|" if mixed else "")]
+        for name, n in noise.items():
+            base = n.baseline if n.baseline != name else None
+            L.append(_row(labels[name], n, n.baseline == name,
+                          (labels.get(base, base) if base else "") if mixed else None))
         L.append("")
     return L

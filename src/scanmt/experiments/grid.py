@@ -19,6 +19,9 @@ A grid is a commented YAML mapping::
         tune_penalties: false       # optional: tune CovPenalty's alpha, beta on validation
         reuse_model: null           # optional: decode the model trained by another system (same seed)
                                     #   instead of training one (configs must agree outside `decode`)
+        baseline: null              # optional: compare this system with another one instead of the grid's
+                                    #   baseline (an ablation arm with the softmax of the same recipe; see
+                                    #   scanmt.experiments.baselines)
 
 Overrides are applied in this order: the runner's own keys (data.dir, data.src_lang,
 data.tgt_lang, train.seed), the grid's ``set``, the system's ``set``, the fertility
@@ -54,7 +57,7 @@ RUNNER_KEYS: dict[str, str] = {
 }
 
 TOP_KEYS = ("name", "description", "title", "baseline", "figure", "set", "predictor_set", "align", "systems")
-SYSTEM_KEYS = ("name", "label", "description", "set", "tune_penalties", "reuse_model")
+SYSTEM_KEYS = ("name", "label", "description", "set", "tune_penalties", "reuse_model", "baseline")
 #: grid `align:` key -> `scanmt align` option
 ALIGN_OPTIONS: dict[str, tuple[str, type]] = {
     "symmetrization": ("--symmetrization", str),
@@ -77,10 +80,11 @@ class System:
     tune_penalties: bool = False
     reuse_model: str | None = None
     description: str = ""
+    baseline: str | None = None  #: the system this one is compared with in the report (None: the grid's)
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "label": self.label, "set": list(self.set), "tune_penalties": self.tune_penalties,
-                "reuse_model": self.reuse_model, "description": self.description}
+                "reuse_model": self.reuse_model, "description": self.description, "baseline": self.baseline}
 
 
 @dataclass
@@ -216,6 +220,9 @@ def _load_system(raw: Any, k: int, path: Path) -> System:
     reuse = raw.get("reuse_model")
     if reuse is not None:
         reuse = _name(reuse, f"{where}: reuse_model")
+    baseline = raw.get("baseline")
+    if baseline is not None:
+        baseline = _name(baseline, f"{where}: baseline")
     return System(
         name=name,
         label=_str(raw.get("label"), f"{where}: label") or name,
@@ -223,6 +230,7 @@ def _load_system(raw: Any, k: int, path: Path) -> System:
         tune_penalties=tune,
         reuse_model=reuse,
         description=_str(raw.get("description"), f"{where}: description"),
+        baseline=baseline,
     )
 
 
@@ -247,7 +255,7 @@ def _read_mapping(path: Path) -> tuple[dict, str]:
 
 def _load_systems(raw: dict, path: Path) -> list[System]:
     """The ``systems`` list: each system checked, names unique, ``reuse_model`` pointing at another
-    system that does not itself reuse one."""
+    system that does not itself reuse one, ``baseline`` at another system."""
     systems_raw = raw.get("systems")
     if not isinstance(systems_raw, list) or not systems_raw:
         raise GridError(f"{path}: 'systems' must be a non-empty list of systems")
@@ -270,6 +278,12 @@ def _load_systems(raw: dict, path: Path) -> list[System]:
                 f"{path}: system {s.name!r}: reuse_model {src.name!r} itself reuses {src.reuse_model!r}; "
                 f"point at {src.reuse_model!r} directly"
             )
+    for s in systems:
+        if s.baseline == s.name:
+            raise GridError(f"{path}: system {s.name!r}: baseline names the system itself (leave it out to compare "
+                            "with the grid's baseline)")
+        if s.baseline is not None and s.baseline not in seen:
+            raise GridError(f"{path}: system {s.name!r}: baseline {s.baseline!r} is not a system of this grid")
     return systems
 
 
@@ -311,7 +325,7 @@ def load_grid(path: str | Path) -> Grid:
 
     Raises:
         GridError: missing file, invalid YAML, unknown keys, bad names, duplicate
-            systems, unknown ``baseline``/``figure``/``reuse_model`` targets,
+            systems, unknown ``baseline``/``figure``/``reuse_model`` targets (the grid's or a system's),
             malformed overrides.
     """
     path = Path(path)

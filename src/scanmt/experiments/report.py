@@ -7,8 +7,8 @@ For each grid recorded in ``OUT/grids/`` (by ``scanmt experiment run``) it write
   DROP per system as mean ± sample standard deviation over the finished seeds,
   the best mean of each column in bold (higher BLEU/METEOR, lower REP/DROP),
   sacreBLEU for reference, per seed the difference of each system's tokenized
-  BLEU to the baseline's run with the same seed and its paired-bootstrap
-  p-value, and per row the git
+  BLEU to its baseline's run with the same seed and its paired-bootstrap
+  p-value (each system's baseline: :mod:`scanmt.experiments.baselines`), and per row the git
   commit and a link to the exact commands;
 - one such table for each extra test split the runs scored (``metrics.json``
   ``test_sets``, e.g. ``test2017``), titled with its upstream name (test_2017_flickr);
@@ -51,6 +51,13 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from scanmt.errors import ConfigError, DataError
+from scanmt.experiments.baselines import (
+    Baselines,
+    as_baselines,
+    grid_baseline,
+    resolve_baselines,
+    single_baseline,
+)
 from scanmt.experiments.drop_noise import drop_noise, drop_noise_section, has_aligner_samples
 from scanmt.experiments.results_json import (
     extra_splits,
@@ -240,40 +247,45 @@ def hyp_lines(out: Path, rec: dict[str, Any], system: str, seed: int) -> list[st
 
 @dataclass(frozen=True)
 class SeedTest:
-    """Paired bootstrap of one seed's tokenized BLEU against the baseline's run with the same seed."""
+    """Paired bootstrap of one seed's tokenized BLEU against its baseline's run with the same seed."""
 
     seed: int
     delta: float  #: system's BLEU minus the baseline's, in BLEU points
     p: float  #: sacrebleu's p-value; 1.0 when the two scores are equal
 
 
-def significance(out: Path, rec: dict[str, Any], texts: Texts, systems: Sequence[SystemResults], baseline: str,
-                 samples: int) -> dict[str, list[SeedTest]]:
+def significance(out: Path, rec: dict[str, Any], texts: Texts, systems: Sequence[SystemResults],
+                 baseline: str | Baselines, samples: int) -> dict[str, list[SeedTest]]:
     """Per system, a :class:`SeedTest` for each finished seed whose baseline run of the same seed has outputs.
 
+    ``baseline``: the system every other one is compared with, or each system's own (:mod:`scanmt.experiments.
+    baselines`); a system that is its own baseline, or whose baseline is not among ``systems``, gets no entry.
     Seeds pair runs that share everything but the system (data order, initialisation seed), so each
     seed is tested against its own baseline run; a seed the baseline lacks is left out.
     """
     from scanmt.metrics.bleu import paired_bootstrap
 
-    base = next((s for s in systems if s.name == baseline), None)
-    if base is None:
-        return {}
-    base_tok: dict[int, list[str]] = {}
-    for r in base.runs:
-        hyp = hyp_lines(out, rec, baseline, r["seed"])
-        if hyp is not None:
-            base_tok[r["seed"]] = _tokenize_all(hyp, texts.tgt_lang)
+    by_name = {s.name: s for s in systems}
+    baselines = as_baselines(list(by_name), baseline)
+    base_tok: dict[str, dict[int, list[str]]] = {}
+    for name in sorted({b for n, b in baselines.items() if b != n and b in by_name}):
+        base_tok[name] = {}
+        for r in by_name[name].runs:
+            hyp = hyp_lines(out, rec, name, r["seed"])
+            if hyp is not None:
+                base_tok[name][r["seed"]] = _tokenize_all(hyp, texts.tgt_lang)
     tests: dict[str, list[SeedTest]] = {}
     for s in systems:
-        if s.name == baseline:
+        name = baselines.get(s.name, s.name)
+        base = base_tok.get(name) if name != s.name else None
+        if base is None:
             continue
         tests[s.name] = []
         for k in sorted(r["seed"] for r in s.runs):
             hyp = hyp_lines(out, rec, s.name, k)
-            if k not in base_tok or hyp is None:
+            if k not in base or hyp is None:
                 continue
-            b = paired_bootstrap(base_tok[k], _tokenize_all(hyp, texts.tgt_lang), texts.ref_tok, tokenized=True,
+            b = paired_bootstrap(base[k], _tokenize_all(hyp, texts.tgt_lang), texts.ref_tok, tokenized=True,
                                  samples=samples)
             # sacrebleu counts resampled differences strictly above the observed one, so a zero difference
             # (e.g. identical outputs) would get p = 1/(samples+1); no difference is never significant
@@ -355,11 +367,11 @@ def _anchor(name: str) -> str:
     return "cmd-" + "".join(c if c.isalnum() else "-" for c in name.lower())
 
 
-def _p_cell(name: str, baseline: str, tests: dict[str, list[SeedTest]], has_base: bool) -> str:
+def _p_cell(name: str, baselines: Baselines, tests: dict[str, list[SeedTest]]) -> str:
     """``+0.99 (0.018 †) / +0.73 (0.065)``: per seed, the BLEU difference to the baseline and its p-value."""
-    if name == baseline:
+    if baselines.get(name) == name:
         return "baseline"
-    if not has_base or not tests.get(name):
+    if not tests.get(name):
         return "n/a"
     return " / ".join(f"{t.delta:+.2f} ({t.p:.3f}{' †' if t.p < 0.05 else ''})" for t in tests[name])
 
@@ -381,46 +393,77 @@ def _metric_cells(s: SystemResults, systems: Sequence[SystemResults], best: dict
     return cells
 
 
-def _table_head(first: str, baseline_label: str, extra: Sequence[str]) -> list[str]:
-    head = [first, *[c[1] for c in COLUMNS], f"Δ BLEU (p) vs {md_escape(baseline_label)}, by seed", "seeds", *extra]
+def _table_head(first: str, baseline_label: str | None, extra: Sequence[str]) -> list[str]:
+    """The results table's head: Δ BLEU against ``baseline_label`` (escaped), or, when systems have different
+    baselines (None), against each row's, named in a *compared with* column."""
+    delta = ([f"Δ BLEU (p) vs {baseline_label}, by seed"] if baseline_label is not None
+             else ["Δ BLEU (p) vs its baseline, by seed", "compared with"])
+    head = [first, *[c[1] for c in COLUMNS], *delta, "seeds", *extra]
     return ["| " + " | ".join(head) + " |",
-            "|" + "|".join(["---"] + ["---:"] * (len(COLUMNS) + 2) + ["---"] * len(extra)) + "|"]
+            "|" + "|".join(["---"] + ["---:"] * (len(COLUMNS) + len(delta) + 1) + ["---"] * len(extra)) + "|"]
 
 
-def split_section(out: Path, rec: dict[str, Any], systems: Sequence[SystemResults], baseline: str,
+def _labels(systems: Sequence[SystemResults]) -> dict[str, str]:
+    """System name -> its escaped label."""
+    return {s.name: md_escape(s.label) for s in systems}
+
+
+def _uniform_label(systems: Sequence[SystemResults], baselines: Baselines) -> str | None:
+    """The escaped label of the one baseline every system is compared with, else None."""
+    one = single_baseline(baselines)
+    return None if one is None else _labels(systems).get(one, md_escape(one))
+
+
+def _comparison_cells(name: str, systems: Sequence[SystemResults], baselines: Baselines,
+                      tests: dict[str, list[SeedTest]]) -> list[str]:
+    """A row's Δ BLEU (p) cell, and its *compared with* cell when the systems' baselines differ."""
+    cells = [_p_cell(name, baselines, tests)]
+    if single_baseline(baselines) is None:
+        base = baselines.get(name, name)
+        cells.append("" if base == name else _labels(systems).get(base, md_escape(base)))
+    return cells
+
+
+def _missing_baselines(systems: Sequence[SystemResults], baselines: Baselines) -> list[str]:
+    """Escaped labels of the baselines some system is compared with that have no finished run."""
+    runs = {s.name: bool(s.runs) for s in systems}
+    labels = _labels(systems)
+    return [labels.get(b, md_escape(b)) for b in dict.fromkeys(baselines[s.name] for s in systems if s.name in baselines)
+            if not runs.get(b)]
+
+
+def split_section(out: Path, rec: dict[str, Any], systems: Sequence[SystemResults], baselines: Baselines,
                   opts: ReportOptions, split: str, title: str) -> list[str]:
     """Markdown lines of the results table on an extra test split (its numbers from ``test_sets``)."""
     views = [s.on_split(split) for s in systems]
-    base = next(v for v in views if v.name == baseline)
     sub = {**rec, "split": split}
     try:
         texts: Texts | None = load_texts(out, sub)
     except DataError:
         texts = None  # the prepared text is gone: no p-values
-    has_base = texts is not None and bool(base.runs)
-    pvals = significance(out, sub, texts, views, baseline, opts.samples) if texts is not None and has_base else {}
+    pvals = significance(out, sub, texts, views, baselines, opts.samples) if texts is not None else {}
     best = best_means(views)
     size = f", {len(texts.ref)} sentences" if texts else ""
     L = [f"## Results on {_code(title)}", "",
          f"The same runs on the extra test split {_code(split)} ({_code(title)}{size}), translated and scored like "
          "the main test set (same columns; the paired bootstrap on this split's outputs).", ""]
-    L += _table_head("system", base.label, [])
+    L += _table_head("system", _uniform_label(views, baselines), [])
     for v, s in zip(views, systems):
         notes = [f"+{n} {what}" for n, what in ((len(s.runs) - len(v.runs), "finished without this test set"),
                                                 (len(s.unfinished), "unfinished")) if n]
-        cells = [md_escape(v.label), *_metric_cells(v, views, best), _p_cell(v.name, baseline, pvals, has_base),
+        cells = [md_escape(v.label), *_metric_cells(v, views, best), *_comparison_cells(v.name, views, baselines, pvals),
                  str(len(v.runs)) + (f" ({', '.join(notes)})" if notes else "")]
         L.append("| " + " | ".join(cells) + " |")
     return L + [""]
 
 
-def extra_split_sections(out: Path, rec: dict[str, Any], systems: Sequence[SystemResults], baseline: str,
+def extra_split_sections(out: Path, rec: dict[str, Any], systems: Sequence[SystemResults], baselines: Baselines,
                          opts: ReportOptions) -> list[str]:
     """One :func:`split_section` per extra test split any finished run scored."""
     meta = read_meta_lenient(out / "shared" / "data")
     L: list[str] = []
     for split in extra_splits({s.name: s.runs for s in systems}, rec["split"]):
-        L += split_section(out, rec, systems, baseline, opts, split, split_display_name(meta, split))
+        L += split_section(out, rec, systems, baselines, opts, split, split_display_name(meta, split))
     return L
 
 
@@ -445,7 +488,8 @@ class _Page:
     stem: str
     opts: ReportOptions
     systems: list[SystemResults]
-    baseline: str
+    baseline: str  #: the grid's baseline (figures, examples)
+    baselines: Baselines  #: each system's baseline (the paired comparisons)
     texts: Texts
 
     @property
@@ -466,6 +510,16 @@ def _machines(systems: list[SystemResults]) -> list[str]:
             + "; ".join(f"`{m}`: {', '.join(runs)}" for m, runs in sorted(by_machine.items())) + "."]
 
 
+def _grid_commands(rec: dict[str, Any]) -> list[str]:
+    """The grid command, or every distinct one that ran into the folder, oldest first (``commands``; records
+    written before it have the last one only)."""
+    commands = rec.get("commands") or [rec.get("command", "")]
+    if len(commands) == 1:
+        return [f"Grid command: `{commands[0]}`"]
+    return ["Grid commands, oldest first (each run's own is under Commands below):", "",
+            *[f"- `{c}`" for c in commands]]
+
+
 def _header(p: _Page) -> list[str]:
     rec, systems = p.rec, p.systems
     n_done = sum(len(s.runs) for s in systems)
@@ -481,7 +535,7 @@ def _header(p: _Page) -> list[str]:
         f"seeds requested: {len(rec.get('seeds') or [])}; commit(s): {', '.join(f'`{c}`' for c in commits) or '–'}.",
         *_machines(systems),
         "",
-        f"Grid command: `{rec.get('command', '')}`",
+        *_grid_commands(rec),
         "",
     ]
     if rec.get("set"):
@@ -492,16 +546,18 @@ def _header(p: _Page) -> list[str]:
 
 def _main_table(p: _Page) -> list[str]:
     """The Table 1/2 analogue on the main test split, with its notes."""
-    systems, baseline, base, opts = p.systems, p.baseline, p.base, p.opts
-    has_base = bool(base.runs)
-    pvals = significance(p.out, p.rec, p.texts, systems, baseline, opts.samples) if has_base else {}
+    systems, baselines, opts = p.systems, p.baselines, p.opts
+    pvals = significance(p.out, p.rec, p.texts, systems, baselines, opts.samples)
     best = best_means(systems)
     main_name = split_display_name(read_meta_lenient(p.out / "shared" / "data"), p.rec["split"])
+    uniform = _uniform_label(systems, baselines)
+    against = uniform or ("its baseline (the *compared with* column; the grid's baseline, "
+                          f"{md_escape(p.base.label)}, for the rest)")
     L = [f"## Results on {_code(main_name)}", ""]
-    L += _table_head("system", base.label, ["commit", "command"])
+    L += _table_head("system", uniform, ["commit", "command"])
     for s in systems:
         cells = [md_escape(s.label), *_metric_cells(s, systems, best)]
-        cells.append(_p_cell(s.name, baseline, pvals, has_base))
+        cells += _comparison_cells(s.name, systems, baselines, pvals)
         cells.append(str(len(s.runs)) + (f" (+{len(s.unfinished)} unfinished)" if s.unfinished else ""))
         cs = sorted({c for r in s.runs for c in (r.get("commits") or [r["commit"]])})
         cells.append(", ".join(f"`{c[:10]}{'+dirty' if c.endswith('+dirty') else ''}`" for c in cs) or "–")
@@ -516,7 +572,7 @@ def _main_table(p: _Page) -> list[str]:
         f"{_drop_samples_note(systems)}). "
         "Values are mean ± sample standard deviation over the finished seeds (no ± with one seed); the best mean "
         "of each column is in bold. Δ BLEU (p), by seed: for each seed in turn, the system's tokenized BLEU minus "
-        f"that of {md_escape(base.label)} trained with the same seed, and the p-value of sacrebleu's paired "
+        f"that of {against} trained with the same seed, and the p-value of sacrebleu's paired "
         f"bootstrap resampling ({opts.samples} resamples) of the two outputs; † marks p < 0.05.",
         "",
         f"The same numbers, machine-readable: [`{p.stem}.json`]({p.stem}.json) (per system: mean and std of BLEU, "
@@ -524,8 +580,9 @@ def _main_table(p: _Page) -> list[str]:
         "`scanmt.experiments.results_json`).",
         "",
     ]
-    if not has_base:
-        L += [f"No p-values: the baseline {md_escape(base.label)} has no finished run.", ""]
+    missing = _missing_baselines(systems, baselines)
+    if missing:
+        L += [f"No p-values against {', '.join(missing)}: no finished run.", ""]
     return L + _empty_outputs_note(p)
 
 
@@ -568,10 +625,10 @@ def _drop_noise(p: _Page) -> list[str]:
     splits = [(p.rec["split"], p.systems)]
     splits += [(split, [s.on_split(split) for s in p.systems]) for split in extra_splits(
         {s.name: s.runs for s in p.systems}, p.rec["split"])]
-    tables = [(_code(split_display_name(meta, split)), drop_noise({s.name: s.runs for s in views}, p.baseline))
+    tables = [(_code(split_display_name(meta, split)), drop_noise({s.name: s.runs for s in views}, p.baselines))
               for split, views in splits]
     sampled = has_aligner_samples([s.runs for _, views in splits for s in views])
-    return drop_noise_section(tables, {s.name: md_escape(s.label) for s in p.systems}, p.baseline, sampled)
+    return drop_noise_section(tables, _labels(p.systems), sampled)
 
 
 def system_outputs(rec: dict[str, Any], systems: Sequence[SystemResults]) -> dict[str, str]:
@@ -807,26 +864,19 @@ def render(out: Path, rec: dict[str, Any], docs: Path, stem: str, opts: ReportOp
            systems: list[SystemResults] | None = None) -> tuple[str, list[Path]]:
     """The Markdown text and the figure files written for one grid record (``systems``: :func:`collect`'s)."""
     systems = collect(out, rec) if systems is None else systems
-    baseline = resolve_baseline(rec, systems, opts)
-    p = _Page(out, rec, docs, stem, opts, systems, baseline, load_texts(out, rec))
-    L = _header(p) + _main_table(p) + extra_split_sections(out, rec, systems, baseline, opts) + _drop_noise(p)
+    names = [s.name for s in systems]
+    baselines = resolve_baselines(rec, names, opts.baseline)
+    p = _Page(out, rec, docs, stem, opts, systems, grid_baseline(rec, names, opts.baseline), baselines,
+              load_texts(out, rec))
+    L = _header(p) + _main_table(p) + extra_split_sections(out, rec, systems, baselines, opts) + _drop_noise(p)
     L += _output_layer(p)
     stress_png = docs / stem / STRESS_FIGURE
     drawn = draw_stress_figure(systems, stress_png)
-    L += stress_section(systems, baseline, f"{stem}/{STRESS_FIGURE}" if drawn else None)
+    L += stress_section(systems, baselines, f"{stem}/{STRESS_FIGURE}" if drawn else None)
     L += _details(p)
     fig_lines, files, chosen = _figures(p)
     L += fig_lines + _examples(p, chosen) + _commands(p)
     return "\n".join(L), ([stress_png] if drawn else []) + files
-
-
-def resolve_baseline(rec: dict[str, Any], systems: Sequence[SystemResults], opts: ReportOptions) -> str:
-    """The system the others are compared with: ``--baseline``, else the grid's, else softmax, else the first."""
-    names = [s.name for s in systems]
-    baseline = opts.baseline or rec.get("baseline") or ("softmax" if "softmax" in names else names[0])
-    if baseline not in names:
-        raise ConfigError(f"--baseline {baseline!r} is not a system of grid {rec['name']} ({', '.join(names)})")
-    return baseline
 
 
 def write_reports(out: Path, docs: Path, *, grid: str | None = None, name: str | None = None,
@@ -849,7 +899,8 @@ def write_reports(out: Path, docs: Path, *, grid: str | None = None, name: str |
                               "name; move the file away or give another --name")
         systems = collect(out, rec)
         table = results_table({s.name: s.runs for s in systems}, rec["split"],
-                              read_meta_lenient(out / "shared" / "data"), resolve_baseline(rec, systems, opts))
+                              read_meta_lenient(out / "shared" / "data"),
+                              resolve_baselines(rec, [s.name for s in systems], opts.baseline))
         text, files = render(out, rec, docs, stem, opts, systems)
         md = docs / f"{stem}.md"
         stale = stale_figures(md, files)

@@ -97,8 +97,8 @@ def system_entry(runs: Runs) -> dict[str, Any]:
     return entry
 
 
-def split_entries(systems: Mapping[str, Runs], baseline: str | None) -> dict[str, dict[str, Any]]:
-    """Per system, its :func:`system_entry` with ``drop_noise`` (compared with ``baseline``), for one test set."""
+def split_entries(systems: Mapping[str, Runs], baseline: str | Mapping[str, str] | None) -> dict[str, dict[str, Any]]:
+    """Per system, its :func:`system_entry` with ``drop_noise`` (compared with its baseline), for one test set."""
     noise = drop_noise(systems, baseline)
     return {name: {**system_entry(runs), "drop_noise": noise[name].to_json()} for name, runs in systems.items()}
 
@@ -142,14 +142,15 @@ def extra_splits(systems: Mapping[str, Runs], main_split: str) -> list[str]:
 
 
 def results_table(systems: Mapping[str, Runs], main_split: str, meta: Mapping[str, Any] | None,
-                  baseline: str | None = None) -> dict[str, Any]:
+                  baseline: str | Mapping[str, str] | None = None) -> dict[str, Any]:
     """The JSON object described in the module docstring.
 
     Args:
         systems: system name -> the ``metrics.json`` dicts of its finished seeds, in grid order.
         main_split: the prepared split of the report's main test set (``test``).
         meta: the prepared data's ``meta.json`` (for the test-set names), or None.
-        baseline: the system ``drop_noise`` compares the others with (None: no comparison).
+        baseline: the system ``drop_noise`` compares the others with, or each system's own
+            (:data:`scanmt.experiments.baselines.Baselines`), or None (no comparison).
 
     Raises:
         ConfigError: a system is named like a reserved key, or two splits have the same name.

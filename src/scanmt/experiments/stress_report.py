@@ -2,7 +2,7 @@
 of BLEU, REP, DROP, the length ratio and the share of joined inputs that drop a whole sentence, read from each
 finished run's ``metrics.json`` ``stress`` (:func:`scanmt.experiments.runner.stress_metrics`) by
 :func:`stress_summary`, which feeds the table, the figure (``DOCS/STEM/stress.png``: one line per system over K,
-bars of ± one std over seeds) and the results JSON; then each system's REP and DROP against the baseline's, tested
+bars of ± one std over seeds) and the results JSON; then each system's REP and DROP against its baseline's, tested
 by a paired bootstrap over the joined inputs, seed by seed and pooled over the seeds
 (:func:`scanmt.metrics.paired.paired_rates`)."""
 
@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import statistics
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
+
+from scanmt.experiments.baselines import as_baselines, single_baseline
 
 #: the table's columns: (metrics.json key, header); ``bleu`` is detokenized sacreBLEU (``scanmt stress``'s)
 COLUMNS = (("bleu", "sacreBLEU"), ("rep", "REP ↓"), ("drop", "DROP ↓"),
@@ -45,9 +47,11 @@ def _cell(m: dict[str, Any]) -> str:
     return f"{m['mean']:.2f}" if m["std"] is None else f"{m['mean']:.2f} ± {m['std']:.2f}"
 
 
-def stress_section(systems: Sequence[Any], baseline: str | None = None, figure: str | None = None) -> list[str]:
+def stress_section(systems: Sequence[Any], baseline: str | Mapping[str, str] | None = None,
+                   figure: str | None = None) -> list[str]:
     """Markdown lines of the stress test table, the figure (its relative path ``figure``, when drawn) and, given the
-    ``baseline`` system's name, the paired tests against it (nothing when no finished run has a stress test).
+    ``baseline`` system's name (or each system's, :data:`scanmt.experiments.baselines.Baselines`), the paired tests
+    against it (nothing when no finished run has a stress test).
 
     ``systems``: the report's ``SystemResults`` (``name``, ``label``, ``runs``: the finished seeds' ``metrics.json``).
     """
@@ -58,7 +62,7 @@ def stress_section(systems: Sequence[Any], baseline: str | None = None, figure: 
             inputs = next((r["inputs"].get(str(k)) for r in runs if str(k) in r.get("inputs", {})), "–")
             cells = [_cell(entry[key]) for key, _ in COLUMNS]
             seeds = entry["bleu"]["seeds"]  # (every stress test scores BLEU)
-            label = s.label.replace("|", chr(92) + "|")
+            label = _escape(s.label)
             rows.append(f"| {label} | {k} | {inputs} | " + " | ".join(cells) + f" | {seeds} |")
     if not rows:
         return []
@@ -100,6 +104,10 @@ def draw_stress_figure(systems: Sequence[Any], png: Path) -> bool:
     return True
 
 
+def _escape(label: str) -> str:
+    return label.replace("|", chr(92) + "|")
+
+
 def _per_input(run: dict[str, Any], k: int) -> dict[str, Any] | None:
     return ((run.get("stress") or {}).get("per_input") or {}).get(str(k))
 
@@ -109,17 +117,21 @@ def _test_cell(t: Any) -> str:
     return f"{t.delta:+.2f} ({t.p_lower:.3f}{mark})"
 
 
-def paired_section(systems: Sequence[Any], baseline: str | None) -> list[str]:
-    """Markdown lines: for each system but ``baseline`` and each K, the differences of REP and DROP from the
-    baseline trained with the same seed, with the one-sided p-value of "lower" (per seed, then pooled)."""
+def paired_section(systems: Sequence[Any], baseline: str | Mapping[str, str] | None) -> list[str]:
+    """Markdown lines: for each system but its baseline and each K, the differences of REP and DROP from the
+    baseline trained with the same seed, with the one-sided p-value of "lower" (per seed, then pooled).
+
+    ``baseline``: one system's name, or each system's baseline (:data:`scanmt.experiments.baselines.Baselines`;
+    a *compared with* column names it when they differ)."""
     from scanmt.metrics.paired import paired_rates
 
-    base = next((s for s in systems if s.name == baseline), None)
-    if base is None:
-        return []
+    by_name = {s.name: s for s in systems}
+    baselines = as_baselines(list(by_name), baseline)
+    one = single_baseline(baselines)
     rows = []
     for s in systems:
-        if s is base:
+        base = by_name.get(baselines.get(s.name, s.name))
+        if base is None or base is s:
             continue
         ks = sorted({int(k) for r in s.runs for k in ((r.get("stress") or {}).get("per_input") or {})})
         for k in ks:
@@ -135,15 +147,18 @@ def paired_section(systems: Sequence[Any], baseline: str | None) -> list[str]:
                 continue
             pooled = paired_rates(pairs)
             cells = [(" / ".join(by_seed[m]) or "–", _test_cell(pooled[m]) if m in pooled else "–") for m in ("REP", "DROP")]
-            rows.append(f"| {s.label.replace('|', chr(92) + '|')} | {k} | {cells[0][0]} | {cells[0][1]} | {cells[1][0]} | "
-                        f"{cells[1][1]} | {len(pairs)} |")
+            against = "" if one is not None else f" {_escape(base.label)} |"
+            rows.append(f"| {_escape(s.label)} | {k} | {cells[0][0]} | {cells[0][1]} | {cells[1][0]} | "
+                        f"{cells[1][1]} | {len(pairs)} |{against}")
     if not rows:
         return []
-    return [f"### Stress test: REP and DROP against {base.label}, paired", "",
-            f"For each seed, the system's REP (DROP) minus that of {base.label} trained with the same seed, on the same "
+    title = by_name[one].label if one is not None and one in by_name else "each system's baseline"
+    return [f"### Stress test: REP and DROP against {title}, paired", "",
+            f"For each seed, the system's REP (DROP) minus that of {title} trained with the same seed, on the same "
             "joined inputs, and the one-sided p-value that it is lower, from a paired bootstrap over the joined inputs "
             "(1000 resamples; `scanmt.metrics.paired`); pooled: the seeds' inputs resampled together. † marks p < 0.05. "
             "The test covers the choice of test inputs; the spread over seeds is in the table above, and each DROP "
             "uses one alignment of each side.", "",
-            "| system | K | Δ REP (p) by seed | Δ REP (p) pooled | Δ DROP (p) by seed | Δ DROP (p) pooled | seeds |",
-            "|---|---:|---|---:|---|---:|---:|", *rows, ""]
+            "| system | K | Δ REP (p) by seed | Δ REP (p) pooled | Δ DROP (p) by seed | Δ DROP (p) pooled | seeds |"
+            + ("" if one is not None else " compared with |"),
+            "|---|---:|---|---:|---|---:|---:|" + ("" if one is not None else "---|"), *rows, ""]

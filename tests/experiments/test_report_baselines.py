@@ -1,0 +1,165 @@
+"""Per-system baselines (``systems[i].baseline``): an ablation arm is compared with the softmax of its own recipe.
+
+The grid file's key, the mapping :func:`scanmt.experiments.baselines.resolve_baselines` builds from a grid record,
+and the report's three paired comparisons under it: Δ BLEU with sacrebleu's bootstrap (the expected differences
+computed with sacrebleu directly), Δ DROP against the noise (by hand from the fake runs' DROP), and the stress
+test's Δ REP (by hand from the per-input counts).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from scanmt.errors import ConfigError
+from scanmt.experiments.baselines import as_baselines, resolve_baselines, single_baseline
+from scanmt.experiments.grid import GridError, load_grid
+from scanmt.experiments.report import SystemResults, Texts, collect, grid_records, significance
+from scanmt.experiments.stress_report import paired_section
+from tests.experiments.test_report_significance import REFS, WORSE, WORST, tok_bleu, write_hyps
+from tests.experiments.test_results_json import fake_experiment, report
+
+GRID = """
+name: abl
+systems:
+  - name: softmax
+    set: [model.attention.transform=softmax]
+  - name: csparsemax
+    set: [model.attention.transform=csparsemax]
+  - name: softmax-x
+    set: [model.attention.transform=softmax, train.label_smoothing=0.0]
+  - name: csparsemax-x
+    set: [model.attention.transform=csparsemax, train.label_smoothing=0.0]
+    baseline: softmax-x
+"""
+
+
+def write_grid(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "g.yaml"
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+def test_the_grid_file_carries_a_systems_own_baseline(tmp_path):
+    grid = load_grid(write_grid(tmp_path, GRID))
+    assert [s.baseline for s in grid.systems] == [None, None, None, "softmax-x"]
+    assert grid.as_dict()["systems"][3]["baseline"] == "softmax-x"
+    rec = {"name": "abl", **grid.as_dict()}
+    assert resolve_baselines(rec, grid.names) == {"softmax": "softmax", "csparsemax": "softmax",
+                                                  "softmax-x": "softmax", "csparsemax-x": "softmax-x"}
+    # --baseline compares every system with one, whatever the grid says
+    assert set(resolve_baselines(rec, grid.names, "softmax-x").values()) == {"softmax-x"}
+    with pytest.raises(ConfigError, match="--baseline 'nope' is not a system of grid abl"):
+        resolve_baselines(rec, grid.names, "nope")
+
+
+@pytest.mark.parametrize("baseline, message", [
+    ("csparsemax-x", "baseline names the system itself"),
+    ("softmax-y", "baseline 'softmax-y' is not a system of this grid"),
+    ("a b", "use letters, digits"),
+])
+def test_a_bad_system_baseline_is_refused_with_the_system_named(tmp_path, baseline, message):
+    with pytest.raises(GridError, match=f"system 'csparsemax-x'.*{message}"):
+        load_grid(write_grid(tmp_path, GRID.replace("baseline: softmax-x", f"baseline: {baseline}")))
+
+
+def test_the_mapping_helpers():
+    names = ["a", "b", "c"]
+    assert as_baselines(names, "a") == {"a": "a", "b": "a", "c": "a"}
+    assert as_baselines(names, {"a": "a", "c": "b", "z": "a"}) == {"a": "a", "c": "b"}
+    assert as_baselines(names, None) == {}
+    assert single_baseline({"a": "a", "b": "a"}) == "a"
+    assert single_baseline({"a": "a", "b": "a", "c": "b"}) is None
+
+
+# per system, per seed: (bleu, rep, drop, meteor); DROP differs so that each Δ DROP names its baseline
+SEEDS = {
+    "softmax": {1: (30.0, 4.0, 10.0, 50.0), 2: (32.0, 6.0, 12.0, 52.0)},
+    "csparsemax": {1: (31.0, 3.0, 9.0, 51.0), 2: (31.0, 3.0, 9.5, 51.0)},
+    "softmax-x": {1: (29.0, 5.0, 20.0, 49.0), 2: (29.0, 5.0, 22.0, 49.0)},
+    "csparsemax-x": {1: (30.0, 4.0, 15.0, 50.0), 2: (30.0, 4.0, 16.0, 50.0)},
+}
+
+
+def ablation(tmp_path: Path) -> Path:
+    """The fake experiment of ``test_results_json`` with the grid above: csparsemax-x against softmax-x."""
+    out = tmp_path / "exp"
+    fake_experiment(out, SEEDS)
+    rec_path = out / "grids" / "table1.json"
+    rec = json.loads(rec_path.read_text(encoding="utf-8"))
+    rec["systems"][3]["baseline"] = "softmax-x"
+    rec_path.write_text(json.dumps(rec), encoding="utf-8")
+    data = out / "shared" / "data"
+    (data / "test.raw.en").write_text("\n".join(REFS) + "\n", encoding="utf-8")
+    (data / "test.raw.de").write_text("\n".join(f"satz {i} ." for i in range(len(REFS))) + "\n", encoding="utf-8")
+    for seed in (1, 2):
+        write_hyps(out, "softmax", seed, WORSE)
+        write_hyps(out, "csparsemax", seed, REFS)
+        write_hyps(out, "softmax-x", seed, WORST)
+        write_hyps(out, "csparsemax-x", seed, WORSE)
+    return out
+
+
+def test_each_system_is_paired_with_its_own_baseline(tmp_path):
+    out = ablation(tmp_path)
+    rec = grid_records(out)[0]
+    systems = collect(out, rec)
+    baselines = resolve_baselines(rec, [s.name for s in systems])
+    got = significance(out, rec, Texts(["x"] * len(REFS), REFS, REFS, "en"), systems, baselines, samples=100)
+    assert list(got) == ["csparsemax", "softmax-x", "csparsemax-x"]
+    against_own = tok_bleu(WORSE) - tok_bleu(WORST)
+    assert [round(t.delta, 9) for t in got["csparsemax-x"]] == [round(against_own, 9)] * 2 and against_own > 5
+    assert [round(t.delta, 9) for t in got["softmax-x"]] == [round(tok_bleu(WORST) - tok_bleu(WORSE), 9)] * 2
+    assert all(t.delta > 10 for t in got["csparsemax"])  # REFS against the grid's softmax
+
+
+def test_the_report_names_each_rows_baseline_and_compares_drop_with_it(tmp_path):
+    out, docs = ablation(tmp_path), tmp_path / "docs"
+    got = report(out, docs)
+    md = (docs / "experiments-table1.md").read_text(encoding="utf-8")
+    assert "| Δ BLEU (p) vs its baseline, by seed | compared with |" in md
+    row = next(line for line in md.splitlines() if line.startswith("| csparsemax-x |"))
+    assert "| softmax-x |" in row  # the compared-with cell
+    assert next(line for line in md.splitlines() if line.startswith("| softmax |")).count("| baseline |  |") == 1
+    # DROP: csparsemax-x (15, 16) against softmax-x (20, 22), not against softmax (10, 12)
+    noise = got["csparsemax-x"]["drop_noise"]
+    assert noise["baseline"] == "softmax-x" and noise["delta"] == pytest.approx(15.5 - 21.0)
+    assert got["csparsemax"]["drop_noise"]["baseline"] == "softmax"
+    assert got["csparsemax"]["drop_noise"]["delta"] == pytest.approx(9.25 - 11.0)
+    assert got["softmax"]["drop_noise"]["delta"] is None
+
+
+def test_one_grid_baseline_keeps_the_single_column(tmp_path):
+    out, docs = ablation(tmp_path), tmp_path / "docs"
+    rec_path = out / "grids" / "table1.json"
+    rec = json.loads(rec_path.read_text(encoding="utf-8"))
+    rec["systems"][3]["baseline"] = None
+    rec_path.write_text(json.dumps(rec), encoding="utf-8")
+    report(out, docs)
+    md = (docs / "experiments-table1.md").read_text(encoding="utf-8")
+    assert "| Δ BLEU (p) vs softmax, by seed | seeds |" in md and "compared with" not in md
+
+
+def per_input(sigma: list[int]) -> dict:
+    n = len(sigma)
+    return {"rep_sigma": sigma, "ref_words": [10] * n, "dropped": [0] * n, "source_words": [10] * n}
+
+
+def stressed(name: str, sigma: list[int]) -> SystemResults:
+    runs = [{"seed": seed, "stress": {"per_input": {"2": per_input(sigma)}}} for seed in (1, 2)]
+    return SystemResults(name, name.upper(), runs)
+
+
+def test_the_stress_tests_pair_each_system_with_its_baseline():
+    systems = [stressed("softmax", [0, 0, 0, 0]), stressed("softmax-x", [2, 2, 2, 2]), stressed("calm-x", [0, 0, 0, 0])]
+    text = "\n".join(paired_section(systems, {"softmax": "softmax", "softmax-x": "softmax", "calm-x": "softmax-x"}))
+    assert "### Stress test: REP and DROP against each system's baseline, paired" in text
+    calm = next(line for line in text.splitlines() if line.startswith("| CALM-X | 2 |"))
+    # REP = 100 * sum(sigma) / sum(ref words): 0 against 100 * 8 / 40 = 20 for SOFTMAX-X
+    assert "1: -20.00 (" in calm and calm.endswith("| SOFTMAX-X |")
+    soft_x = next(line for line in text.splitlines() if line.startswith("| SOFTMAX-X | 2 |"))
+    assert "1: +20.00 (1.000)" in soft_x and soft_x.endswith("| SOFTMAX |")
+    one = "\n".join(paired_section(systems, "softmax"))
+    assert "against SOFTMAX, paired" in one and "compared with" not in one
