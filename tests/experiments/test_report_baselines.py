@@ -163,3 +163,18 @@ def test_the_stress_tests_pair_each_system_with_its_baseline():
     assert "1: +20.00 (1.000)" in soft_x and soft_x.endswith("| SOFTMAX |")
     one = "\n".join(paired_section(systems, "softmax"))
     assert "against SOFTMAX, paired" in one and "compared with" not in one
+
+
+def test_the_stress_table_shows_rep_at_equal_length_when_outputs_were_counted():
+    """softmax: a short output (5 of 10 words, σ 0) and a long one (10 of 10, σ 2); long: both outputs long, σ 3
+    each. softmax's REP 10, long's 30, softmax's at long's lengths (its long group only) 20: half of Δ REP."""
+    def with_lengths(name, sigma, hyp_words):
+        counts = {"rep_sigma": sigma, "ref_words": [10, 10], "hyp_words": hyp_words, "dropped": [0, 0],
+                  "source_words": [10, 10]}
+        return SystemResults(name, name, [{"seed": 1, "stress": {"per_input": {"2": counts}}}])
+
+    text = paired_section([with_lengths("softmax", [0, 2], [5, 10]), with_lengths("long", [3, 3], [10, 10])],
+                          "softmax")
+    assert "REP of the baseline at the system's lengths (share of Δ REP)" in text[4]
+    row = next(line for line in text if line.startswith("| long | 2 |"))
+    assert row.startswith("| long | 2 | 1: +20.00 (") and row.endswith("| 1 | 20.00 (50 %) |")

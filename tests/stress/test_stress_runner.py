@@ -98,7 +98,10 @@ def test_the_step_runs_and_the_report_tables_it(tmp_path, stress_setup):
     assert f"{m['scores']['1']['bleu'] + 1.0:.2f} ± 1.41" in text and "| Cov |" not in text
     assert stress_section([SystemResults("cov", "Cov", [{"seed": 1, "stress": None}])]) == []
     # the paired tests against the baseline: a system that repeats nothing, seed by seed and pooled
-    assert set(m["per_input"]["2"]) == {"rep_sigma", "ref_words", "dropped", "source_words"}
+    assert set(m["per_input"]["2"]) == {"rep_sigma", "ref_words", "hyp_words", "dropped", "source_words"}
+    hyp = (soft.dir / "stress" / "softmax.k2.hyp.en").read_text(encoding="utf-8").splitlines()
+    assert sum(m["per_input"]["2"]["hyp_words"]) / sum(m["per_input"]["2"]["ref_words"]) == \
+        pytest.approx(m["scores"]["2"]["length_ratio"]) and len(hyp) == len(m["per_input"]["2"]["hyp_words"])
     calm = {**m, "per_input": {k: {**v, "rep_sigma": [0] * len(v["rep_sigma"])} for k, v in m["per_input"].items()}}
     base = SystemResults("softmax", "Softmax", [{"seed": 1, "stress": m}, {"seed": 2, "stress": m}])
     text = "\n".join(stress_section([base, SystemResults("calm", "Calm", [{"seed": 1, "stress": calm},
@@ -107,6 +110,8 @@ def test_the_step_runs_and_the_report_tables_it(tmp_path, stress_setup):
     paired = text.split("### Stress test: REP and DROP against Softmax, paired")[1]
     row = next(line for line in paired.splitlines() if line.startswith("| Calm | 2 |"))
     rep = m["scores"]["2"]["rep"]
-    assert f"1: {-rep:+.2f} (" in row and f"2: {-rep:+.2f} (" in row and row.endswith("| 2 |")
+    assert f"1: {-rep:+.2f} (" in row and f"2: {-rep:+.2f} (" in row
+    # the same output lengths as the baseline: its REP at them is its own, and length explains none of Δ REP
+    assert row.endswith(f"| 2 | {rep:.2f} (0 %) |")
     assert "1: +0.00 (1.000)" in row  # DROP: the same counts, never lower
     assert "paired" not in "\n".join(stress_section([base], "softmax"))

@@ -119,6 +119,7 @@ class StressRequest(CommandRequest):
 Scores = dict[str, float | None]
 #: per joined input, the counts behind REP and DROP, for a paired test between models
 #: (:mod:`scanmt.metrics.paired`): ``rep_sigma`` (σ, :func:`scanmt.metrics.rep.rep_sentence`) and ``ref_words``;
+#: ``hyp_words`` (the output's Moses-tokenized words, for REP at equal length: :mod:`scanmt.metrics.length_standardized`);
 #: with an aligner also ``dropped`` (source words dropped) and ``source_words``
 PerInput = dict[str, list[float]]
 
@@ -240,7 +241,7 @@ def score_output(side: _Side, hyps: list[str], tgt_lang: str, aligner: Any) -> t
         "drop": None, "dropped_sentences": None,
     }
     per_input: PerInput = {"rep_sigma": [rep_sentence(h, r) for h, r in zip(hyp_words, ref_words)],
-                           "ref_words": [len(r) for r in ref_words]}
+                           "ref_words": [len(r) for r in ref_words], "hyp_words": [len(h) for h in hyp_words]}
     if aligner is not None and side.ref_links is not None:
         same = [h == r for h, r in zip(hyp_tok, side.ref_tok)]
         src = [s.split() for s in side.src_tok]

@@ -117,48 +117,80 @@ def _test_cell(t: Any) -> str:
     return f"{t.delta:+.2f} ({t.p_lower:.3f}{mark})"
 
 
+def _length_cell(pairs: Sequence[tuple[dict[str, Any], dict[str, Any]]]) -> str | None:
+    """The baseline's REP at the system's output lengths and the share of Δ REP that explains, pooled over
+    ``pairs`` (:func:`scanmt.metrics.length_standardized.standardize_rep`); None without ``hyp_words``."""
+    from scanmt.metrics.length_standardized import standardize_rep
+
+    if not all("hyp_words" in a and "hyp_words" in b for a, b in pairs):
+        return None
+    r = standardize_rep([a for a, _ in pairs], [b for _, b in pairs])
+    share = "" if r.explained is None else f" ({int(round(100 * r.explained))} %)"
+    uncovered = f", {100 * r.uncovered:.0f} % uncovered" if r.uncovered >= 0.005 else ""
+    return f"{r.baseline_at_system_lengths:.2f}{share}{uncovered}"
+
+
+def _paired_rows(s: Any, base: Any, k: int) -> tuple[list[str], str | None] | None:
+    """One system's row at one K against ``base`` (cells from Δ REP by seed to the seed count), and its length
+    cell; None when no seed of the two has a stress test at ``k``."""
+    from scanmt.metrics.paired import paired_rates
+
+    pairs, by_seed = [], {"REP": [], "DROP": []}
+    for run in sorted(s.runs, key=lambda r: r["seed"]):
+        mine, theirs = _per_input(run, k), _per_input(base.seed(run["seed"]) or {}, k)
+        if mine is None or theirs is None:
+            continue
+        pairs.append((mine, theirs))
+        for metric, t in paired_rates([(mine, theirs)]).items():
+            by_seed[metric].append(f"{run['seed']}: {_test_cell(t)}")
+    if not pairs:
+        return None
+    pooled = paired_rates(pairs)
+    cells = []
+    for m in ("REP", "DROP"):
+        cells += [" / ".join(by_seed[m]) or "–", _test_cell(pooled[m]) if m in pooled else "–"]
+    return [*cells, str(len(pairs))], _length_cell(pairs)
+
+
 def paired_section(systems: Sequence[Any], baseline: str | Mapping[str, str] | None) -> list[str]:
     """Markdown lines: for each system but its baseline and each K, the differences of REP and DROP from the
-    baseline trained with the same seed, with the one-sided p-value of "lower" (per seed, then pooled).
+    baseline trained with the same seed, with the one-sided p-value of "lower" (per seed, then pooled), and, when
+    the runs counted their output words, the baseline's REP at the system's output lengths.
 
     ``baseline``: one system's name, or each system's baseline (:data:`scanmt.experiments.baselines.Baselines`;
     a *compared with* column names it when they differ)."""
-    from scanmt.metrics.paired import paired_rates
-
     by_name = {s.name: s for s in systems}
     baselines = as_baselines(list(by_name), baseline)
     one = single_baseline(baselines)
-    rows = []
+    rows: list[tuple[list[str], str | None]] = []
     for s in systems:
         base = by_name.get(baselines.get(s.name, s.name))
         if base is None or base is s:
             continue
-        ks = sorted({int(k) for r in s.runs for k in ((r.get("stress") or {}).get("per_input") or {})})
-        for k in ks:
-            pairs, by_seed = [], {"REP": [], "DROP": []}
-            for run in sorted(s.runs, key=lambda r: r["seed"]):
-                mine, theirs = _per_input(run, k), _per_input(base.seed(run["seed"]) or {}, k)
-                if mine is None or theirs is None:
-                    continue
-                pairs.append((mine, theirs))
-                for metric, t in paired_rates([(mine, theirs)]).items():
-                    by_seed[metric].append(f"{run['seed']}: {_test_cell(t)}")
-            if not pairs:
-                continue
-            pooled = paired_rates(pairs)
-            cells = [(" / ".join(by_seed[m]) or "–", _test_cell(pooled[m]) if m in pooled else "–") for m in ("REP", "DROP")]
-            against = "" if one is not None else f" {_escape(base.label)} |"
-            rows.append(f"| {_escape(s.label)} | {k} | {cells[0][0]} | {cells[0][1]} | {cells[1][0]} | "
-                        f"{cells[1][1]} | {len(pairs)} |{against}")
+        for k in sorted({int(k) for r in s.runs for k in ((r.get("stress") or {}).get("per_input") or {})}):
+            row = _paired_rows(s, base, k)
+            if row is not None:
+                cells, length = row
+                rows.append(([_escape(s.label), str(k), *cells, *([] if one is not None else [_escape(base.label)])],
+                             length))
     if not rows:
         return []
     title = by_name[one].label if one is not None and one in by_name else "each system's baseline"
+    lengths = any(length is not None for _, length in rows)
+    head = ["system", "K", "Δ REP (p) by seed", "Δ REP (p) pooled", "Δ DROP (p) by seed", "Δ DROP (p) pooled", "seeds",
+            *([] if one is not None else ["compared with"]),
+            *(["REP of the baseline at the system's lengths (share of Δ REP)"] if lengths else [])]
+    align = ["---", "---:", "---", "---:", "---", "---:", "---:", *([] if one is not None else ["---"]),
+             *(["---:"] if lengths else [])]
+    table = ["| " + " | ".join(head) + " |", "|" + "|".join(align) + "|"]
+    table += ["| " + " | ".join([*cells, *([length or "–"] if lengths else [])]) + " |" for cells, length in rows]
+    note = (" The baseline's REP at the system's lengths: the joined inputs grouped by output/reference length ratio "
+            "(`scanmt.metrics.length_standardized`), the baseline's REP in each group weighted by the system's "
+            "reference words in it, pooled over the seeds; the share is the part of the pooled Δ REP that writing "
+            "as long as the system explains." if lengths else "")
     return [f"### Stress test: REP and DROP against {title}, paired", "",
             f"For each seed, the system's REP (DROP) minus that of {title} trained with the same seed, on the same "
             "joined inputs, and the one-sided p-value that it is lower, from a paired bootstrap over the joined inputs "
             "(1000 resamples; `scanmt.metrics.paired`); pooled: the seeds' inputs resampled together. † marks p < 0.05. "
             "The test covers the choice of test inputs; the spread over seeds is in the table above, and each DROP "
-            "uses one alignment of each side.", "",
-            "| system | K | Δ REP (p) by seed | Δ REP (p) pooled | Δ DROP (p) by seed | Δ DROP (p) pooled | seeds |"
-            + ("" if one is not None else " compared with |"),
-            "|---|---:|---|---:|---|---:|---:|" + ("" if one is not None else "---|"), *rows, ""]
+            "uses one alignment of each side." + note, "", *table, ""]
