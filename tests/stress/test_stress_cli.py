@@ -50,6 +50,8 @@ def test_api_writes_every_model_and_k(stress_setup, tmp_path):
     # b is the same model as a: never lower, by the paired test the summary prints
     assert "paired bootstrap over the joined inputs against a" in text
     assert "b K=1: REP +0.00 (p 1.000)" in text and "b K=2: REP +0.00 (p 1.000)" in text
+    # the same outputs, so the same lengths: a's REP at b's lengths is a's own
+    assert f"a's REP at its lengths {doc['scores']['a']['2']['rep']:.2f}" in text.split("b K=2:")[1].splitlines()[0]
 
 
 def test_cli_without_aligner_says_drop_is_not_measured(stress_setup, tmp_path, capsys):

@@ -165,17 +165,25 @@ class StressResult:
 
     def paired_lines(self) -> list[str]:
         """Each later model against the first: the differences of REP and DROP per K with the one-sided p-value
-        of "lower" from a paired bootstrap over the joined inputs (:func:`scanmt.metrics.paired.paired_rates`)."""
+        of "lower" from a paired bootstrap over the joined inputs (:func:`scanmt.metrics.paired.paired_rates`),
+        and the first model's REP at the later one's output lengths
+        (:func:`scanmt.metrics.length_standardized.standardize_rep`)."""
+        from scanmt.metrics.length_standardized import standardize_rep
         from scanmt.metrics.paired import paired_rates
 
         if len(self.names) < 2 or not all(self.per_input.get(n) for n in self.names):
             return []
         base = self.names[0]
-        lines = [f"paired bootstrap over the joined inputs against {base} (1000 resamples; p: one-sided, lower):"]
+        lines = [f"paired bootstrap over the joined inputs against {base} (1000 resamples; p: one-sided, lower); "
+                 f"REP of {base} at the model's output lengths:"]
         for name in self.names[1:]:
             for k in self.ks:
-                tests = paired_rates([(self.per_input[name][k], self.per_input[base][k])])
+                mine, theirs = self.per_input[name][k], self.per_input[base][k]
+                tests = paired_rates([(mine, theirs)])
                 cells = [f"{metric} {t.delta:+.2f} (p {t.p_lower:.3f})" for metric, t in tests.items()]
+                same_length = standardize_rep([mine], [theirs])
+                at = same_length.baseline_at_system_lengths
+                cells.append(f"{base}'s REP at its lengths " + ("n/a" if at != at else f"{at:.2f}"))  # NaN: no overlap
                 lines.append(f"  {name} K={k}: " + ", ".join(cells))
         return lines
 
