@@ -36,6 +36,10 @@ not only their launch.  ``--sdpa math flash ...`` also times every system with
 ``F.scaled_dot_product_attention`` restricted to each named backend
 (``torch.nn.attention.sdpa_kernel``; rows ``NAME/sdpa=BACKEND``), to find which
 kernel a slow configuration runs (docs/transformer.md, section 5: bf16 on a GPU).
+``--compile`` also times every system (and reference) under ``torch.compile(model,
+dynamic=True)`` (rows ``NAME/compiled``; TorchInductor, default mode), warmed up on
+``--compile-warmup`` batches so that its compilations and recompilations fall outside
+the timed rounds; its work per token is its eager twin's (the same arithmetic).
 
 A textbook PyTorch implementation of each architecture (``plain_nmt.py``: for the
 LSTM, nn.LSTM encoder and nn.LSTMCell decoder stepped in Python with
@@ -58,6 +62,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
+import dataclasses
 import statistics
 import time
 from dataclasses import dataclass
@@ -101,10 +106,23 @@ class Setup:
     settings: SearchSettings  # how it decodes: bare beam settings, or a --checkpoints model's own
     sdpa: str = ""  # a key of SDPA: the one backend F.scaled_dot_product_attention may use ("": any)
     trained: bool = False  # a --checkpoints model: its data's own fertilities
+    eager: str = ""  # a --compile row: the label of its eager twin ("": this row is eager)
 
 
 def label(system: str, precision: str, sdpa: str = "") -> str:
     return (system if precision == "fp32" else f"{system}/{precision}") + (f"/sdpa={sdpa}" if sdpa else "")
+
+
+def compiled_twins(setups: dict[str, Setup]) -> dict[str, Setup]:
+    """``NAME/compiled`` for every row: a copy of its model under ``torch.compile(dynamic=True)`` (the same
+    initial weights, its own optimizer), on the same batches."""
+    twins = {}
+    for name, s in setups.items():
+        model = copy.deepcopy(s.model)
+        opt = type(s.opt)(model.parameters(), **s.opt.defaults)
+        twins[f"{name}/compiled"] = dataclasses.replace(
+            s, model=torch.compile(model, dynamic=True), opt=opt, eager=name)
+    return twins
 
 
 def parse_args() -> argparse.Namespace:
@@ -132,6 +150,10 @@ def parse_args() -> argparse.Namespace:
                     help="also time every system (at every precision) with F.scaled_dot_product_attention "
                          "restricted to each of these backends (a row whose backend cannot serve its inputs, "
                          "for example flash with a padding mask, is left out with a note)")
+    ap.add_argument("--compile", action="store_true",
+                    help="also time every row under torch.compile(model, dynamic=True) (rows NAME/compiled)")
+    ap.add_argument("--compile-warmup", type=int, default=8,
+                    help="warm-up batches of a --compile row before its timed rounds (compilation happens there)")
     ap.add_argument("--device", default="cpu", help="cpu or cuda (the timed intervals end with a CUDA synchronize)")
     ap.add_argument("--batch-tokens", type=int, default=0,
                     help="source+target tokens per batch for every system (0 = each preset's data.batch_tokens; "
@@ -265,6 +287,8 @@ def main() -> None:
         data = load_train_data(next(iter(configs.values())))
     trained = checkpoint_systems(args)
     setups = build_setups(args, configs, data, trained)
+    if args.compile:
+        setups.update(compiled_twins(setups))
 
     def forward_backward(s: Setup, b) -> None:
         restrict = sdpa_kernel([SDPA[s.sdpa]]) if s.sdpa else contextlib.nullcontext()
@@ -304,7 +328,7 @@ def main() -> None:
 
     for name in list(setups):  # warm-up
         try:
-            train_steps(name, slice(0, 2))
+            train_steps(name, slice(0, args.compile_warmup if setups[name].eager else 2))
         except RuntimeError as exc:
             if not setups[name].sdpa or "No available kernel" not in str(exc):
                 raise
@@ -315,7 +339,8 @@ def main() -> None:
         for name in setups:
             tok, dt = train_steps(name, slice(2 + r * args.steps, 2 + (r + 1) * args.steps))
             rates[name].append(tok / dt)
-    work = {name: flops_per_token(name) for name in setups}
+    work = {name: flops_per_token(name) for name in setups if not setups[name].eager}
+    work.update({name: work[s.eager] for name, s in setups.items() if s.eager})
     report_training(rates, work, setups, {**configs, **{n: t.cfg for n, t in trained.items()}}, args)
     if args.decode_sentences:
         report_decoding(setups, args, device)
@@ -373,7 +398,7 @@ def report_decoding(setups: dict[str, Setup], args: argparse.Namespace, device: 
     print(f"  {'system':<28} {'sentences/s':>11} {'output tokens/sentence':>23}")
     for name, s in setups.items():
         # each model once, in fp32 (as `scanmt translate`), from its bf16 row when fp32 was not timed
-        if s.reference or s.sdpa or (s.bf16 and "fp32" in args.precision):
+        if s.reference or s.sdpa or s.eager or (s.bf16 and "fp32" in args.precision):
             continue
         name = name.removesuffix("/bf16")
         pos = list(range(min(args.decode_sentences, len(s.valid))))
