@@ -10,7 +10,9 @@ repetition), then reports:
   ``--bound`` (a bound that leaves room for a second translation; unbounded transforms count as
   infinite);
 - the share of source tokens (sink excluded) whose total attention over the sentence reaches
-  ``--bound``, and the mean finite bound.
+  ``--bound``, and the mean finite bound;
+- a second table: the repeated tokens counted by the attention their source token had already received
+  (bins with edges ``EDGES``), to see which repetitions a bound near 2 can stop.
 
     python scripts/repetition_budget.py ../grid/table1/runs/{softmax,csparsemax}/seed1/test.attn.npz
 """
@@ -24,10 +26,14 @@ import numpy as np
 
 from scanmt.data.attention_file import AttentionFile
 
+#: bin edges of the attention a repeated token's source word had already received
+EDGES = (0.5, 1.0, 1.5, 2.0)
+
 
 def budget_stats(path: Path, used: float, bound: float) -> dict[str, float]:
     """Statistics of one attention file (see the module docstring)."""
     repeats = retranslated = roomy = 0
+    prior_bins = [0] * (len(EDGES) + 1)
     src_total = src_over = 0
     finite_bounds: list[float] = []
     for sent in AttentionFile(path):
@@ -44,6 +50,7 @@ def budget_stats(path: Path, used: float, bound: float) -> dict[str, float]:
                     repeats += 1
                     retranslated += cum[j] >= used
                     roomy += bounds[j] >= bound
+                    prior_bins[int(np.searchsorted(EDGES, cum[j], side="right"))] += 1
                 seen.add(bigram)
             cum += attn[t]
         src_total += n_src
@@ -55,6 +62,7 @@ def budget_stats(path: Path, used: float, bound: float) -> dict[str, float]:
         "bound_room": roomy / max(repeats, 1),
         "src_over_bound": src_over / max(src_total, 1),
         "mean_bound": float(np.mean(finite_bounds)) if finite_bounds else float("inf"),
+        "prior_attention_bins": prior_bins,
     }
 
 
@@ -69,10 +77,16 @@ def main() -> None:
     print(f"| file | repeated-bigram tokens | source word already attended >= {args.used} | its bound >= {args.bound} "
           f"| source words with total attention >= {args.bound} | mean bound |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
-    for path in args.attention:
-        s = budget_stats(path, args.used, args.bound)
+    stats = {path: budget_stats(path, args.used, args.bound) for path in args.attention}
+    for path, s in stats.items():
         print(f"| {path} | {s['repeated_tokens']} | {s['retranslated']:.0%} | {s['bound_room']:.0%} "
               f"| {s['src_over_bound']:.2%} | {s['mean_bound']:.2f} |")
+    bins = [f"< {EDGES[0]}"] + [f"{lo}-{hi}" for lo, hi in zip(EDGES, EDGES[1:])] + [f">= {EDGES[-1]}"]
+    print("\nrepeated-bigram tokens by the attention their source word had already received")
+    print("| file | " + " | ".join(bins) + " |")
+    print("| --- |" + " ---: |" * len(bins))
+    for path, s in stats.items():
+        print(f"| {path} | " + " | ".join(str(n) for n in s["prior_attention_bins"]) + " |")
 
 
 if __name__ == "__main__":

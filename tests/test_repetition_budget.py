@@ -40,3 +40,4 @@ def test_counts_repetitions_retranslations_and_bound_room(tmp_path):
     # totals: A 1.0, B 1.9 -> one of the two source words reaches 1.5
     assert stats["src_over_bound"] == pytest.approx(0.5)
     assert stats["mean_bound"] == pytest.approx(1.5)     # the sink's inf is left out
+    assert stats["prior_attention_bins"] == [0, 1, 0, 0, 0]  # B's 0.9 lies in [0.5, 1.0)
