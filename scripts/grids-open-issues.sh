@@ -19,6 +19,9 @@
 # thread cannot finish within a session (on one Intel Xeon bf16 ran at half the fp32 rate, so a Transformer
 # run took about 3 hours at one thread), GRID_WORKERS=1 GRID_THREADS=2 finishes one run in about 1.7 hours
 # (train.threads does not make a finished run stale).
+# GRID_DEADLINE (for example +2h50m or 13:10) passes --deadline to every grid command: a run expected to end
+# after it (estimated from the finished runs of the same grid folder) is not started, so that a session's last
+# hour goes to the runs that can finish in it (a later grid's shorter runs, rather than a Transformer that cannot).
 # Reports: scanmt experiment report $GRID_ROOT/GRID --grid NAME --out docs/
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -47,10 +50,20 @@ trap 'kill $PACKER 2>/dev/null; pack_all' EXIT
 run() { echo "##### $(date -u +%FT%TZ) scanmt experiment run $*"; "$PYTHON" -m scanmt experiment run "$@"; }
 WORKERS=${GRID_WORKERS:-2}
 THREADS=${GRID_THREADS:-1}
-LSTM=(--data "$DATA" --preset cpu-small --seeds 3 --workers "$WORKERS" --set "train.threads=$THREADS" train.precision=bf16)
+DEADLINE=()
+if [[ -n ${GRID_DEADLINE:-} ]]; then  # fixed once here: a +DURATION must not move with each grid's start
+  at=$("$PYTHON" -c 'import sys; from scanmt.experiments.deadline import parse_deadline as p
+try: print(int(p(sys.argv[1])))
+except Exception as e: sys.exit(f"GRID_DEADLINE: {e}")' "$GRID_DEADLINE")
+  DEADLINE=(--deadline "$(date -d "@$at" '+%Y-%m-%d %H:%M:%S')")
+  echo "deadline: ${DEADLINE[1]}"
+fi
+LSTM=(--data "$DATA" --preset cpu-small --seeds 3 --workers "$WORKERS" --set "train.threads=$THREADS" train.precision=bf16
+      "${DEADLINE[@]}")
 
 run experiments/transformer.yaml --data "$DATA" --preset transformer-small --seeds 3 --workers "$WORKERS" \
-    --set "train.threads=$THREADS" --extra-splits test2017 valid --stress-k 1 2 3 4 --out "$ROOT/transformer-lr14"
+    --set "train.threads=$THREADS" --extra-splits test2017 valid --stress-k 1 2 3 4 --out "$ROOT/transformer-lr14" \
+    "${DEADLINE[@]}"
 run experiments/table1.yaml "${LSTM[@]}" --systems softmax sparsemax csoftmax csparsemax --stress-k 1 2 3 4 \
     --out "$ROOT/table1"
 run experiments/recipe-ablation.yaml "${LSTM[@]}" --stress-k 1 2 3 4 --out "$ROOT/table1"

@@ -83,6 +83,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="translate and score the selected runs again with this code, keeping their trained "
                         "models (after a change to decoding or scoring); each run's earlier outputs move to "
                         "RUN/previous-decode-N/, and runs that tune penalties tune them again")
+    r.add_argument("--deadline", metavar="WHEN",
+                   help="start no run that is expected to end after WHEN: +DURATION from now (+2h30m, +90m), HH:MM "
+                   "(its next occurrence, local time) or YYYY-MM-DD HH:MM. A run's time is estimated from the finished "
+                   "runs in OUT (per step, the median over its system's runs, else over the grid's; a resumed "
+                   "training counts only its remaining updates); a run with no estimate starts. Runs not started "
+                   "are deferred: rerun the command to continue them. For a machine or batch job with a time limit "
+                   "[no deadline]")
     r.add_argument("--dry-run", action="store_true", help="check the grid and every config, print the plan, do nothing")
 
     q = sub.add_parser("report", help="write a grid's results as Markdown (Table 1/2, Figure 2, Appendix B analogues)",
@@ -262,12 +269,14 @@ def _run(args: argparse.Namespace) -> int:
     from scanmt.config import Config
     from scanmt.experiments import grid as grid_mod
     from scanmt.experiments import runner, shared
+    from scanmt.experiments.deadline import clock, parse_deadline
     from scanmt.presets import preset_path
 
     say = lambda msg: print(msg, flush=True)  # noqa: E731
     t_start = time.time()
     g = grid_mod.load_grid(args.grid)
     _check_args(args)
+    deadline = parse_deadline(args.deadline) if args.deadline is not None else None
     systems = grid_mod.select_systems(g, args.systems)
     preset = preset_path(args.preset).resolve()
     Config.load(preset)  # the preset itself must load
@@ -290,6 +299,8 @@ def _run(args: argparse.Namespace) -> int:
         f" (extra: {', '.join(ctx.extra_splits) or 'none'}), commit {ctx.commit}")
     say(f"  {workers} worker(s)" + (f" on GPUs {', '.join(gpus)}" if gpus else " on CPU")
         + f", {cpus} CPUs; predictor: {'yes' if need_predictor else 'not needed'}")
+    if deadline is not None:
+        say(f"  deadline {clock(deadline)}: a run expected to end after it is not started")
     if args.dry_run:
         _print_plan(specs, say, args.redecode)
         return 0
@@ -307,7 +318,8 @@ def _run(args: argparse.Namespace) -> int:
             _forget_decodings(specs, say)
 
         say(f"\nruns ({len(specs)}):")
-        results = runner.run_pool(specs, workers=workers, gpus=gpus if gpus else [], threads=threads, say=say)
+        results = runner.run_pool(specs, workers=workers, gpus=gpus if gpus else [], threads=threads, say=say,
+                                  deadline=deadline)
 
     return _summary(out, g.name, specs, results, t_start, say)
 
@@ -362,14 +374,19 @@ def _summary(out: Path, grid: str, specs, results, t_start: float, say) -> int:
     from scanmt.experiments import report as report_mod
 
     failed = [r for r in results if r.status in ("failed", "busy")]
+    deferred = [r for r in results if r.status == "deferred"]
     rec = next(r for r in report_mod.grid_records(out) if r["name"] == grid)
-    say(f"\nsummary: grid {grid}, {len(results) - len(failed)}/{len(specs)} runs finished, "
+    say(f"\nsummary: grid {grid}, {len(results) - len(failed) - len(deferred)}/{len(specs)} runs finished, "
         f"{(time.time() - t_start) / 60:.1f} min (mean ± std over finished seeds)")
     head = ["system", "seeds", "BLEU", "METEOR", "REP", "DROP"]
     say(report_mod.format_rows(head, report_mod.summary_rows(out, rec)))
     for split in rec.get("extra_splits") or []:
         say(f"\n{split}:")
         say(report_mod.format_rows(head, report_mod.summary_rows(out, rec, split)))
+    if deferred:
+        say(f"\n{len(deferred)} run(s) deferred by --deadline (not started; rerun the same command to continue them):")
+        for r in deferred:
+            say(f"  {r.spec.key}: {r.message}")
     if failed:
         say(f"\n{len(failed)} run(s) did not finish:")
         for r in failed:

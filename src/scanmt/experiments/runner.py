@@ -35,7 +35,9 @@ for an extra split it lacks gets only that split's translate and evaluate steps;
 test (or for other K values than its last one) gets only the stress step.
 
 A worker is ``python -m scanmt.experiments.runner SPEC.json THREADS``; the pool
-(:func:`run_pool`) starts up to ``workers`` of them, one per GPU when given GPUs.
+(:func:`run_pool`) starts up to ``workers`` of them, one per GPU when given GPUs.  Given a deadline
+(``experiment run --deadline``), it starts only the runs expected to end before it
+(:mod:`scanmt.experiments.deadline`, from the step markers of the runs finished before) and defers the rest.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ from scanmt.api.decode import PENALTY_KEYS
 from scanmt.api.evaluate import check_drop_samples
 from scanmt.config import config_differences, with_defaults
 from scanmt.errors import ConfigError, DataError, ScanmtError
+from scanmt.experiments.deadline import Estimate, StepTimes, defer_reason, expected_seconds
 from scanmt.experiments.grid import Grid, GridError, System
 from scanmt.io import LOCK_FILE, atomic_open, os_error_line, setup_logging
 from scanmt.processes import die_with_parent, exit_status, lock_holder, sigterm_interrupts, try_lock
@@ -262,6 +265,46 @@ def run_dir(out: Path, system: str, seed: int) -> Path:
 
 def stage_marker(run: Path, stage: str) -> Path:
     return run / ".stages" / f"{stage}.done"
+
+
+def step_times(run: Path) -> StepTimes | None:
+    """How long the steps of a finished run took, from its step markers (None: not finished, or no marker
+    records seconds)."""
+    if not (run / "DONE").exists():
+        return None
+    seconds: dict[str, float] = {}
+    train: dict[str, Any] = {}
+    for marker in sorted((run / ".stages").glob("*.done")):
+        info = read_json(marker) or {}
+        if isinstance(info.get("seconds"), (int, float)):
+            seconds[marker.name.removesuffix(".done")] = float(info["seconds"])
+        if marker.name == "train.done":
+            train = info
+    if not seconds:
+        return None
+    updates = train.get("steps") if isinstance(train.get("steps"), int) else None
+    attempt = train.get("attempt_steps") if isinstance(train.get("attempt_steps"), int) else None
+    return StepTimes(seconds, updates, attempt)
+
+
+def updates_done(run: Path) -> int:
+    """The updates an unfinished training has logged (the last step of ``RUN/metrics.csv``; 0 when it has
+    not started, has no checkpoint to resume from, or logs elsewhere).  Training resumes from ``last.pt``,
+    at most ``train.checkpoint_every`` updates before it."""
+    if not (run / "last.pt").exists() or stage_marker(run, "train").exists():
+        return 0
+    try:
+        with open(run / "metrics.csv", "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - 4096))
+            lines = fh.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return 0
+    for line in reversed(lines):
+        first = line.split(",", 1)[0].strip()
+        if first.isdigit():
+            return int(first)
+    return 0
 
 
 def missing_splits(spec: RunSpec) -> list[str]:
@@ -675,11 +718,14 @@ def _train(spec: RunSpec) -> None:
         print("=== train: done before", flush=True)
         return
     request = spec.train
+    start = updates_done(run)
     if (run / "last.pt").exists():
         request = dataclasses.replace(request, resume=True)
         print("=== train: resuming from last.pt", flush=True)
     seconds, result = _step(request, "train")
-    _mark(run, "train", {**_train_summary(result), "seconds": round(seconds, 1)})
+    # attempt_steps: the updates that ``seconds`` counts (about: the log may run ahead of last.pt)
+    _mark(run, "train", {**_train_summary(result), "seconds": round(seconds, 1),
+                         "attempt_steps": max(1, result.step - start)})
 
 
 def run_one(spec: RunSpec, threads: int) -> dict[str, Any]:
@@ -839,7 +885,7 @@ def worker_main(argv: Sequence[str]) -> int:
 @dataclass
 class RunResult:
     spec: RunSpec
-    status: str  # done | skipped | failed | busy
+    status: str  # done | skipped | failed | busy | deferred (not started: --deadline)
     seconds: float = 0.0
     message: str = ""
     metrics: dict[str, Any] | None = None
@@ -896,14 +942,16 @@ def resume_note(spec: RunSpec) -> str:
 
 
 def run_pool(specs: Sequence[RunSpec], *, workers: int, gpus: Sequence[str], threads: dict[str, int],
-             say: Callable[[str], None], poll_s: float = 0.3) -> list[RunResult]:
+             say: Callable[[str], None], poll_s: float = 0.3, deadline: float | None = None) -> list[RunResult]:
     """Run the specs not yet DONE in up to ``workers`` worker processes.
 
     Runs that decode another system's model wait until that model is trained.
     ``threads`` gives each run's torch thread count (by run key).  With ``gpus``,
-    worker slot ``k`` sees only GPU ``gpus[k % len(gpus)]``.
+    worker slot ``k`` sees only GPU ``gpus[k % len(gpus)]``.  With a ``deadline`` (seconds since the
+    epoch), a run expected to end after it is not started but ``deferred``
+    (:mod:`scanmt.experiments.deadline`).
     """
-    pool = _Pool(specs, workers=workers, gpus=gpus, threads=threads, say=say)
+    pool = _Pool(specs, workers=workers, gpus=gpus, threads=threads, say=say, deadline=deadline)
     try:
         while pool.pending or pool.running:
             pool.reap()
@@ -932,8 +980,11 @@ class _Pool:
     """The state of :func:`run_pool`: runs waiting, worker slots, workers running, results."""
 
     def __init__(self, specs: Sequence[RunSpec], *, workers: int, gpus: Sequence[str], threads: dict[str, int],
-                 say: Callable[[str], None]) -> None:
+                 say: Callable[[str], None], deadline: float | None = None) -> None:
         self.specs, self.gpus, self.threads, self.say = specs, gpus, threads, say
+        self.deadline = deadline
+        #: the step times of the finished runs, by system (what a --deadline estimates from)
+        self.history: dict[str, list[StepTimes]] = {}
         self.results: dict[str, RunResult] = {}
         self.order = {s.key: k for k, s in enumerate(specs, 1)}
         self.running: dict[int, _Worker] = {}
@@ -941,6 +992,7 @@ class _Pool:
         self.pending: list[RunSpec] = []
         for spec in specs:
             if run_status(spec) == "done":
+                self.remember(spec)
                 m = read_json(spec.dir / "metrics.json")
                 self.results[spec.key] = RunResult(spec, "skipped", metrics=m, message="done before")
                 self.tell(spec, "skip ", f"done before ({describe(m)})", sep=": ")
@@ -951,18 +1003,37 @@ class _Pool:
         """``[k/N] WHAT KEY TEXT``: one line of the pool's progress."""
         self.say(f"[{self.order[spec.key]}/{len(self.specs)}] {what} {spec.key}{sep}{text}")
 
-    def ready(self, spec: RunSpec) -> bool | None:
-        """Whether ``spec`` can start now (None: never, the run that trains its model failed)."""
+    def remember(self, spec: RunSpec) -> None:
+        """Add a finished run's step times to the history a deadline estimates from."""
+        if self.deadline is not None and (times := step_times(spec.dir)) is not None:
+            self.history.setdefault(spec.system, []).append(times)
+
+    def ready(self, spec: RunSpec) -> bool | str | None:
+        """Whether ``spec`` can start now (None: never, the run that trains its model failed; "deferred": the
+        run that trains its model was deferred)."""
         if spec.model_from is None:
             return True
         if stage_marker(Path(spec.model_from), "train").exists():
             return True
         src_key = next((s.key for s in self.specs if s.run_dir == spec.model_from), None)
+        if src_key in self.results and self.results[src_key].status == "deferred":
+            return "deferred"
         if src_key in self.results and self.results[src_key].status not in ("done", "skipped"):
             return None  # its model will never come
         return False
 
-    def launch(self, slot: int, spec: RunSpec) -> None:
+    def defer(self, spec: RunSpec, reason: str) -> None:
+        self.results[spec.key] = RunResult(spec, "deferred", message=reason)
+        self.tell(spec, "defer", f"{reason}; rerun the command to continue it", sep=": ")
+
+    def estimate(self, spec: RunSpec) -> Estimate | None:
+        """The expected seconds of what ``spec`` still has to do (:func:`expected_seconds`)."""
+        steps = [stage for stage, request in spec.steps() if request is not None
+                 and not (stage_marker(spec.dir, stage).exists() and not (stage == "stress" and missing_stress(spec)))]
+        grid = [t for times in self.history.values() for t in times]
+        return expected_seconds(steps, updates_done(spec.dir), self.history.get(spec.system, []), grid)
+
+    def launch(self, slot: int, spec: RunSpec, note: str = "") -> None:
         path = write_spec(spec)
         env = {**os.environ, "SCANMT_GRID_PID": str(os.getpid())}
         n = self.threads.get(spec.key, 1)
@@ -971,7 +1042,7 @@ class _Pool:
         if self.gpus:
             env["CUDA_VISIBLE_DEVICES"] = self.gpus[slot % len(self.gpus)]
             where = f"GPU {self.gpus[slot % len(self.gpus)]}"
-        note = resume_note(spec)
+        note = resume_note(spec) + note
         log = open(spec.dir / "log.txt", "ab")  # noqa: SIM115 - closed when the process ends
         log.write(f"\n##### {time.strftime('%Y-%m-%d %H:%M:%S')} start ({where}, {n} threads)\n".encode())
         log.flush()
@@ -987,6 +1058,7 @@ class _Pool:
         self.free.sort()
         spec, dt, rc = w.spec, time.time() - w.started, w.proc.returncode
         if rc == 0:
+            self.remember(spec)
             m = read_json(spec.dir / "metrics.json")
             self.results[spec.key] = RunResult(spec, "done", dt, metrics=m)
             self.tell(spec, "done ", f"in {dt / 60:.1f} min: {describe(m)}")
@@ -1012,19 +1084,31 @@ class _Pool:
                 self.pending.remove(spec)
                 self.results[spec.key] = RunResult(spec, "failed", message=f"its model ({spec.model_from}) failed")
                 self.tell(spec, "FAILED", "the run that trains its model failed", sep=": ")
+            elif r == "deferred":
+                self.pending.remove(spec)
+                self.defer(spec, "the run that trains its model was deferred")
             elif r:
                 return spec
         return None
 
     def launch_ready(self) -> bool:
-        """Start ready runs in the free slots; whether any was started."""
+        """Start ready runs in the free slots (deferring those a deadline forbids); whether any was started."""
         launched = False
         while self.free and self.pending:
             choice = self.next_ready()
             if choice is None:
                 break
             self.pending.remove(choice)
-            self.launch(self.free.pop(0), choice)
+            note = ""
+            if self.deadline is not None:
+                estimate = self.estimate(choice)
+                reason = defer_reason(self.deadline, time.time(), estimate)
+                if reason is not None:
+                    self.defer(choice, reason)
+                    continue
+                note = (", no finished run to estimate its time from" if estimate is None
+                        else f", expected to take {estimate.seconds / 60:.0f} min")
+            self.launch(self.free.pop(0), choice, note)
             launched = True
         return launched
 

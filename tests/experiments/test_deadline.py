@@ -1,0 +1,190 @@
+"""``scanmt experiment run --deadline``: parsing the deadline, estimating a run's time from the finished ones,
+and the pool starting only the runs expected to end before it (the rest deferred)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from types import SimpleNamespace
+
+import pytest
+
+from scanmt.errors import ConfigError
+from scanmt.experiments import runner
+from scanmt.experiments.deadline import Estimate, StepTimes, defer_reason, expected_seconds, parse_deadline
+
+NOW = datetime(2026, 3, 1, 10, 30).timestamp()  # local time
+
+
+# ---------------------------------------------------------------------------------------------- parsing
+@pytest.mark.parametrize("text, seconds", [
+    ("+2h30m", 9000), ("+90m", 5400), ("+1.5h", 5400), ("+45s", 45), ("+1h0m30s", 3630), (" +2h 30m ", 9000),
+])
+def test_a_span_counts_from_now(text, seconds):
+    assert parse_deadline(text, now=NOW) == pytest.approx(NOW + seconds)
+
+
+def test_a_time_of_day_is_its_next_occurrence():
+    assert parse_deadline("13:10", now=NOW) == datetime(2026, 3, 1, 13, 10).timestamp()
+    assert parse_deadline("09:05", now=NOW) == datetime(2026, 3, 2, 9, 5).timestamp()  # past today: tomorrow
+
+
+def test_a_date_and_time():
+    assert parse_deadline("2026-03-02 08:00", now=NOW) == datetime(2026, 3, 2, 8, 0).timestamp()
+    assert parse_deadline("2026-03-02T08:00:30", now=NOW) == datetime(2026, 3, 2, 8, 0, 30).timestamp()
+
+
+@pytest.mark.parametrize("text, says", [
+    ("+0m", "a span of zero"), ("+2h2h", "a unit given twice"), ("25:00", "no such time of day"),
+    ("tomorrow", "expected +DURATION"), ("+", "expected +DURATION"), ("+2d", "expected +DURATION"),
+    ("2026-02-28 23:00", "has passed already"),
+])
+def test_bad_deadlines_are_named(text, says):
+    with pytest.raises(ConfigError) as err:
+        parse_deadline(text, now=NOW)
+    assert f"--deadline {text!r}" in str(err.value) and says in str(err.value)
+
+
+# ---------------------------------------------------------------------------------------------- estimates
+# two finished runs of the system: 2 s per update, 500 and 600 updates, translate 10 s and 20 s
+OWN = [StepTimes({"train": 1000.0, "translate": 10.0}, 500), StepTimes({"train": 1200.0, "translate": 20.0}, 600)]
+
+
+def test_a_new_run_takes_the_median_of_each_step():
+    est = expected_seconds(["train", "translate"], 0, OWN, OWN)
+    assert est == Estimate(2.0 * 550 + 15.0, "system")  # median rate x median updates + median translate
+
+
+def test_a_resumed_training_counts_only_its_remaining_updates():
+    assert expected_seconds(["train", "translate"], 300, OWN, OWN).seconds == pytest.approx(2.0 * 250 + 15.0)
+    assert expected_seconds(["train"], 900, OWN, OWN).seconds == 0.0  # past the median: nothing left to count
+
+
+def test_a_resumed_runs_rate_uses_the_updates_of_its_last_attempt():
+    # 100 s for the last 50 updates of a 600-update training: 2 s per update, not 100 / 600
+    resumed = StepTimes({"train": 100.0}, 600, attempt_updates=50)
+    assert resumed.seconds_per_update() == pytest.approx(2.0)
+    assert expected_seconds(["train"], 0, [resumed], []).seconds == pytest.approx(1200.0)
+
+
+def test_a_step_its_system_never_finished_comes_from_the_grid():
+    grid = OWN + [StepTimes({"train": 300.0, "stress": 40.0}, 100)]
+    est = expected_seconds(["translate", "stress"], 0, OWN, grid)
+    assert est == Estimate(15.0 + 40.0, "grid")  # the grid's medians: translate (10, 20), stress (40)
+    assert expected_seconds(["tune"], 0, OWN, grid) is None  # nobody tuned: no estimate
+    assert expected_seconds(["translate"], 0, [], []) is None
+
+
+def test_defer_reason():
+    deadline = NOW + 3600
+    assert defer_reason(deadline, NOW, Estimate(3000.0, "system")) is None
+    assert defer_reason(deadline, NOW, None) is None  # no estimate: it starts
+    late = defer_reason(deadline, NOW, Estimate(4200.0, "grid"))
+    assert late is not None and "expected to take 70 min (from the grid's finished runs), 60 min left" in late
+    passed = defer_reason(deadline, deadline + 1, None)
+    assert passed is not None and "has passed" in passed
+
+
+# ---------------------------------------------------------------------------------------------- the pool
+def _spec(tmp_path, system: str, seed: int, model_from=None):
+    run = tmp_path / "runs" / system / f"seed{seed}"
+    (run / ".stages").mkdir(parents=True)
+    steps = [("train", None if model_from else object()), ("translate", object()), ("evaluate", object())]
+    return SimpleNamespace(dir=run, run_dir=str(run), key=f"{system}/seed{seed}", system=system, extra_splits=(),
+                           model_from=model_from, train=None if model_from else object(), steps=lambda: steps)
+
+
+def _finish(spec, train_s: float, updates: int, translate_s: float, evaluate_s: float) -> None:
+    marks = {"train": {"seconds": train_s, "steps": updates}, "translate": {"seconds": translate_s},
+             "evaluate": {"seconds": evaluate_s}}
+    for stage, info in marks.items():
+        (spec.dir / ".stages" / f"{stage}.done").write_text(json.dumps(info), encoding="utf-8")
+    (spec.dir / "metrics.json").write_text(json.dumps({"bleu": 30.0, "meteor": 50.0, "rep": 1.0, "drop": 2.0}))
+    (spec.dir / "DONE").write_text("2026-03-01 10:00:00\n", encoding="utf-8")
+
+
+def _pool(specs, deadline, workers=2):
+    said: list[str] = []
+    pool = runner._Pool(specs, workers=workers, gpus=(), threads={}, say=said.append, deadline=deadline)
+    launched: list[tuple[str, str]] = []
+    pool.launch = lambda slot, spec, note="": launched.append((spec.key, note))  # no worker processes
+    return pool, launched, said
+
+
+def test_the_pool_starts_what_fits_and_defers_the_rest(tmp_path, monkeypatch):
+    done = _spec(tmp_path, "softmax", 1)
+    _finish(done, train_s=3000.0, updates=1000, translate_s=100.0, evaluate_s=200.0)  # 3300 s = 55 min
+    fresh = _spec(tmp_path, "softmax", 2)
+    resumed = _spec(tmp_path, "softmax", 3)
+    (resumed.dir / "last.pt").write_bytes(b"")
+    (resumed.dir / "metrics.csv").write_text("step,name,value\n50,train/loss,3.0\n900,train/loss,2.0\n")
+    monkeypatch.setattr(runner.time, "time", lambda: NOW)
+    pool, launched, said = _pool([done, fresh, resumed], deadline=NOW + 20 * 60)
+    assert pool.results[done.key].status == "skipped" and len(pool.history["softmax"]) == 1
+    pool.launch_ready()
+    # the new run needs 55 min: deferred; the resumed one 100 updates x 3 s + 300 s = 10 min: started
+    assert launched == [(resumed.key, ", expected to take 10 min")]
+    assert pool.results[fresh.key].status == "deferred" and not pool.pending
+    assert any("defer softmax/seed2: expected to take 55 min (from its system's finished runs), 20 min left"
+               in line and "rerun the command to continue it" in line for line in said)
+
+
+def test_without_history_a_run_starts_and_after_the_deadline_none_does(tmp_path, monkeypatch):
+    first, second = _spec(tmp_path, "softmax", 1), _spec(tmp_path, "csparsemax", 1)
+    monkeypatch.setattr(runner.time, "time", lambda: NOW)
+    pool, launched, _ = _pool([first], deadline=NOW + 60)
+    pool.launch_ready()
+    assert launched == [(first.key, ", no finished run to estimate its time from")]
+    pool, launched, said = _pool([second], deadline=NOW - 1)
+    pool.launch_ready()
+    assert not launched and pool.results[second.key].status == "deferred" and "has passed" in said[-1]
+
+
+def test_a_run_decoding_a_deferred_model_is_deferred_too(tmp_path, monkeypatch):
+    done = _spec(tmp_path, "softmax", 1)
+    _finish(done, train_s=3000.0, updates=1000, translate_s=100.0, evaluate_s=200.0)
+    trains = _spec(tmp_path, "softmax", 2)
+    decodes = _spec(tmp_path, "softmax-beam1", 2, model_from=trains.run_dir)
+    monkeypatch.setattr(runner.time, "time", lambda: NOW)
+    pool, launched, said = _pool([done, decodes, trains], deadline=NOW + 600)
+    pool.launch_ready()
+    assert not launched and not pool.pending
+    assert pool.results[decodes.key].status == "deferred"  # not "failed": its model may still come
+    assert "the run that trains its model was deferred" in pool.results[decodes.key].message
+
+
+def test_without_a_deadline_nothing_is_estimated(tmp_path):
+    done = _spec(tmp_path, "softmax", 1)
+    _finish(done, train_s=3000.0, updates=1000, translate_s=100.0, evaluate_s=200.0)
+    fresh = _spec(tmp_path, "softmax", 2)
+    pool, launched, _ = _pool([done, fresh], deadline=None)
+    pool.launch_ready()
+    assert launched == [(fresh.key, "")] and pool.history == {}
+
+
+def test_step_times_reads_the_markers_and_updates_done_the_log(tmp_path):
+    spec = _spec(tmp_path, "softmax", 1)
+    assert runner.step_times(spec.dir) is None  # not finished
+    _finish(spec, train_s=3000.0, updates=1000, translate_s=100.0, evaluate_s=200.0)
+    marker = spec.dir / ".stages" / "train.done"
+    marker.write_text(json.dumps({"seconds": 600.0, "steps": 1000, "attempt_steps": 200}))
+    times = runner.step_times(spec.dir)
+    assert times == StepTimes({"train": 600.0, "translate": 100.0, "evaluate": 200.0}, 1000, 200)
+    other = _spec(tmp_path, "softmax", 2)
+    assert runner.updates_done(other.dir) == 0  # no checkpoint
+    (other.dir / "last.pt").write_bytes(b"")
+    (other.dir / "metrics.csv").write_text("step,name,value\n400,train/loss,2.0\n450,valid/ppl,9.1\n")
+    assert runner.updates_done(other.dir) == 450
+
+
+# ---------------------------------------------------------------------------------------------- the command
+def test_the_command_names_a_bad_deadline_before_any_work(tmp_path, capsys):
+    from scanmt.cli.main import main
+    from tests.conftest import REPO
+
+    out = tmp_path / "exp"
+    argv = ["experiment", "run", str(REPO / "experiments" / "tiny.yaml"), "--out", str(out), "--dry-run"]
+    assert main([*argv, "--deadline", "tomorrow"]) == 2
+    assert "--deadline 'tomorrow': expected +DURATION" in capsys.readouterr().err and not out.exists()
+    assert main([*argv, "--deadline", "+2h"]) == 0
+    assert "  deadline " in capsys.readouterr().out  # the header says when
