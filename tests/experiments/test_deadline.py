@@ -188,3 +188,39 @@ def test_the_command_names_a_bad_deadline_before_any_work(tmp_path, capsys):
     assert "--deadline 'tomorrow': expected +DURATION" in capsys.readouterr().err and not out.exists()
     assert main([*argv, "--deadline", "+2h"]) == 0
     assert "  deadline " in capsys.readouterr().out  # the header says when
+
+
+@pytest.mark.parametrize("wall, cpu, threads, expected", [
+    (600.0, 300.0, 1, 300.0),     # waited behind other jobs half the time: counts the half it ran
+    (600.0, 1100.0, 2, 550.0),    # two threads, nearly all busy
+    (600.0, 700.0, 1, 600.0),     # more CPU than wall time (eflomal's children in parallel): the wall time
+    (600.0, None, None, 600.0),   # a marker from before CPU time was recorded
+])
+def test_a_steps_time_is_its_cpu_time_over_its_threads_when_less_than_its_wall_time(tmp_path, wall, cpu, threads,
+                                                                                     expected):
+    spec = _spec(tmp_path, "softmax", 1)
+    _finish(spec, train_s=3000.0, updates=1000, translate_s=100.0, evaluate_s=200.0)
+    info = {"seconds": wall} | ({"cpu_seconds": cpu, "threads": threads} if cpu is not None else {})
+    (spec.dir / ".stages" / "translate.done").write_text(json.dumps(info), encoding="utf-8")
+    assert runner.step_times(spec.dir).seconds["translate"] == pytest.approx(expected)
+
+
+def test_a_step_records_its_wall_and_cpu_time(monkeypatch):
+    class Request:
+        def command_line(self):
+            return "scanmt busy"
+
+    class Result:
+        def summary(self, request):
+            return "busy done"
+
+    def busy(request):
+        t0 = runner.time.process_time()
+        while runner.time.process_time() - t0 < 0.2:
+            pass
+        return Result()
+
+    monkeypatch.setitem(runner.STEP_FUNCTIONS, Request, busy)
+    timing, result = runner._step(Request(), "busy")
+    assert isinstance(result, Result) and timing["threads"] >= 1
+    assert timing["cpu_seconds"] >= 0.2 - 0.05 and timing["seconds"] >= 0.2 - 0.05

@@ -269,7 +269,13 @@ def stage_marker(run: Path, stage: str) -> Path:
 
 def step_times(run: Path) -> StepTimes | None:
     """How long the steps of a finished run took, from its step markers (None: not finished, or no marker
-    records seconds)."""
+    records seconds).
+
+    A step's time is its wall-clock seconds, or, when less, its CPU seconds over its threads: the time it
+    takes with its cores to itself.  A run that waited for the CPU behind other jobs (a shared machine, a
+    low priority) would otherwise make every later estimate too long; one that had the CPU gives its wall
+    time.  Markers written before the CPU time was recorded give their wall time.
+    """
     if not (run / "DONE").exists():
         return None
     seconds: dict[str, float] = {}
@@ -277,7 +283,11 @@ def step_times(run: Path) -> StepTimes | None:
     for marker in sorted((run / ".stages").glob("*.done")):
         info = read_json(marker) or {}
         if isinstance(info.get("seconds"), (int, float)):
-            seconds[marker.name.removesuffix(".done")] = float(info["seconds"])
+            wall = float(info["seconds"])
+            cpu, threads = info.get("cpu_seconds"), info.get("threads")
+            if isinstance(cpu, (int, float)) and isinstance(threads, int) and threads > 0:
+                wall = min(wall, float(cpu) / threads)
+            seconds[marker.name.removesuffix(".done")] = wall
         if marker.name == "train.done":
             train = info
     if not seconds:
@@ -655,21 +665,32 @@ def write_spec(spec: RunSpec) -> Path:
 # --------------------------------------------------------------------------- one run (worker process)
 
 
-def _step(request: CommandRequest, what: str) -> tuple[float, Any]:
-    """Run one step's request through its API function; ``(seconds, result)``.
+def _cpu_seconds() -> float:
+    """CPU time of this process (all its threads) and of its waited-for children (eflomal), in seconds."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def _step(request: CommandRequest, what: str) -> tuple[dict[str, float], Any]:
+    """Run one step's request through its API function; ``(timing, result)``, the timing for the step's
+    marker: ``seconds`` (wall clock), ``cpu_seconds`` (:func:`_cpu_seconds`) and torch's ``threads``.
 
     The log gets the step's command line, then what ``scanmt`` prints at the end of that
     command (the result's ``summary``: training summary, translate line, evaluate table, ...).
     """
+    import torch
+
     print(f"\n=== {what}: {request.command_line()}", flush=True)
-    t0 = time.time()
+    t0, c0 = time.time(), _cpu_seconds()
     try:
         result = STEP_FUNCTIONS[type(request)](request)
     except (ScanmtError, OSError) as exc:
         where = f": {exc.filename}" if isinstance(exc, OSError) and exc.filename else ""
         raise DataError(f"{what} failed ({exc}{where}): {request.command_line()}") from None
     print(result.summary(request), flush=True)
-    return time.time() - t0, result
+    timing = {"seconds": round(time.time() - t0, 1), "cpu_seconds": round(_cpu_seconds() - c0, 1),
+              "threads": torch.get_num_threads()}
+    return timing, result
 
 
 def _mark(run: Path, stage: str, info: dict[str, Any]) -> None:
@@ -722,10 +743,9 @@ def _train(spec: RunSpec) -> None:
     if (run / "last.pt").exists():
         request = dataclasses.replace(request, resume=True)
         print("=== train: resuming from last.pt", flush=True)
-    seconds, result = _step(request, "train")
+    timing, result = _step(request, "train")
     # attempt_steps: the updates that ``seconds`` counts (about: the log may run ahead of last.pt)
-    _mark(run, "train", {**_train_summary(result), "seconds": round(seconds, 1),
-                         "attempt_steps": max(1, result.step - start)})
+    _mark(run, "train", {**_train_summary(result), **timing, "attempt_steps": max(1, result.step - start)})
 
 
 def run_one(spec: RunSpec, threads: int) -> dict[str, Any]:
@@ -746,8 +766,8 @@ def run_one(spec: RunSpec, threads: int) -> dict[str, Any]:
         if stage_marker(run, stage).exists() and not (stage == "stress" and missing_stress(spec)):
             print(f"=== {stage}: done before", flush=True)
             continue
-        seconds, _ = _step(request, stage)
-        _mark(run, stage, {"seconds": round(seconds, 1), **({"k": list(request.k)} if stage == "stress" else {})})
+        timing, _ = _step(request, stage)
+        _mark(run, stage, {**timing, **({"k": list(request.k)} if stage == "stress" else {})})
     metrics = collect_metrics(spec)
     write_json(run / "metrics.json", metrics)
     with atomic_open(run / "DONE") as fh:
