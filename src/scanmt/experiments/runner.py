@@ -271,10 +271,12 @@ def step_times(run: Path) -> StepTimes | None:
     """How long the steps of a finished run took, from its step markers (None: not finished, or no marker
     records seconds).
 
-    A step's time is its wall-clock seconds, or, when less, its CPU seconds over its threads: the time it
-    takes with its cores to itself.  A run that waited for the CPU behind other jobs (a shared machine, a
-    low priority) would otherwise make every later estimate too long; one that had the CPU gives its wall
-    time.  Markers written before the CPU time was recorded give their wall time.
+    A step's time is its wall-clock seconds, or, for a step that ran on one CPU thread, its CPU seconds
+    when less: the time it takes with its core to itself.  A run that waited for the CPU behind other jobs
+    (a shared machine, a low priority) would otherwise make every later estimate too long; one that had the
+    CPU gives its wall time.  With several threads the CPU time says less (threads also idle for want of
+    work), and a GPU step records none, so those give their wall time, as do markers written before the
+    CPU time was recorded.
     """
     if not (run / "DONE").exists():
         return None
@@ -285,8 +287,8 @@ def step_times(run: Path) -> StepTimes | None:
         if isinstance(info.get("seconds"), (int, float)):
             wall = float(info["seconds"])
             cpu, threads = info.get("cpu_seconds"), info.get("threads")
-            if isinstance(cpu, (int, float)) and isinstance(threads, int) and threads > 0:
-                wall = min(wall, float(cpu) / threads)
+            if isinstance(cpu, (int, float)) and threads == 1:
+                wall = min(wall, float(cpu))
             seconds[marker.name.removesuffix(".done")] = wall
         if marker.name == "train.done":
             train = info
@@ -673,7 +675,8 @@ def _cpu_seconds() -> float:
 
 def _step(request: CommandRequest, what: str) -> tuple[dict[str, float], Any]:
     """Run one step's request through its API function; ``(timing, result)``, the timing for the step's
-    marker: ``seconds`` (wall clock), ``cpu_seconds`` (:func:`_cpu_seconds`) and torch's ``threads``.
+    marker: ``seconds`` (wall clock), and on a machine without a GPU ``cpu_seconds`` (:func:`_cpu_seconds`)
+    and torch's ``threads`` (:func:`step_times`).
 
     The log gets the step's command line, then what ``scanmt`` prints at the end of that
     command (the result's ``summary``: training summary, translate line, evaluate table, ...).
@@ -688,8 +691,9 @@ def _step(request: CommandRequest, what: str) -> tuple[dict[str, float], Any]:
         where = f": {exc.filename}" if isinstance(exc, OSError) and exc.filename else ""
         raise DataError(f"{what} failed ({exc}{where}): {request.command_line()}") from None
     print(result.summary(request), flush=True)
-    timing = {"seconds": round(time.time() - t0, 1), "cpu_seconds": round(_cpu_seconds() - c0, 1),
-              "threads": torch.get_num_threads()}
+    timing: dict[str, float] = {"seconds": round(time.time() - t0, 1)}
+    if not torch.cuda.is_available():
+        timing |= {"cpu_seconds": round(_cpu_seconds() - c0, 1), "threads": torch.get_num_threads()}
     return timing, result
 
 
