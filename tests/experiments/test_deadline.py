@@ -121,7 +121,7 @@ def test_the_pool_starts_what_fits_and_defers_the_rest(tmp_path, monkeypatch):
     (resumed.dir / "metrics.csv").write_text("step,name,value\n50,train/loss,3.0\n900,train/loss,2.0\n")
     monkeypatch.setattr(runner.time, "time", lambda: NOW)
     pool, launched, said = _pool([done, fresh, resumed], deadline=NOW + 20 * 60)
-    assert pool.results[done.key].status == "skipped" and len(pool.history["softmax"]) == 1
+    assert pool.results[done.key].status == "skipped" and len(pool.history.by_system["softmax"]) == 1
     pool.launch_ready()
     # the new run needs 55 min: deferred; the resumed one 100 updates x 3 s + 300 s = 10 min: started
     assert launched == [(resumed.key, ", expected to take 10 min")]
@@ -160,7 +160,18 @@ def test_without_a_deadline_nothing_is_estimated(tmp_path):
     fresh = _spec(tmp_path, "softmax", 2)
     pool, launched, _ = _pool([done, fresh], deadline=None)
     pool.launch_ready()
-    assert launched == [(fresh.key, "")] and pool.history == {}
+    assert launched == [(fresh.key, "")] and pool.history.by_system == {}
+
+
+def test_run_times_estimate_what_a_run_still_has_to_do(tmp_path):
+    done = _spec(tmp_path, "softmax", 1)
+    _finish(done, train_s=3000.0, updates=1000, translate_s=100.0, evaluate_s=200.0)
+    trained = _spec(tmp_path, "softmax", 2)  # its training finished before a kill: translate and evaluate left
+    (trained.dir / ".stages" / "train.done").write_text(json.dumps({"seconds": 2900.0, "steps": 1000}))
+    times = runner.RunTimes([done, trained])
+    assert list(times.by_system) == ["softmax"] and len(times.by_system["softmax"]) == 1  # the finished run only
+    assert times.estimate(trained) == Estimate(300.0, "system")
+    assert times.estimate(_spec(tmp_path, "csparsemax", 1)) == Estimate(3300.0, "grid")
 
 
 def test_step_times_reads_the_markers_and_updates_done_the_log(tmp_path):

@@ -336,15 +336,19 @@ def _forget_decodings(specs, say) -> None:
 
 
 def _print_plan(specs, say, redecode: bool = False) -> None:
-    """The dry run's plan: each run's status, then the steps of the first run (and of a tuned one)."""
+    """The dry run's plan: each run's status (and expected time, from the finished runs' step times), then the
+    steps of the first run (and of a tuned one)."""
     from scanmt.experiments import runner
 
     say("\nplan (dry run: nothing is done)")
+    times = runner.RunTimes(specs)
     for spec in specs:
         status = "redecode" if redecode and runner.decoded(spec) else runner.run_status(spec)
+        estimate = times.estimate(spec) if status in ("new", "resume") else None
         say(f"  {spec.key:<32} {status:<8} "
             + (f"model of {Path(spec.model_from).parent.name}" if spec.model_from else "trains")
-            + (", tunes penalties" if spec.tune_penalties else ""))
+            + (", tunes penalties" if spec.tune_penalties else "")
+            + (f", expected {estimate.seconds / 60:.0f} min" if estimate is not None else ""))
     shown = [specs[0]] + [s for s in specs if s.tune][:1]
     for spec in shown if specs else []:
         say(f"\nsteps of {spec.key}:")

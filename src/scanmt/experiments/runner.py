@@ -965,6 +965,28 @@ def resume_note(spec: RunSpec) -> str:
     return ", resuming after its finished steps"
 
 
+class RunTimes:
+    """The step times of a grid's finished runs, by system, and what they make of a run's remaining time."""
+
+    def __init__(self, specs: Sequence[RunSpec] = ()) -> None:
+        self.by_system: dict[str, list[StepTimes]] = {}
+        for spec in specs:
+            if run_status(spec) == "done":
+                self.add(spec)
+
+    def add(self, spec: RunSpec) -> None:
+        """Add a finished run (one without step times adds nothing)."""
+        if (times := step_times(spec.dir)) is not None:
+            self.by_system.setdefault(spec.system, []).append(times)
+
+    def estimate(self, spec: RunSpec) -> Estimate | None:
+        """The expected seconds of what ``spec`` still has to do (:func:`expected_seconds`)."""
+        steps = [stage for stage, request in spec.steps() if request is not None
+                 and not (stage_marker(spec.dir, stage).exists() and not (stage == "stress" and missing_stress(spec)))]
+        grid = [t for times in self.by_system.values() for t in times]
+        return expected_seconds(steps, updates_done(spec.dir), self.by_system.get(spec.system, []), grid)
+
+
 def run_pool(specs: Sequence[RunSpec], *, workers: int, gpus: Sequence[str], threads: dict[str, int],
              say: Callable[[str], None], poll_s: float = 0.3, deadline: float | None = None) -> list[RunResult]:
     """Run the specs not yet DONE in up to ``workers`` worker processes.
@@ -1007,8 +1029,8 @@ class _Pool:
                  say: Callable[[str], None], deadline: float | None = None) -> None:
         self.specs, self.gpus, self.threads, self.say = specs, gpus, threads, say
         self.deadline = deadline
-        #: the step times of the finished runs, by system (what a --deadline estimates from)
-        self.history: dict[str, list[StepTimes]] = {}
+        #: the step times of the finished runs (what a --deadline estimates from)
+        self.history = RunTimes()
         self.results: dict[str, RunResult] = {}
         self.order = {s.key: k for k, s in enumerate(specs, 1)}
         self.running: dict[int, _Worker] = {}
@@ -1029,8 +1051,8 @@ class _Pool:
 
     def remember(self, spec: RunSpec) -> None:
         """Add a finished run's step times to the history a deadline estimates from."""
-        if self.deadline is not None and (times := step_times(spec.dir)) is not None:
-            self.history.setdefault(spec.system, []).append(times)
+        if self.deadline is not None:
+            self.history.add(spec)
 
     def ready(self, spec: RunSpec) -> bool | str | None:
         """Whether ``spec`` can start now (None: never, the run that trains its model failed; "deferred": the
@@ -1049,13 +1071,6 @@ class _Pool:
     def defer(self, spec: RunSpec, reason: str) -> None:
         self.results[spec.key] = RunResult(spec, "deferred", message=reason)
         self.tell(spec, "defer", f"{reason}; rerun the command to continue it", sep=": ")
-
-    def estimate(self, spec: RunSpec) -> Estimate | None:
-        """The expected seconds of what ``spec`` still has to do (:func:`expected_seconds`)."""
-        steps = [stage for stage, request in spec.steps() if request is not None
-                 and not (stage_marker(spec.dir, stage).exists() and not (stage == "stress" and missing_stress(spec)))]
-        grid = [t for times in self.history.values() for t in times]
-        return expected_seconds(steps, updates_done(spec.dir), self.history.get(spec.system, []), grid)
 
     def launch(self, slot: int, spec: RunSpec, note: str = "") -> None:
         path = write_spec(spec)
@@ -1125,7 +1140,7 @@ class _Pool:
             self.pending.remove(choice)
             note = ""
             if self.deadline is not None:
-                estimate = self.estimate(choice)
+                estimate = self.history.estimate(choice)
                 reason = defer_reason(self.deadline, time.time(), estimate)
                 if reason is not None:
                     self.defer(choice, reason)
