@@ -238,8 +238,10 @@ def check_data(recorded: dict[str, object], where: str) -> None:
 def _deterministic_tar(dest: Path, members: list[tuple[str, Path, os.stat_result]]) -> None:
     """Write ``dest`` (gzip, atomically) holding ``members``: (name, file or symbolic link, its lstat).
 
-    No time in the gzip header, members sorted, owners dropped, file times in whole seconds: the same files
-    (content and times) give the same bytes, so packing a restored, unchanged run again changes nothing in git."""
+    No time in the gzip header, members sorted, owners dropped, file times in whole seconds, symbolic links
+    with time 0 (extracting one cannot set its own time, so a restored link has the time of its restore): the
+    same files (content and times) give the same bytes, so packing a restored, unchanged run again changes
+    nothing in git."""
     with atomic_open(dest, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz, \
             tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for name, item, st in sorted(members, key=lambda m: m[0]):
@@ -250,6 +252,7 @@ def _deterministic_tar(dest: Path, members: list[tuple[str, Path, os.stat_result
                 info.type = tarfile.SYMTYPE
                 info.linkname = os.readlink(item)
                 info.mode = 0o777
+                info.mtime = 0
                 tar.addfile(info)
             else:
                 info.size = item.stat().st_size
