@@ -336,6 +336,11 @@ def missing_stress(spec: RunSpec) -> bool:
     return done is None or done.get("k") != list(stress.k)
 
 
+def step_done(spec: RunSpec, stage: str) -> bool:
+    """Whether the run has finished ``stage`` as it is asked for now (a stress test with other K values is not)."""
+    return stage_marker(spec.dir, stage).exists() and not (stage == "stress" and missing_stress(spec))
+
+
 def metrics_unreadable(spec: RunSpec) -> bool:
     """Whether a finished run's ``metrics.json`` is missing or does not parse as a JSON object."""
     return (spec.dir / "DONE").exists() and read_json(spec.dir / "metrics.json") is None
@@ -767,7 +772,7 @@ def run_one(spec: RunSpec, threads: int) -> dict[str, Any]:
     for stage, request in steps[1:]:
         if request is None:
             continue
-        if stage_marker(run, stage).exists() and not (stage == "stress" and missing_stress(spec)):
+        if step_done(spec, stage):
             print(f"=== {stage}: done before", flush=True)
             continue
         timing, _ = _step(request, stage)
@@ -981,8 +986,7 @@ class RunTimes:
 
     def estimate(self, spec: RunSpec) -> Estimate | None:
         """The expected seconds of what ``spec`` still has to do (:func:`expected_seconds`)."""
-        steps = [stage for stage, request in spec.steps() if request is not None
-                 and not (stage_marker(spec.dir, stage).exists() and not (stage == "stress" and missing_stress(spec)))]
+        steps = [stage for stage, request in spec.steps() if request is not None and not step_done(spec, stage)]
         grid = [t for times in self.by_system.values() for t in times]
         return expected_seconds(steps, updates_done(spec.dir), self.by_system.get(spec.system, []), grid)
 
