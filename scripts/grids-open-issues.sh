@@ -19,6 +19,10 @@
 # thread cannot finish within a session (on one Intel Xeon bf16 ran at half the fp32 rate, so a Transformer
 # run took about 3 hours at one thread), GRID_WORKERS=1 GRID_THREADS=2 finishes one run in about 1.7 hours
 # (train.threads does not make a finished run stale).
+# GRID_PRECISION (default auto) sets train.precision of every run that trains from here on: auto takes bf16 where
+# this CPU's bf16 matrix products measure at least 1.25x faster than fp32's (scanmt.training.precision), else
+# fp32 (bf16 measured 0.19x fp32's speed on an Intel Xeon without AVX512-BF16); a finished run stays as it was
+# (train.precision does not make it stale) and the report names each attempt's precision.
 # GRID_DEADLINE (for example +2h50m or 13:10) passes --deadline to every grid command: a run expected to end
 # after it (estimated from the finished runs of the same grid folder) is not started, so that a session's last
 # hour goes to the runs that can finish in it (a later grid's shorter runs, rather than a Transformer that cannot).
@@ -58,11 +62,17 @@ except Exception as e: sys.exit(f"GRID_DEADLINE: {e}")' "$GRID_DEADLINE")
   DEADLINE=(--deadline "$(date -d "@$at" '+%Y-%m-%d %H:%M:%S')")
   echo "deadline: ${DEADLINE[1]}"
 fi
-LSTM=(--data "$DATA" --preset cpu-small --seeds 3 --workers "$WORKERS" --set "train.threads=$THREADS" train.precision=bf16
-      "${DEADLINE[@]}")
+PRECISION=${GRID_PRECISION:-auto}
+if [[ $PRECISION == auto ]]; then
+  PRECISION=$("$PYTHON" -c 'import sys; from scanmt.training.precision import cpu_prefers_bf16 as p
+print("bf16" if p(int(sys.argv[1])) else "fp32")' "$THREADS")
+fi
+echo "precision: $PRECISION"
+LSTM=(--data "$DATA" --preset cpu-small --seeds 3 --workers "$WORKERS"
+      --set "train.threads=$THREADS" "train.precision=$PRECISION" "${DEADLINE[@]}")
 
 run experiments/transformer.yaml --data "$DATA" --preset transformer-small --seeds 3 --workers "$WORKERS" \
-    --set "train.threads=$THREADS" --extra-splits test2017 valid --stress-k 1 2 3 4 --out "$ROOT/transformer-lr14" \
+    --set "train.threads=$THREADS" "train.precision=$PRECISION" --extra-splits test2017 valid --stress-k 1 2 3 4 --out "$ROOT/transformer-lr14" \
     "${DEADLINE[@]}"
 run experiments/table1.yaml "${LSTM[@]}" --systems softmax sparsemax csoftmax csparsemax --stress-k 1 2 3 4 \
     --out "$ROOT/table1"

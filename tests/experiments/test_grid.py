@@ -185,6 +185,24 @@ def test_run_made_with_another_config_is_not_mixed_in(tmp_path, capsys):
     assert "use another --out, or delete them" in err
 
 
+def test_speed_settings_do_not_make_a_run_stale(tmp_path):
+    """train.threads and train.precision are the machine's speed settings (bf16 runs at 0.2x fp32's speed on some
+    CPUs): a grid continued elsewhere with other values keeps its finished runs; any other key is a change."""
+    from types import SimpleNamespace
+
+    from scanmt.config import Config
+
+    cfg = Config.load(REPO / "configs" / "transformer-small.yaml").to_dict()
+    spec = SimpleNamespace(dir=tmp_path, config=cfg, model_from=None, tune_penalties=False)
+    old = json.loads(json.dumps(cfg))
+    old["train"].update(precision="fp32" if cfg["train"]["precision"] == "bf16" else "bf16", threads=7)
+    (tmp_path / "spec.json").write_text(json.dumps({"config": old, "model_from": None}), encoding="utf-8")
+    assert runner._stale(spec) is None
+    old["train"]["lr"] = cfg["train"]["lr"] * 2
+    (tmp_path / "spec.json").write_text(json.dumps({"config": old, "model_from": None}), encoding="utf-8")
+    assert f"made with train.lr={old['train']['lr']!r}" in runner._stale(spec)
+
+
 def test_config_key_added_later_is_not_a_change():
     """A key added to Config after a run was made (here train.precision), at a default that keeps the old
     behaviour, does not stop the grid from reusing or resuming that run; the key at another value does."""

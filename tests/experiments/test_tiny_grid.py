@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 import yaml
 
 from scanmt.cli.main import main
@@ -188,8 +189,9 @@ def test_tiny_grid_end_to_end(small_data_dir_2017, tmp_path, capsys):
         assert w > 100 and h > 50 and p.stat().st_size <= 150_000
         assert f"(experiments-tiny/{p.name})" in md
     assert "None: every requested run finished." in md
-    assert "Machines the runs ran on (processor, CPUs, torch, training threads): " in md
-    assert f"`{machine(1)}`: softmax/seed1, csparsemax/seed1." in md and machine(1).endswith(", 1 thread(s)")
+    assert "Machines the runs ran on (processor, CPUs, torch, training threads and precision, where recorded): " in md
+    assert f"`{machine(1, 'fp32')}`: softmax/seed1, csparsemax/seed1." in md
+    assert machine(1, "fp32").endswith(", 1 thread(s), fp32") and machine().endswith(f"torch {torch.__version__}")
     assert "## Results on `test_2016_flickr`" in md and "## Results on `test_2017_flickr`" in md
     t17 = md.split("## Results on `test_2017_flickr`")[1].split("\n## ")[0]
     assert "`test2017` (`test_2017_flickr`, 100 sentences)" in t17

@@ -506,7 +506,7 @@ def _machines(systems: list[SystemResults]) -> list[str]:
                 by_machine.setdefault(m, []).append(f"{s.name}/seed{r['seed']}")
     if not by_machine:
         return []
-    return ["", "Machines the runs ran on (processor, CPUs, torch, training threads): "
+    return ["", "Machines the runs ran on (processor, CPUs, torch, training threads and precision, where recorded): "
             + "; ".join(f"`{m}`: {', '.join(runs)}" for m, runs in sorted(by_machine.items())) + "."]
 
 

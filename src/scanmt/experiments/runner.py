@@ -67,8 +67,10 @@ from scanmt.experiments.grid import Grid, GridError, System
 from scanmt.io import LOCK_FILE, atomic_open, os_error_line, setup_logging
 from scanmt.processes import die_with_parent, exit_status, lock_holder, sigterm_interrupts, try_lock
 
-#: config keys whose change does not make a finished run stale
-IGNORED_KEYS = ("train.threads", "decode.batch_size")
+#: config keys whose change does not make a finished run stale: speed settings of the machine at hand (a bf16
+#: forward runs at 0.2-1.9x fp32's speed, depending on the processor: docs/results.md 1b). Threads and precision
+#: change the arithmetic, as another machine does, so each attempt records them (:func:`machine`)
+IGNORED_KEYS = ("train.threads", "train.precision", "decode.batch_size")
 #: decode keys the translate request sets when they differ from the checkpoint's config (beam: always)
 DECODE_KEYS = (*PENALTY_KEYS, "batch_size")
 #: the API function that runs each kind of step request
@@ -640,11 +642,12 @@ def plan_runs(grid: Grid, systems: Sequence[System], seeds: Sequence[int], ctx: 
     return specs
 
 
-def machine(threads: int = 0) -> str:
-    """The processor, CPU count and torch build an attempt ran on, and its training threads (``train.threads``;
-    0: torch's default, not named), for the report: a grid archived and continued elsewhere
-    (:mod:`scanmt.experiments.archive`) has runs of several machines, whose kernels may differ, and a thread
-    count does not make a finished run stale, yet trains the same seed to another model."""
+def machine(threads: int = 0, precision: str | None = None) -> str:
+    """The processor, CPU count and torch build an attempt ran on, its training threads (``train.threads``;
+    0: torch's default, not named) and precision (``train.precision``; None: not named), for the report: a grid
+    archived and continued elsewhere (:mod:`scanmt.experiments.archive`) has runs of several machines, whose
+    kernels may differ, and neither a thread count nor a precision makes a finished run stale, yet each trains
+    the same seed to another model."""
     import platform
 
     import torch
@@ -655,7 +658,8 @@ def machine(threads: int = 0) -> str:
             if line.startswith("model name"):
                 cpu = line.split(":", 1)[1].strip()
                 break
-    return f"{cpu}, {os.cpu_count()} CPUs, torch {torch.__version__}" + (f", {threads} thread(s)" if threads else "")
+    return (f"{cpu}, {os.cpu_count()} CPUs, torch {torch.__version__}" + (f", {threads} thread(s)" if threads else "")
+            + (f", {precision}" if precision else ""))
 
 
 def write_spec(spec: RunSpec) -> Path:
@@ -664,7 +668,8 @@ def write_spec(spec: RunSpec) -> Path:
     old = read_json(path) or {}
     history = [h for h in old.get("history") or [] if isinstance(h, dict)]
     spec.history = history + [{"started": time.strftime("%Y-%m-%d %H:%M:%S"), "commit": spec.commit,
-                               "machine": machine(spec.config["train"].get("threads") or 0)}]
+                               "machine": machine(spec.config["train"].get("threads") or 0,
+                                                  spec.config["train"].get("precision"))}]
     write_json(path, spec.to_dict())
     return path
 
