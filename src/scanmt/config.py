@@ -801,7 +801,9 @@ ARCHITECTURE_KEYS: tuple[str, ...] = (
 
 #: keys that may change when a run is resumed (``train --resume``): how long and how it runs, logs and
 #: saves, and the decoding defaults stored for ``translate`` (validation decodes greedily); every
-#: other key would make the continued run differ from what its checkpoint and config.yaml say
+#: other key would make the continued run differ from what its checkpoint and config.yaml say.
+#: ``train.precision`` only sets the forward's autocast (weights, gradients and optimizer state stay
+#: float32), so a run killed on one machine continues on another in the precision that is fast there
 RESUME_CHANGEABLE: tuple[str, ...] = (
     "train.epochs",
     "train.max_steps",
@@ -813,6 +815,7 @@ RESUME_CHANGEABLE: tuple[str, ...] = (
     "train.log_every",
     "train.logger",
     "train.threads",
+    "train.precision",
     "decode.",
 )
 #: may change on resume when the new folder holds the same prepared data (the run's data was moved)

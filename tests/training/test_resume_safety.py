@@ -99,14 +99,16 @@ def test_resume_refuses_changes_naming_key_and_both_values(killed_run, tmp_path,
 
 
 def test_resume_accepts_the_changeable_keys(killed_run, tmp_path, caplog):
+    precision = "fp32" if killed_run[0].train.precision == "bf16" else "bf16"
     cfg, run = _resume(killed_run, tmp_path, train__max_steps=14, train__log_every=7, train__threads=1,
-                       decode__beam=4)
+                       decode__beam=4, train__precision=precision)
     with caplog.at_level("INFO", logger="scanmt.train"):
         trainer = Trainer(cfg, run, resume=True)
     assert "resume: train.max_steps changed from 12 to 14" in caplog.text
+    assert f"resume: train.precision changed from '{killed_run[0].train.precision}' to '{precision}'" in caplog.text
     assert trainer.train().step == 14
     saved = yaml.safe_load((run / "config.yaml").read_text())
-    assert saved["train"]["max_steps"] == 14 and saved["decode"]["beam"] == 4
+    assert saved["train"]["max_steps"] == 14 and saved["decode"]["beam"] == 4 and saved["train"]["precision"] == precision
 
 
 def test_resume_from_moved_data_is_accepted(killed_run, tmp_path):
