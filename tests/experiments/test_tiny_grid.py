@@ -138,7 +138,7 @@ def test_tiny_grid_end_to_end(small_data_dir_2017, tmp_path, capsys):
         for key in ("bleu", "sacrebleu", "meteor", "rep", "drop"):
             assert isinstance(m[key], float) and m[key] >= 0, key
         assert m["train"]["steps"] == 200 and m["sentences"] == 100
-        assert m["machines"] == [machine(1)]  # both attempts (killed, resumed) on this machine, 1 thread
+        assert m["machines"] == [machine(1, "fp32")]  # both attempts (killed, resumed) here, 1 thread, fp32
         # DROP averaged over the grid's default number of alignments of each side, and their spread kept
         assert m["drop_samples"] == DROP_SAMPLES == 3 and m["drop_sd"] >= 0
         assert len(json.loads((run / "eval.json").read_text(encoding="utf-8"))["drop"]["scores"]) == 9
