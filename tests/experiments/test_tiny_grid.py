@@ -190,6 +190,10 @@ def test_tiny_grid_end_to_end(small_data_dir_2017, tmp_path, capsys):
         assert f"(experiments-tiny/{p.name})" in md
     assert "None: every requested run finished." in md
     assert "Machines the runs ran on (processor, CPUs, torch, training threads and precision, where recorded): " in md
+    # speed settings apart from the overrides: a grid's runs may differ in them (the machine list says how)
+    assert "Speed settings of the latest grid command: `train.threads=1` (they do not make" in md
+    assert "Overrides for every system (grid `set:`, then `--set`; later ones win): `model.emb_size=64`" in md
+    assert "`train.threads=1`" not in md.split("Overrides for every system")[1].split("\n")[0]
     assert f"`{machine(1, 'fp32')}`: softmax/seed1, csparsemax/seed1." in md
     assert machine(1, "fp32").endswith(", 1 thread(s), fp32") and machine().endswith(f"torch {torch.__version__}")
     assert "## Results on `test_2016_flickr`" in md and "## Results on `test_2017_flickr`" in md

@@ -56,6 +56,12 @@ RUNNER_KEYS: dict[str, str] = {
     "train.seed": "--seeds",
 }
 
+#: config keys that only set how fast a run goes on the machine at hand (a bf16 forward runs at 0.2-1.9x fp32's
+#: speed, depending on the processor: docs/results.md 1b): their change does not make a finished run stale, and
+#: a grid's runs may differ in them. Threads and precision change the arithmetic, as another machine does, so
+#: each attempt records them (:func:`scanmt.experiments.runner.machine`)
+SPEED_KEYS = ("train.threads", "train.precision", "decode.batch_size")
+
 TOP_KEYS = ("name", "description", "title", "baseline", "figure", "set", "predictor_set", "align", "systems")
 SYSTEM_KEYS = ("name", "label", "description", "set", "tune_penalties", "reuse_model", "baseline")
 #: grid `align:` key -> `scanmt align` option

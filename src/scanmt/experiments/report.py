@@ -59,6 +59,7 @@ from scanmt.experiments.baselines import (
     single_baseline,
 )
 from scanmt.experiments.drop_noise import drop_noise, drop_noise_section, has_aligner_samples
+from scanmt.experiments.grid import SPEED_KEYS
 from scanmt.experiments.results_json import (
     extra_splits,
     read_meta_lenient,
@@ -538,9 +539,14 @@ def _header(p: _Page) -> list[str]:
         *_grid_commands(rec),
         "",
     ]
-    if rec.get("set"):
+    speed = [x for x in rec.get("set") or [] if x.split("=", 1)[0] in SPEED_KEYS]
+    if len(speed) < len(rec.get("set") or []):
         L += ["Overrides for every system (grid `set:`, then `--set`; later ones win): "
-              + ", ".join(f"`{x}`" for x in rec["set"]), ""]
+              + ", ".join(f"`{x}`" for x in rec["set"] if x not in speed), ""]
+    if speed:
+        L += ["Speed settings of the latest grid command: " + ", ".join(f"`{x}`" for x in speed) + " (they do not "
+              "make a finished run stale, so runs may differ in them: the machine list and each run's "
+              "`command.txt` say what it trained with)", ""]
     return L
 
 

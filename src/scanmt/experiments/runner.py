@@ -63,14 +63,10 @@ from scanmt.api.evaluate import check_drop_samples
 from scanmt.config import config_differences, with_defaults
 from scanmt.errors import ConfigError, DataError, ScanmtError
 from scanmt.experiments.deadline import Estimate, StepTimes, defer_reason, expected_seconds
-from scanmt.experiments.grid import Grid, GridError, System
+from scanmt.experiments.grid import SPEED_KEYS, Grid, GridError, System
 from scanmt.io import LOCK_FILE, atomic_open, os_error_line, setup_logging
 from scanmt.processes import die_with_parent, exit_status, lock_holder, sigterm_interrupts, try_lock
 
-#: config keys whose change does not make a finished run stale: speed settings of the machine at hand (a bf16
-#: forward runs at 0.2-1.9x fp32's speed, depending on the processor: docs/results.md 1b). Threads and precision
-#: change the arithmetic, as another machine does, so each attempt records them (:func:`machine`)
-IGNORED_KEYS = ("train.threads", "train.precision", "decode.batch_size")
 #: decode keys the translate request sets when they differ from the checkpoint's config (beam: always)
 DECODE_KEYS = (*PENALTY_KEYS, "batch_size")
 #: the API function that runs each kind of step request
@@ -571,7 +567,7 @@ def _stale(spec: RunSpec) -> str | None:
     old = read_json(spec.dir / "spec.json")
     if old is None:
         return None
-    diffs = config_differences(with_defaults(old.get("config", {})), spec.config, IGNORED_KEYS)
+    diffs = config_differences(with_defaults(old.get("config", {})), spec.config, SPEED_KEYS)
     if old.get("model_from") != spec.model_from:
         diffs.append(("reuse_model", old.get("model_from"), spec.model_from))
     if bool(old.get("tune_penalties")) != spec.tune_penalties:
@@ -590,7 +586,7 @@ def _model_from(grid: Grid, system: System, ctx: RunContext, seed: int, configs:
     if not system.reuse_model:
         return None, cfg_dict
     model_cfg = configs[system.reuse_model, seed]
-    diffs = config_differences(model_cfg, cfg_dict, IGNORED_KEYS, prefixes=("decode.",))
+    diffs = config_differences(model_cfg, cfg_dict, SPEED_KEYS, prefixes=("decode.",))
     if diffs:
         k, a, b = diffs[0]
         raise GridError(f"{grid.path}: system {system.name!r}: reuse_model {system.reuse_model!r} was trained with "
