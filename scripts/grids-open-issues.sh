@@ -72,8 +72,8 @@ LSTM=(--data "$DATA" --preset cpu-small --seeds 3 --workers "$WORKERS"
       --set "train.threads=$THREADS" "train.precision=$PRECISION" "${DEADLINE[@]}")
 
 run experiments/transformer.yaml --data "$DATA" --preset transformer-small --seeds 3 --workers "$WORKERS" \
-    --set "train.threads=$THREADS" "train.precision=$PRECISION" --extra-splits test2017 valid --stress-k 1 2 3 4 --out "$ROOT/transformer-lr14" \
-    "${DEADLINE[@]}"
+    --set "train.threads=$THREADS" "train.precision=$PRECISION" --extra-splits test2017 valid --stress-k 1 2 3 4 \
+    --out "$ROOT/transformer-lr14" "${DEADLINE[@]}"
 run experiments/table1.yaml "${LSTM[@]}" --systems softmax sparsemax csoftmax csparsemax --stress-k 1 2 3 4 \
     --out "$ROOT/table1"
 run experiments/recipe-ablation.yaml "${LSTM[@]}" --stress-k 1 2 3 4 --out "$ROOT/table1"
