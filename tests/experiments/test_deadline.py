@@ -76,6 +76,16 @@ def test_a_step_its_system_never_finished_comes_from_the_grid():
     assert expected_seconds(["translate"], 0, [], []) is None
 
 
+def test_cpu_timed_runs_outweigh_wall_clock_ones():
+    """A run timed by the wall clock before CPU time was recorded (here 4 s per update: it shared the machine)
+    counts only while no run of the grid is CPU-timed; after that its system takes the CPU-timed runs' times."""
+    waited = [StepTimes({"train": 2000.0, "translate": 30.0}, 500)]
+    timed = [StepTimes({"train": 500.0, "translate": 10.0}, 500, cpu_timed=True)]
+    assert expected_seconds(["train", "translate"], 0, waited, waited) == Estimate(2030.0, "system")
+    assert expected_seconds(["train", "translate"], 0, waited, waited + timed) == Estimate(510.0, "grid")
+    assert expected_seconds(["train"], 0, waited + timed, waited + timed) == Estimate(500.0, "system")
+
+
 def test_defer_reason():
     deadline = NOW + 3600
     assert defer_reason(deadline, NOW, Estimate(3000.0, "system")) is None
@@ -182,6 +192,12 @@ def test_step_times_reads_the_markers_and_updates_done_the_log(tmp_path):
     marker.write_text(json.dumps({"seconds": 600.0, "steps": 1000, "attempt_steps": 200}))
     times = runner.step_times(spec.dir)
     assert times == StepTimes({"train": 600.0, "translate": 100.0, "evaluate": 200.0}, 1000, 200)
+    # one thread with its CPU time recorded: the CPU time when less, and the run counts as CPU-timed
+    marker.write_text(json.dumps({"seconds": 900.0, "cpu_seconds": 700.0, "threads": 1, "steps": 1000}))
+    assert runner.step_times(spec.dir) == StepTimes({"train": 700.0, "translate": 100.0, "evaluate": 200.0}, 1000,
+                                                    cpu_timed=True)
+    marker.write_text(json.dumps({"seconds": 900.0, "cpu_seconds": 1700.0, "threads": 2, "steps": 1000}))
+    assert not runner.step_times(spec.dir).cpu_timed  # two threads: the wall time
     other = _spec(tmp_path, "softmax", 2)
     assert runner.updates_done(other.dir) == 0  # no checkpoint
     (other.dir / "last.pt").write_bytes(b"")

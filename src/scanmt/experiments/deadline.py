@@ -15,6 +15,8 @@ every estimate after it too long):
 * its training takes the median seconds per update times the updates still to go: the median updates of
   a finished training less the updates a resumed one has done.
 
+Where the grid has runs whose training was CPU-timed, only those count (:func:`expected_seconds`).
+
 A run without an estimate (no finished run has one of its steps) starts, and its start line says so;
 once the deadline has passed, none starts.  A run not started is *deferred*: rerunning the same command
 continues it.
@@ -87,11 +89,14 @@ class StepTimes:
         train_updates: the updates of its finished training (None: it trained no model of its own).
         attempt_updates: the updates of the attempt that ``seconds["train"]`` counts (a resumed training's
             last attempt; ``train_updates`` when unknown).
+        cpu_timed: ``seconds["train"]`` is a one-thread training's CPU time, the time with a core to itself
+            (False: wall-clock time, which also counts any wait for the CPU behind other jobs).
     """
 
     seconds: dict[str, float]
     train_updates: int | None = None
     attempt_updates: int | None = None
+    cpu_timed: bool = False
 
     def seconds_per_update(self) -> float | None:
         """Training seconds per update (None: no training, or no update counted)."""
@@ -129,8 +134,13 @@ def expected_seconds(steps: Sequence[str], updates_done: int, own: Sequence[Step
     """The expected seconds of a run's remaining ``steps``, from the finished runs of its own system (``own``)
     when they have every step, else from every finished run of the grid (``grid``); None when neither has.
 
-    ``updates_done``: the updates its training has done already (0 for a new run).
+    ``updates_done``: the updates its training has done already (0 for a new run).  Where the grid has runs
+    whose training was CPU-timed (:attr:`StepTimes.cpu_timed`), only those count: a wall-clock time recorded
+    before CPU time was (or on several threads) may include hours of waiting behind other jobs, and one such
+    run would make every later run of its system look too long to start.
     """
+    if any(h.cpu_timed for h in grid):
+        own, grid = [h for h in own if h.cpu_timed], [h for h in grid if h.cpu_timed]
     for source, history in (("system", own), ("grid", grid)):
         parts = [_step_seconds(step, updates_done, history) for step in steps]
         if history and all(p is not None for p in parts):

@@ -280,6 +280,7 @@ def step_times(run: Path) -> StepTimes | None:
         return None
     seconds: dict[str, float] = {}
     train: dict[str, Any] = {}
+    cpu_timed = False
     for marker in sorted((run / ".stages").glob("*.done")):
         info = read_json(marker) or {}
         if isinstance(info.get("seconds"), (int, float)):
@@ -287,6 +288,7 @@ def step_times(run: Path) -> StepTimes | None:
             cpu, threads = info.get("cpu_seconds"), info.get("threads")
             if isinstance(cpu, (int, float)) and threads == 1:
                 wall = min(wall, float(cpu))
+                cpu_timed = cpu_timed or marker.name == "train.done"
             seconds[marker.name.removesuffix(".done")] = wall
         if marker.name == "train.done":
             train = info
@@ -294,7 +296,7 @@ def step_times(run: Path) -> StepTimes | None:
         return None
     updates = train.get("steps") if isinstance(train.get("steps"), int) else None
     attempt = train.get("attempt_steps") if isinstance(train.get("attempt_steps"), int) else None
-    return StepTimes(seconds, updates, attempt)
+    return StepTimes(seconds, updates, attempt, cpu_timed)
 
 
 def updates_done(run: Path) -> int:
