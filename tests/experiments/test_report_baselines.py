@@ -178,3 +178,81 @@ def test_the_stress_table_shows_rep_at_equal_length_when_outputs_were_counted():
     assert "REP of the baseline at the system's lengths (share of Δ REP)" in text[4]
     row = next(line for line in text if line.startswith("| long | 2 |"))
     assert row.startswith("| long | 2 | 1: +20.00 (") and row.endswith("| 1 | 20.00 (50 %) |")
+
+
+def test_the_grid_file_carries_a_reference_arm(tmp_path):
+    grid = load_grid(write_grid(tmp_path, GRID + "reference_arm: csparsemax\n"))
+    assert grid.reference_arm == "csparsemax" and grid.as_dict()["reference_arm"] == "csparsemax"
+    assert load_grid(write_grid(tmp_path, GRID)).reference_arm is None
+
+
+@pytest.mark.parametrize("ref, grid_text, message", [
+    ("nope", GRID, "reference_arm 'nope' is not a system of this grid"),
+    ("softmax", GRID, "reference_arm 'softmax' is the grid's baseline"),
+    ("csparsemax", GRID.replace("    baseline: softmax-x\n", ""), "no other system names a baseline of its own"),
+])
+def test_a_bad_reference_arm_is_refused(tmp_path, ref, grid_text, message):
+    with pytest.raises(GridError, match=message):
+        load_grid(write_grid(tmp_path, grid_text + f"reference_arm: {ref}\n"))
+
+
+def test_the_shipped_recipe_ablation_sets_each_arm_against_cpu_smalls_csparsemax():
+    grid = load_grid(Path(__file__).resolve().parents[2] / "experiments" / "recipe-ablation.yaml")
+    assert grid.reference_arm == "csparsemax" and grid.baseline_name == "softmax"
+    arms = {s.name: s.baseline for s in grid.systems if s.baseline}
+    assert len(arms) == 5 and all(a.startswith("csparsemax-") and b == "softmax-" + a[len("csparsemax-"):]
+                                  for a, b in arms.items())
+
+
+def quad_system(name: str, sigma: list[int], dropped: list[int], seeds=(1, 2)) -> SystemResults:
+    n = len(sigma)
+    counts = {"rep_sigma": sigma, "ref_words": [10] * n, "dropped": dropped, "source_words": [5] * n}
+    return SystemResults(name, name.upper(), [{"seed": s, "stress": {"per_input": {"3": counts}}} for s in seeds])
+
+
+def test_the_report_sets_each_arm_against_the_reference():
+    """cpu-small: csparsemax repeats 1 fewer per input than softmax (Δ REP -10); arm x: 3 fewer (Δ -30), so ΔΔ -20;
+    arm y has one seed of its four runs only. softmax-x and softmax-y (baseline softmax) are no arms."""
+    systems = [quad_system("softmax", [3, 3, 3, 3], [1, 1, 1, 1]), quad_system("csparsemax", [2, 2, 2, 2], [1, 1, 1, 1]),
+               quad_system("softmax-x", [4, 4, 4, 4], [1, 1, 1, 1]), quad_system("csparsemax-x", [1, 1, 1, 1], [0, 1, 0, 1]),
+               quad_system("softmax-y", [3, 3, 3, 3], [1, 1, 1, 1], seeds=(1,)),
+               quad_system("csparsemax-y", [2, 2, 2, 2], [1, 1, 1, 1])]
+    baselines = {"softmax": "softmax", "csparsemax": "softmax", "softmax-x": "softmax", "csparsemax-x": "softmax-x",
+                 "softmax-y": "softmax", "csparsemax-y": "softmax-y"}
+    from scanmt.experiments.stress_report import contrast_section
+
+    lines = contrast_section(systems, baselines, "csparsemax")
+    assert lines[0] == "### Stress test: does an arm change the effect of CSPARSEMAX − SOFTMAX?"
+    rows = [line for line in lines if line.startswith("| CSPARSEMAX-")]
+    assert len(rows) == 2
+    x = rows[0].split(" | ")
+    assert x[0] == "| CSPARSEMAX-X − SOFTMAX-X" and x[1] == "3" and x[2:4] == ["-30.00", "-10.00"]
+    assert x[4] == "1: -20.00 (0.001 †) / 2: -20.00 (0.001 †)" and x[5] == "-20.00 (0.001 †)"
+    assert x[6:8] == ["-10.00", "+0.00"] and x[-1] == "2 |"  # DROP: 2 of 20 source words fewer, reference none
+    y = rows[1].split(" | ")
+    assert y[2:4] == ["-10.00", "-10.00"]  # seed 1 only: the same effect as the reference's
+    assert y[5] == "+0.00 (1.000)" and y[-1] == "1 |"
+    # no reference, or a --baseline that compares every system with one: no section
+    assert contrast_section(systems, baselines, None) == []
+    assert contrast_section(systems, {n: "softmax" for n in baselines}, "csparsemax") == []
+
+
+def test_the_written_report_has_the_contrast_when_the_grid_names_a_reference(tmp_path):
+    out, docs = ablation(tmp_path), tmp_path / "docs"
+    rec_path = out / "grids" / "table1.json"
+    rec = json.loads(rec_path.read_text(encoding="utf-8"))
+    for name in SEEDS:
+        for seed in (1, 2):
+            metrics_path = out / "runs" / name / f"seed{seed}" / "metrics.json"
+            metrics = json.loads(metrics_path.read_text(encoding="utf-8"))
+            metrics["stress"] = {"per_input": {"2": per_input([1, 0] if name.startswith("c") else [1, 1])}}
+            metrics_path.write_text(json.dumps(metrics), encoding="utf-8")
+    report(out, docs)
+    assert "does an arm change" not in (docs / "experiments-table1.md").read_text(encoding="utf-8")
+    rec["reference_arm"] = "csparsemax"
+    rec_path.write_text(json.dumps(rec), encoding="utf-8")
+    report(out, docs)
+    md = (docs / "experiments-table1.md").read_text(encoding="utf-8")
+    assert "### Stress test: does an arm change the effect of csparsemax − softmax?" in md
+    row = next(line for line in md.splitlines() if line.startswith("| csparsemax-x − softmax-x | 2 |"))
+    assert row.split(" | ")[2:4] == ["-5.00", "-5.00"] and "+0.00 (1.000)" in row

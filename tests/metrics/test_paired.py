@@ -81,3 +81,71 @@ def test_pooling_resamples_every_pair_and_refuses_other_inputs():
 def test_bad_input_is_named(a, b, n, message):
     with pytest.raises(DataError, match=message):
         paired_bootstrap_rate(a, b, n)
+
+
+def exact_p_two_sided(a, b, n) -> float:
+    """The two-sided shifted-bootstrap p-value over every resample of the inputs (the oracle, as above)."""
+    diff, den = np.subtract(a, b, dtype=float), np.asarray(n, dtype=float)
+    delta = 100 * diff.sum() / den.sum()
+    hits = [abs(100 * diff[list(ix)].sum() / den[list(ix)].sum() - delta) >= abs(delta)
+            for ix in itertools.product(range(len(den)), repeat=len(den))]
+    return float(np.mean(hits))
+
+
+@pytest.mark.parametrize("a, b, n", [([1, 0, 2], [3, 1, 2], [10, 5, 5]), ([2, 2, 2], [0, 1, 0], [3, 7, 5]),
+                                      ([1, 0, 4, 0], [0, 2, 1, 1], [6, 4, 9, 5])])
+def test_the_two_sided_p_value_matches_the_exact_one(a, b, n):
+    t = paired_bootstrap_rate(a, b, n, samples=20000)
+    assert t.p_two_sided == pytest.approx(exact_p_two_sided(a, b, n), abs=0.015)
+    # a difference is at least as surprising one-sided, in its own direction, as two-sided
+    assert min(t.p_lower, paired_bootstrap_rate(b, a, n, samples=20000).p_lower) <= t.p_two_sided + 1e-9
+
+
+def counts(sigma: list[int], dropped: list[int]) -> dict[str, list[int]]:
+    return {"rep_sigma": sigma, "ref_words": [10] * len(sigma), "dropped": dropped, "source_words": [8] * len(sigma)}
+
+
+def test_difference_in_differences_is_the_arms_delta_minus_the_references():
+    """Arm: 2 repeats fewer per input than its baseline; reference: 1 fewer. Over 4 inputs of 10 reference words,
+    the arm's Δ REP is -20, the reference's -10, and ΔΔ -10; DROP moves the other way."""
+    from scanmt.metrics.paired import difference_in_differences
+
+    arm, arm0 = counts([0, 1, 0, 1], [2, 2, 2, 2]), counts([2, 3, 2, 3], [1, 1, 1, 1])
+    ref, ref0 = counts([1, 1, 1, 1], [1, 1, 1, 1]), counts([2, 2, 2, 2], [1, 1, 1, 1])
+    got = difference_in_differences([(arm, arm0, ref, ref0)], samples=200)
+    assert (got["REP"].a, got["REP"].b, got["REP"].delta) == pytest.approx((-20.0, -10.0, -10.0))
+    assert (got["DROP"].a, got["DROP"].b, got["DROP"].delta) == pytest.approx((12.5, 0.0, 12.5))
+    # a constant shift on every input is no chance event: every resample has the same ΔΔ
+    assert got["REP"].p_two_sided == pytest.approx(1 / 201) and got["REP"].p_lower == pytest.approx(1 / 201)
+    # the same effect in both settings: ΔΔ 0, nothing to see
+    same = difference_in_differences([(arm, arm0, arm, arm0)], samples=200)
+    assert same["REP"].delta == 0 and same["REP"].p_two_sided == 1.0
+    # pooling two seeds doubles the inputs
+    assert difference_in_differences([(arm, arm0, ref, ref0)] * 2, samples=50)["REP"].inputs == 8
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(*[st.integers(0, 4)] * 4, st.integers(1, 12)), min_size=2, max_size=20))
+def test_difference_in_differences_is_a_paired_test_of_the_two_deltas(rows):
+    """Swapping arm and reference negates ΔΔ and keeps its two-sided p; the result is the plain paired test of the
+    per-input differences, an independent computation of the same quantity."""
+    from scanmt.metrics.paired import difference_in_differences
+
+    a, a0, r, r0, n = (list(x) for x in zip(*rows))
+    quad = tuple({"rep_sigma": x, "ref_words": n} for x in (a, a0, r, r0))
+    got = difference_in_differences([quad], samples=100)["REP"]
+    swapped = difference_in_differences([(quad[2], quad[3], quad[0], quad[1])], samples=100)["REP"]
+    assert swapped.delta == pytest.approx(-got.delta) and swapped.p_two_sided == pytest.approx(got.p_two_sided)
+    plain = paired_bootstrap_rate([x - y for x, y in zip(a, a0)], [x - y for x, y in zip(r, r0)], n, samples=100)
+    assert got == plain
+    assert 100 * (sum(a) - sum(a0) - sum(r) + sum(r0)) / sum(n) == pytest.approx(got.delta)
+
+
+def test_difference_in_differences_refuses_runs_of_other_inputs():
+    from scanmt.metrics.paired import difference_in_differences
+
+    good = counts([0, 1], [0, 0])
+    other = {**good, "source_words": [8, 9]}
+    with pytest.raises(DataError, match="DROP difference in differences: the four runs of a seed scored different"):
+        difference_in_differences([(good, good, good, other)])
+    assert difference_in_differences([]) == {}

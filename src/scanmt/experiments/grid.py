@@ -7,6 +7,10 @@ A grid is a commented YAML mapping::
     title: ...                      # optional heading of the report's main table
     baseline: softmax               # optional: paired bootstrap against this system (default: "softmax" if
                                     #   the grid has it, else the first system)
+    reference_arm: csparsemax       # optional, for an ablation: the system whose difference from its baseline
+                                    #   each arm's difference from its own baseline is set against (the
+                                    #   report's difference in differences; an arm: a system with a baseline
+                                    #   of its own)
     figure: [softmax, csparsemax]   # optional: the two systems of the Figure-2 analogue
     set: [train.max_minutes=60]     # optional: config overrides for every system (list or mapping)
     predictor_set: [...]            # optional: overrides for the fertility predictor (scanmt fertility --set)
@@ -62,7 +66,7 @@ RUNNER_KEYS: dict[str, str] = {
 #: each attempt records them (:func:`scanmt.experiments.runner.machine`)
 SPEED_KEYS = ("train.threads", "train.precision", "decode.batch_size")
 
-TOP_KEYS = ("name", "description", "title", "baseline", "figure", "set", "predictor_set", "align", "systems")
+TOP_KEYS = ("name", "description", "title", "baseline", "reference_arm", "figure", "set", "predictor_set", "align", "systems")
 SYSTEM_KEYS = ("name", "label", "description", "set", "tune_penalties", "reuse_model", "baseline")
 #: grid `align:` key -> `scanmt align` option
 ALIGN_OPTIONS: dict[str, tuple[str, type]] = {
@@ -101,6 +105,7 @@ class Grid:
     description: str = ""
     title: str = ""
     baseline: str | None = None
+    reference_arm: str | None = None  #: set against every arm in the report (see the module docstring)
     figure: list[str] = field(default_factory=list)
     set: list[str] = field(default_factory=list)
     predictor_set: list[str] = field(default_factory=list)
@@ -132,7 +137,7 @@ class Grid:
     def as_dict(self) -> dict[str, Any]:
         return {
             "name": self.name, "description": self.description, "title": self.title, "baseline": self.baseline_name,
-            "figure": list(self.figure), "set": list(self.set), "predictor_set": list(self.predictor_set),
+            "reference_arm": self.reference_arm, "figure": list(self.figure), "set": list(self.set), "predictor_set": list(self.predictor_set),
             "align": dict(self.align), "systems": [s.as_dict() for s in self.systems], "path": str(self.path),
         }
 
@@ -310,6 +315,24 @@ def _baseline_and_figure(raw: dict, names: set[str], path: Path) -> tuple[str | 
     return baseline, list(figure)
 
 
+def _reference_arm(raw: dict, grid: Grid) -> str | None:
+    """``reference_arm``: None, or a system compared with a baseline (not the grid's baseline itself) while some
+    other system (an arm) has a baseline of its own."""
+    ref, path = raw.get("reference_arm"), grid.path
+    if ref is None:
+        return None
+    ref = _name(ref, f"{path}: reference_arm")
+    if ref not in grid.names:
+        raise GridError(f"{path}: reference_arm {ref!r} is not a system of this grid")
+    if ref == grid.baseline_name:
+        raise GridError(f"{path}: reference_arm {ref!r} is the grid's baseline, which is compared with nothing; name "
+                        "the system whose difference from the baseline the arms are set against")
+    if not any(s.baseline is not None and s.name != ref for s in grid.systems):
+        raise GridError(f"{path}: reference_arm {ref!r}: no other system names a baseline of its own, so there is no "
+                        "arm to set against it")
+    return ref
+
+
 def _align_options(raw: dict, path: Path) -> dict:
     """The ``align`` mapping of eflomal options, each of its declared type."""
     align = raw.get("align") or {}
@@ -331,7 +354,8 @@ def load_grid(path: str | Path) -> Grid:
 
     Raises:
         GridError: missing file, invalid YAML, unknown keys, bad names, duplicate
-            systems, unknown ``baseline``/``figure``/``reuse_model`` targets (the grid's or a system's),
+            systems, unknown ``baseline``/``reference_arm``/``figure``/``reuse_model`` targets (the grid's or
+            a system's),
             malformed overrides.
     """
     path = Path(path)
@@ -342,7 +366,7 @@ def load_grid(path: str | Path) -> Grid:
     systems = _load_systems(raw, path)
     baseline, figure = _baseline_and_figure(raw, {s.name for s in systems}, path)
     align = _align_options(raw, path)
-    return Grid(
+    grid = Grid(
         path=path,
         name=name,
         systems=systems,
@@ -355,6 +379,8 @@ def load_grid(path: str | Path) -> Grid:
         align=align,
         text=text,
     )
+    grid.reference_arm = _reference_arm(raw, grid)
+    return grid
 
 
 def select_systems(grid: Grid, names: list[str] | None) -> list[System]:

@@ -69,7 +69,7 @@ from scanmt.experiments.results_json import (
 )
 from scanmt.experiments.run_health import RunHealth, run_health
 from scanmt.experiments.stress_report import FIGURE as STRESS_FIGURE
-from scanmt.experiments.stress_report import draw_stress_figure, stress_section
+from scanmt.experiments.stress_report import contrast_section, draw_stress_figure, stress_section
 from scanmt.io import atomic_open, read_lines
 
 #: (metric key, column title, higher is better)
@@ -879,6 +879,7 @@ def render(out: Path, rec: dict[str, Any], docs: Path, stem: str, opts: ReportOp
     stress_png = docs / stem / STRESS_FIGURE
     drawn = draw_stress_figure(systems, stress_png)
     L += stress_section(systems, baselines, f"{stem}/{STRESS_FIGURE}" if drawn else None)
+    L += contrast_section(systems, baselines, rec.get("reference_arm"))
     L += _details(p)
     fig_lines, files, chosen = _figures(p)
     L += fig_lines + _examples(p, chosen) + _commands(p)

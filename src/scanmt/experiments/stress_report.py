@@ -4,7 +4,9 @@ finished run's ``metrics.json`` ``stress`` (:func:`scanmt.experiments.runner.str
 :func:`stress_summary`, which feeds the table, the figure (``DOCS/STEM/stress.png``: one line per system over K,
 bars of ± one std over seeds) and the results JSON; then each system's REP and DROP against its baseline's, tested
 by a paired bootstrap over the joined inputs, seed by seed and pooled over the seeds
-(:func:`scanmt.metrics.paired.paired_rates`)."""
+(:func:`scanmt.metrics.paired.paired_rates`); and in an ablation with a ``reference_arm``, whether each arm's
+differences from its own baseline differ from the reference's (:func:`contrast_section`,
+:func:`scanmt.metrics.paired.difference_in_differences`)."""
 
 from __future__ import annotations
 
@@ -112,9 +114,10 @@ def _per_input(run: dict[str, Any], k: int) -> dict[str, Any] | None:
     return ((run.get("stress") or {}).get("per_input") or {}).get(str(k))
 
 
-def _test_cell(t: Any) -> str:
-    mark = " †" if t.p_lower < 0.05 else ""
-    return f"{t.delta:+.2f} ({t.p_lower:.3f}{mark})"
+def _test_cell(t: Any, two_sided: bool = False) -> str:
+    p = t.p_two_sided if two_sided else t.p_lower
+    mark = " †" if p < 0.05 else ""
+    return f"{t.delta:+.2f} ({p:.3f}{mark})"
 
 
 def _length_cell(pairs: Sequence[tuple[dict[str, Any], dict[str, Any]]]) -> str | None:
@@ -194,3 +197,67 @@ def paired_section(systems: Sequence[Any], baseline: str | Mapping[str, str] | N
             "(1000 resamples; `scanmt.metrics.paired`); pooled: the seeds' inputs resampled together. † marks p < 0.05. "
             "The test covers the choice of test inputs; the spread over seeds is in the table above, and each DROP "
             "uses one alignment of each side." + note, "", *table, ""]
+
+
+def _contrast_row(arm: Any, arm_base: Any, ref: Any, ref_base: Any, k: int) -> list[str] | None:
+    """The cells of one arm at one K, from Δ REP of the arm to the seed count; None when no seed has all four runs'
+    stress tests at ``k``."""
+    from scanmt.metrics.paired import difference_in_differences
+
+    quads, by_seed = [], {"REP": [], "DROP": []}
+    for run in sorted(arm.runs, key=lambda r: r["seed"]):
+        seed = run["seed"]
+        quad = tuple(_per_input(x, k) for x in (run, arm_base.seed(seed) or {}, ref.seed(seed) or {},
+                                                ref_base.seed(seed) or {}))
+        if any(x is None for x in quad):
+            continue
+        quads.append(quad)
+        for metric, t in difference_in_differences([quad]).items():
+            by_seed[metric].append(f"{seed}: {_test_cell(t, two_sided=True)}")
+    if not quads:
+        return None
+    pooled = difference_in_differences(quads)
+    cells = []
+    for m in ("REP", "DROP"):
+        t = pooled.get(m)
+        cells += ["–", "–", "–", "–"] if t is None else [f"{t.a:+.2f}", f"{t.b:+.2f}", " / ".join(by_seed[m]),
+                                                        _test_cell(t, two_sided=True)]
+    return [*cells, str(len(quads))]
+
+
+def contrast_section(systems: Sequence[Any], baselines: Mapping[str, str], reference: str | None) -> list[str]:
+    """Markdown lines: for each arm of an ablation (a system whose baseline is not the reference's) and each K, its
+    Δ REP and Δ DROP against its own baseline beside the ``reference`` system's against its baseline, and the
+    difference of the two with a two-sided paired bootstrap p-value over the joined inputs, by seed and pooled
+    (:func:`scanmt.metrics.paired.difference_in_differences`).  Nothing without a reference or its runs."""
+    by_name = {s.name: s for s in systems}
+    ref = by_name.get(reference or "")
+    ref_base = by_name.get(baselines.get(reference or "", ""))
+    if ref is None or ref_base is None or ref_base is ref:
+        return []
+    rows = []
+    for s in systems:
+        base = by_name.get(baselines.get(s.name, s.name))
+        if s is ref or base is None or base is s or base is ref_base:
+            continue
+        for k in sorted({int(k) for r in s.runs for k in ((r.get("stress") or {}).get("per_input") or {})}):
+            cells = _contrast_row(s, base, ref, ref_base, k)
+            if cells is not None:
+                rows.append([f"{_escape(s.label)} − {_escape(base.label)}", str(k), *cells])
+    if not rows:
+        return []
+    head = ["arm − its baseline", "K", "Δ REP arm", "Δ REP reference", "ΔΔ REP (p) by seed", "ΔΔ REP (p) pooled",
+            "Δ DROP arm", "Δ DROP reference", "ΔΔ DROP (p) by seed", "ΔΔ DROP (p) pooled", "seeds"]
+    align = ["---", "---:", "---:", "---:", "---", "---:", "---:", "---:", "---", "---:", "---:"]
+    label = f"{_escape(ref.label)} − {_escape(ref_base.label)}"
+    return [f"### Stress test: does an arm change the effect of {label}?", "",
+            f"The reference: {label}. For each arm (a system with a baseline of its own) and each K, the arm's REP "
+            "(DROP) minus its baseline's, the reference's minus its baseline's (pooled over the seeds that have all "
+            "four runs), and ΔΔ, the first minus the second: negative where the arm cuts the rate more than the "
+            "reference does (or raises it less). p: two-sided, from a paired bootstrap over the joined inputs "
+            "(1000 resamples, the four runs of a seed resampled together; pooled: the seeds' inputs resampled "
+            "together; `scanmt.metrics.paired.difference_in_differences`). † marks p < 0.05; with several arms "
+            "and two metrics some † arise by chance. The test covers the choice of test inputs, not the training "
+            "seeds: read it with the by-seed values. K = 1 is the test set itself.", "",
+            "| " + " | ".join(head) + " |", "|" + "|".join(align) + "|", *("| " + " | ".join(r) + " |" for r in rows),
+            ""]

@@ -10,7 +10,8 @@ both systems, as sacrebleu's paired bootstrap does for BLEU; Koehn 2004) and tes
 one-sided with the shifted bootstrap distribution (Berg-Kirkpatrick, Burkett and Klein 2012): under the
 null the resampled differences are centred at 0, so the p-value is the share of resamples with
 ``δ* - δ <= δ``, counted as ``(1 + #) / (1 + samples)``.  A small p says that a's rate is lower
-than b's beyond what the choice of test inputs explains.  It does not cover other noise: the training seed
+than b's beyond what the choice of test inputs explains.  The two-sided p-value (no direction expected) counts
+``|δ* - δ| >= |δ|`` instead.  It does not cover other noise: the training seed
 (repeat over seeds) or, for DROP, the aligner's randomness (:mod:`scanmt.experiments.drop_noise`).
 """
 
@@ -29,8 +30,8 @@ SEED = 12345
 
 @dataclass(frozen=True)
 class PairedRate:
-    """``a``'s and ``b``'s rates (percent), their difference ``delta = a - b`` and the one-sided p-value of
-    "a is lower than b" (:func:`paired_bootstrap_rate`)."""
+    """``a``'s and ``b``'s rates (percent), their difference ``delta = a - b``, the one-sided p-value of
+    "a is lower than b" and the two-sided one of "a differs from b" (:func:`paired_bootstrap_rate`)."""
 
     a: float
     b: float
@@ -38,6 +39,7 @@ class PairedRate:
     p_lower: float
     inputs: int
     samples: int
+    p_two_sided: float
 
 
 def paired_bootstrap_rate(a: Sequence[float], b: Sequence[float], n: Sequence[float], *, samples: int = 1000,
@@ -64,8 +66,9 @@ def paired_bootstrap_rate(a: Sequence[float], b: Sequence[float], n: Sequence[fl
     idx = np.random.default_rng(seed).integers(0, len(den), size=(samples, len(den)))
     resampled = 100.0 * diff[idx].sum(axis=1) / np.maximum(den[idx].sum(axis=1), 1e-12)
     p = (1 + int(np.count_nonzero(resampled - delta <= delta))) / (1 + samples)
+    p_two = (1 + int(np.count_nonzero(np.abs(resampled - delta) >= abs(delta)))) / (1 + samples)
     return PairedRate(a=100.0 * float(np.sum(a)) / den.sum(), b=100.0 * float(np.sum(b)) / den.sum(),
-                      delta=float(delta), p_lower=p, inputs=len(den), samples=samples)
+                      delta=float(delta), p_lower=p, inputs=len(den), samples=samples, p_two_sided=min(1.0, p_two))
 
 
 #: the rates of :data:`scanmt.api.stress.PerInput` counts: name -> (numerator key, denominator key)
@@ -86,4 +89,39 @@ def paired_rates(pairs: Sequence[tuple[dict[str, Sequence[float]], dict[str, Seq
                 raise DataError(f"paired {metric}: the two systems scored different inputs ({den} differ)")
         out[metric] = paired_bootstrap_rate([x for a, _ in pairs for x in a[num]], [x for _, b in pairs for x in b[num]],
                                             [x for a, _ in pairs for x in a[den]], samples=samples)
+    return out
+
+
+#: one seed's four runs on the same inputs (per-input counts, as in :func:`paired_rates`): an arm, the arm's
+#: baseline, the reference system and the reference's baseline
+Quad = tuple[dict[str, Sequence[float]], dict[str, Sequence[float]], dict[str, Sequence[float]],
+             dict[str, Sequence[float]]]
+
+
+def difference_in_differences(quads: Sequence[Quad], *, samples: int = 1000) -> dict[str, PairedRate]:
+    """REP and DROP: does a system's difference from its baseline change between two settings?  For an arm
+    ``A`` with baseline ``A0`` (csparsemax and softmax under one recipe, say) and a reference ``R`` with baseline
+    ``R0`` (the same two under another recipe), the rate of ``A - A0`` against that of ``R - R0``, pooled over
+    ``quads`` (one per training seed) and resampled input by input as :func:`paired_bootstrap_rate` does.
+
+    Returns per metric a :class:`PairedRate` with ``a`` = the arm's Δ, ``b`` = the reference's Δ and
+    ``delta`` = their difference (negative: the arm cuts the rate more, or raises it less); its
+    ``p_two_sided`` tests "the Δs differ".  DROP is left out when a run has no alignment counts.
+
+    Raises:
+        DataError: the four runs of a seed scored different inputs.
+    """
+    out = {}
+    for metric, (num, den) in RATES.items():
+        if not quads or any(num not in run for quad in quads for run in quad):
+            continue
+        arm, ref, n = [], [], []
+        for a, a0, r, r0 in quads:
+            if not list(a[den]) == list(a0[den]) == list(r[den]) == list(r0[den]):
+                raise DataError(f"{metric} difference in differences: the four runs of a seed scored different "
+                                f"inputs ({den} differ)")
+            arm += [x - y for x, y in zip(a[num], a0[num])]
+            ref += [x - y for x, y in zip(r[num], r0[num])]
+            n += list(a[den])
+        out[metric] = paired_bootstrap_rate(arm, ref, n, samples=samples)
     return out
