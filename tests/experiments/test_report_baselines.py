@@ -16,6 +16,7 @@ import pytest
 from scanmt.errors import ConfigError
 from scanmt.experiments.baselines import as_baselines, resolve_baselines, single_baseline
 from scanmt.experiments.grid import GridError, load_grid
+from scanmt.cli.main import main
 from scanmt.experiments.report import SystemResults, Texts, collect, grid_records, significance
 from scanmt.experiments.stress_report import paired_section
 from tests.experiments.test_report_significance import REFS, WORSE, WORST, tok_bleu, write_hyps
@@ -249,6 +250,9 @@ def test_the_written_report_has_the_contrast_when_the_grid_names_a_reference(tmp
             metrics_path.write_text(json.dumps(metrics), encoding="utf-8")
     report(out, docs)
     assert "does an arm change" not in (docs / "experiments-table1.md").read_text(encoding="utf-8")
+    assert main(["experiment", "report", str(out), "--out", str(docs), "--figures", "0", "--examples", "0",
+                 "--bootstrap-samples", "10", "--reference-arm", "csparsemax"]) == 0
+    assert "does an arm change the effect of csparsemax − softmax?" in (docs / "experiments-table1.md").read_text()
     rec["reference_arm"] = "csparsemax"
     rec_path.write_text(json.dumps(rec), encoding="utf-8")
     report(out, docs)
@@ -256,3 +260,15 @@ def test_the_written_report_has_the_contrast_when_the_grid_names_a_reference(tmp
     assert "### Stress test: does an arm change the effect of csparsemax − softmax?" in md
     row = next(line for line in md.splitlines() if line.startswith("| csparsemax-x − softmax-x | 2 |"))
     assert row.split(" | ")[2:4] == ["-5.00", "-5.00"] and "+0.00 (1.000)" in row
+
+
+def test_the_reference_arm_comes_from_the_command_line_or_the_grid_record():
+    from scanmt.experiments.baselines import resolve_reference_arm
+
+    rec = {"name": "abl", "reference_arm": "csparsemax"}
+    names = ["softmax", "csparsemax", "softmax-x", "csparsemax-x"]
+    assert resolve_reference_arm(rec, names) == "csparsemax"
+    assert resolve_reference_arm(rec, names, "softmax-x") == "softmax-x"
+    assert resolve_reference_arm({"name": "abl"}, names) is None  # a record from before the key
+    with pytest.raises(ConfigError, match="--reference-arm 'nope' is not a system of grid abl"):
+        resolve_reference_arm(rec, names, "nope")

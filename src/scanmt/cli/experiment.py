@@ -104,6 +104,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     q.add_argument("--baseline", help="system that every other system is compared with (seed by seed in the "
                    "Δ BLEU (p) column; in the DROP noise section and the stress test's paired tests), instead of "
                    "the grid's baseline and each system's own `baseline:` [as the grid file says]")
+    q.add_argument("--reference-arm", help="in an ablation, the system whose REP and DROP differences from its "
+                   "baseline each arm's (a system with a baseline of its own) are set against, in a difference in "
+                   "differences over the stress test's inputs [the grid's `reference_arm:`; none: no such table]")
     q.add_argument("--bootstrap-samples", type=int, default=1000, help="paired bootstrap resamples")
     q.add_argument("--figures", type=int, default=2, help="attention-map figures (Figure 2 analogue)")
     q.add_argument("--examples", type=int, default=5, help="translation examples (Appendix B analogue)")
@@ -447,10 +450,10 @@ def _report(args: argparse.Namespace) -> int:
     from scanmt.experiments.report import ReportOptions, write_reports
 
     argv = ["experiment", "report", str(args.dir), "--out", str(args.out)]
-    for opt in ("grid", "name", "baseline"):
+    for opt in ("grid", "name", "baseline", "reference_arm"):
         if getattr(args, opt):
-            argv += [f"--{opt}", getattr(args, opt)]
-    opts = ReportOptions(baseline=args.baseline, samples=args.bootstrap_samples, figures=args.figures,
+            argv += [f"--{opt.replace('_', '-')}", getattr(args, opt)]
+    opts = ReportOptions(baseline=args.baseline, reference_arm=args.reference_arm, samples=args.bootstrap_samples, figures=args.figures,
                          examples=args.examples, max_figure_words=args.max_figure_words,
                          max_figure_tokens=args.max_figure_tokens,
                          command="scanmt " + shlex.join(argv))

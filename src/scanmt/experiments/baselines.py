@@ -6,6 +6,10 @@ the same recipe, not with the grid's softmax. The report's paired comparisons (�
 Δ DROP against the aligner's and the seeds' noise, the stress test's Δ REP and Δ DROP) all read one mapping,
 ``system name -> its baseline's name``, in which the grid's baseline maps to itself (it is compared with nothing).
 ``scanmt experiment report --baseline S`` compares every system with ``S`` instead.
+
+An ablation may also name a *reference arm* (``reference_arm:``, or ``--reference-arm``): the system whose difference
+from its baseline every arm's difference from its own baseline is set against (the report's difference in
+differences, :func:`scanmt.experiments.stress_report.contrast_section`).
 """
 
 from __future__ import annotations
@@ -58,3 +62,15 @@ def single_baseline(baselines: Mapping[str, str]) -> str | None:
     """The one system every system is compared with, or None when systems name different baselines."""
     found = set(baselines.values())
     return next(iter(found)) if len(found) == 1 else None
+
+
+def resolve_reference_arm(rec: Mapping[str, Any], names: Sequence[str], override: str | None = None) -> str | None:
+    """The system each ablation arm is set against: ``override`` (``--reference-arm``), else the grid record's
+    ``reference_arm`` (None in a record written before the key existed).
+
+    Raises:
+        ConfigError: ``override`` is not one of ``names``.
+    """
+    if override is not None and override not in names:
+        raise ConfigError(f"--reference-arm {override!r} is not a system of grid {rec['name']} ({', '.join(names)})")
+    return override or rec.get("reference_arm")

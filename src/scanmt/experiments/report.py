@@ -56,6 +56,7 @@ from scanmt.experiments.baselines import (
     as_baselines,
     grid_baseline,
     resolve_baselines,
+    resolve_reference_arm,
     single_baseline,
 )
 from scanmt.experiments.drop_noise import drop_noise, drop_noise_section, has_aligner_samples
@@ -356,6 +357,7 @@ def md_escape(text: str) -> str:
 @dataclass
 class ReportOptions:
     baseline: str | None = None
+    reference_arm: str | None = None  #: instead of the grid's ``reference_arm`` (stress_report.contrast_section)
     samples: int = 1000
     figures: int = 2
     examples: int = 5
@@ -879,7 +881,7 @@ def render(out: Path, rec: dict[str, Any], docs: Path, stem: str, opts: ReportOp
     stress_png = docs / stem / STRESS_FIGURE
     drawn = draw_stress_figure(systems, stress_png)
     L += stress_section(systems, baselines, f"{stem}/{STRESS_FIGURE}" if drawn else None)
-    L += contrast_section(systems, baselines, rec.get("reference_arm"))
+    L += contrast_section(systems, baselines, resolve_reference_arm(rec, names, opts.reference_arm))
     L += _details(p)
     fig_lines, files, chosen = _figures(p)
     L += fig_lines + _examples(p, chosen) + _commands(p)
