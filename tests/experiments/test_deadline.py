@@ -151,6 +151,27 @@ def test_without_history_a_run_starts_and_after_the_deadline_none_does(tmp_path,
     assert not launched and pool.results[second.key].status == "deferred" and "has passed" in said[-1]
 
 
+def test_the_runs_a_systems_selection_leaves_out_still_estimate(tmp_path, monkeypatch):
+    """`--systems softmax` in a folder where only sparsemax finished: softmax's new run is estimated from the
+    folder's sparsemax runs (a CPU-timed one outweighs the wall-clock one), not started blind nor deferred."""
+    wall = _spec(tmp_path, "sparsemax", 1)
+    _finish(wall, train_s=7000.0, updates=1000, translate_s=100.0, evaluate_s=200.0)  # waited behind other jobs
+    cpu = _spec(tmp_path, "sparsemax", 2)
+    _finish(cpu, train_s=3000.0, updates=1000, translate_s=100.0, evaluate_s=200.0)
+    info = json.loads((cpu.dir / ".stages" / "train.done").read_text())
+    (cpu.dir / ".stages" / "train.done").write_text(json.dumps({**info, "cpu_seconds": 1500.0, "threads": 1}))
+    (tmp_path / "runs" / "softmax" / "seed9").mkdir(parents=True)  # an unfinished run adds nothing
+    fresh = _spec(tmp_path, "softmax", 1)
+    monkeypatch.setattr(runner.time, "time", lambda: NOW)
+    pool, launched, _ = _pool([fresh], deadline=NOW + 40 * 60)
+    assert set(pool.history.by_system) == {"sparsemax"} and len(pool.history.by_system["sparsemax"]) == 2
+    pool.launch_ready()
+    assert launched == [(fresh.key, ", expected to take 30 min")]  # 1500 s of training + 300 s, from the grid
+    pool, launched, said = _pool([fresh], deadline=NOW + 20 * 60)
+    pool.launch_ready()
+    assert not launched and "expected to take 30 min (from the grid's finished runs)" in said[-1]
+
+
 def test_a_run_decoding_a_deferred_model_is_deferred_too(tmp_path, monkeypatch):
     done = _spec(tmp_path, "softmax", 1)
     _finish(done, train_s=3000.0, updates=1000, translate_s=100.0, evaluate_s=200.0)

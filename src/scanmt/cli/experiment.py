@@ -86,7 +86,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     r.add_argument("--deadline", metavar="WHEN",
                    help="start no run that is expected to end after WHEN: +DURATION from now (+2h30m, +90m), HH:MM "
                    "(its next occurrence, local time) or YYYY-MM-DD HH:MM. A run's time is estimated from the finished "
-                   "runs in OUT (per step, the median over its system's runs, else over the grid's, of its wall time "
+                   "runs in OUT (per step, the median over its system's runs, else over all of OUT's, of its wall time "
                    "or, for a one-thread CPU step, its CPU time when less; a resumed "
                    "training counts only its remaining updates); a run with no estimate starts. Runs not started "
                    "are deferred: rerun the command to continue them. For a machine or batch job with a time limit "

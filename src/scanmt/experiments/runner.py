@@ -984,8 +984,22 @@ class RunTimes:
 
     def add(self, spec: RunSpec) -> None:
         """Add a finished run (one without step times adds nothing)."""
-        if (times := step_times(spec.dir)) is not None:
-            self.by_system.setdefault(spec.system, []).append(times)
+        self.add_dir(spec.system, spec.dir)
+
+    def add_dir(self, system: str, run: Path) -> None:
+        """Add the finished run in ``run`` of ``system`` (one without step times adds nothing)."""
+        if (times := step_times(run)) is not None:
+            self.by_system.setdefault(system, []).append(times)
+
+    def add_others(self, specs: Sequence[RunSpec]) -> None:
+        """Add the finished runs in the folders of ``specs`` (``OUT/runs/SYSTEM/seedK``) that are not among them:
+        the systems a ``--systems`` left out, and other grids run into the same folder, so that a run of a
+        system without finished runs is estimated from the whole folder's."""
+        mine = {spec.dir.resolve() for spec in specs}
+        for runs in sorted({spec.dir.parent.parent for spec in specs}):
+            for run in sorted(runs.glob("*/seed*")):
+                if run.is_dir() and run.resolve() not in mine:
+                    self.add_dir(run.parent.name, run)
 
     def estimate(self, spec: RunSpec) -> Estimate | None:
         """The expected seconds of what ``spec`` still has to do (:func:`expected_seconds`)."""
@@ -1038,6 +1052,8 @@ class _Pool:
         self.deadline = deadline
         #: the step times of the finished runs (what a --deadline estimates from)
         self.history = RunTimes()
+        if deadline is not None:
+            self.history.add_others(specs)
         self.results: dict[str, RunResult] = {}
         self.order = {s.key: k for k, s in enumerate(specs, 1)}
         self.running: dict[int, _Worker] = {}
