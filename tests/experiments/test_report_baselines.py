@@ -260,6 +260,13 @@ def test_the_written_report_has_the_contrast_when_the_grid_names_a_reference(tmp
     assert "### Stress test: does an arm change the effect of csparsemax − softmax?" in md
     row = next(line for line in md.splitlines() if line.startswith("| csparsemax-x − softmax-x | 2 |"))
     assert row.split(" | ")[2:4] == ["-5.00", "-5.00"] and "+0.00 (1.000)" in row
+    png = docs / "experiments-table1" / "stress-contrast.png"
+    assert "](experiments-table1/stress-contrast.png)" in md and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # the grid without a reference: neither the section nor the figure, and the figure of before is removed
+    rec["reference_arm"] = None
+    rec_path.write_text(json.dumps(rec), encoding="utf-8")
+    report(out, docs)
+    assert not png.exists() and "stress-contrast" not in (docs / "experiments-table1.md").read_text(encoding="utf-8")
 
 
 def test_the_reference_arm_comes_from_the_command_line_or_the_grid_record():

@@ -69,8 +69,14 @@ from scanmt.experiments.results_json import (
     write_results_json,
 )
 from scanmt.experiments.run_health import RunHealth, run_health
+from scanmt.experiments.stress_report import CONTRAST_FIGURE
 from scanmt.experiments.stress_report import FIGURE as STRESS_FIGURE
-from scanmt.experiments.stress_report import contrast_section, draw_stress_figure, stress_section
+from scanmt.experiments.stress_report import (
+    contrast_section,
+    draw_contrast_figure,
+    draw_stress_figure,
+    stress_section,
+)
 from scanmt.io import atomic_open, read_lines
 
 #: (metric key, column title, higher is better)
@@ -89,7 +95,7 @@ SEARCH_COLUMNS: tuple[tuple[str, str, float], ...] = (
 )
 MAX_FIGURE_BYTES = 150_000
 #: a figure link as the report writes it: ``](STEM/attention-N.png)``, ``](STEM/stress.png)``
-FIGURE_LINK = re.compile(r"\]\(([^()/]+)/(attention-\d+\.png|stress\.png)\)")
+FIGURE_LINK = re.compile(r"\]\(([^()/]+)/(attention-\d+\.png|stress\.png|stress-contrast\.png)\)")
 
 log = logging.getLogger("scanmt.experiment")
 
@@ -881,11 +887,14 @@ def render(out: Path, rec: dict[str, Any], docs: Path, stem: str, opts: ReportOp
     stress_png = docs / stem / STRESS_FIGURE
     drawn = draw_stress_figure(systems, stress_png)
     L += stress_section(systems, baselines, f"{stem}/{STRESS_FIGURE}" if drawn else None)
-    L += contrast_section(systems, baselines, resolve_reference_arm(rec, names, opts.reference_arm))
+    reference = resolve_reference_arm(rec, names, opts.reference_arm)
+    contrast_png = docs / stem / CONTRAST_FIGURE
+    contrast_drawn = draw_contrast_figure(systems, baselines, reference, contrast_png)
+    L += contrast_section(systems, baselines, reference, f"{stem}/{CONTRAST_FIGURE}" if contrast_drawn else None)
     L += _details(p)
     fig_lines, files, chosen = _figures(p)
     L += fig_lines + _examples(p, chosen) + _commands(p)
-    return "\n".join(L), ([stress_png] if drawn else []) + files
+    return "\n".join(L), ([stress_png] if drawn else []) + ([contrast_png] if contrast_drawn else []) + files
 
 
 def write_reports(out: Path, docs: Path, *, grid: str | None = None, name: str | None = None,

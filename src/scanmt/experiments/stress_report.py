@@ -19,8 +19,9 @@ from scanmt.experiments.baselines import as_baselines, single_baseline
 #: the table's columns: (metrics.json key, header); ``bleu`` is detokenized sacreBLEU (``scanmt stress``'s)
 COLUMNS = (("bleu", "sacreBLEU"), ("rep", "REP ↓"), ("drop", "DROP ↓"),
            ("dropped_sentences", "inputs dropping a sentence % ↓"), ("length_ratio", "length ratio"))
-#: the figure's file name in the report's folder
+#: the figures' file names in the report's folder
 FIGURE = "stress.png"
+CONTRAST_FIGURE = "stress-contrast.png"
 
 #: per K: per metric: ``{"mean", "std", "seeds"}`` (std None below two seeds)
 StressSummary = dict[int, dict[str, dict[str, Any]]]
@@ -225,22 +226,72 @@ def _contrast_row(arm: Any, arm_base: Any, ref: Any, ref_base: Any, k: int) -> l
     return [*cells, str(len(quads))]
 
 
-def contrast_section(systems: Sequence[Any], baselines: Mapping[str, str], reference: str | None) -> list[str]:
-    """Markdown lines: for each arm of an ablation (a system whose baseline is not the reference's) and each K, its
-    Δ REP and Δ DROP against its own baseline beside the ``reference`` system's against its baseline, and the
-    difference of the two with a two-sided paired bootstrap p-value over the joined inputs, by seed and pooled
-    (:func:`scanmt.metrics.paired.difference_in_differences`).  Nothing without a reference or its runs."""
+def _arms(systems: Sequence[Any], baselines: Mapping[str, str], reference: str | None) -> list[tuple[Any, Any]]:
+    """``[(reference, its baseline), (arm, its baseline), ...]``: the arms are the systems whose baseline is neither
+    themselves nor the reference's; empty without a reference that has a baseline among ``systems``."""
     by_name = {s.name: s for s in systems}
     ref = by_name.get(reference or "")
     ref_base = by_name.get(baselines.get(reference or "", ""))
     if ref is None or ref_base is None or ref_base is ref:
         return []
-    rows = []
+    pairs = [(ref, ref_base)]
     for s in systems:
         base = by_name.get(baselines.get(s.name, s.name))
-        if s is ref or base is None or base is s or base is ref_base:
-            continue
-        for k in sorted({int(k) for r in s.runs for k in ((r.get("stress") or {}).get("per_input") or {})}):
+        if s is not ref and base is not None and base is not s and base is not ref_base:
+            pairs.append((s, base))
+    return pairs
+
+
+def _stress_ks(s: Any) -> list[int]:
+    return sorted({int(k) for r in s.runs for k in ((r.get("stress") or {}).get("per_input") or {})})
+
+
+def draw_contrast_figure(systems: Sequence[Any], baselines: Mapping[str, str], reference: str | None,
+                         png: Path) -> bool:
+    """Draw, for the reference and each arm (:func:`contrast_section`), its Δ REP and Δ DROP against its own
+    baseline over K (pooled over the seeds, bars ± one std of the seeds' Δs) into ``png`` (atomically); False, and
+    nothing written, without a reference, arms, or stress tests."""
+    from scanmt.metrics.paired import paired_rates
+    from scanmt.viz.stress_plot import plot_stress
+
+    pairs = _arms(systems, baselines, reference)
+    ks = sorted({k for s, _ in pairs for k in _stress_ks(s)})
+    if len(pairs) < 2 or not ks:
+        return False
+    panels: dict[str, dict[str, list[float | None]]] = {"Δ REP": {}, "Δ DROP": {}}
+    spread: dict[str, dict[str, list[float | None]]] = {"Δ REP": {}, "Δ DROP": {}}
+    for s, base in pairs:
+        for metric in ("REP", "DROP"):
+            panels[f"Δ {metric}"][s.label], spread[f"Δ {metric}"][s.label] = [], []
+        for k in ks:
+            seeds = [(_per_input(run, k), _per_input(base.seed(run["seed"]) or {}, k)) for run in s.runs]
+            seeds = [(mine, theirs) for mine, theirs in seeds if mine is not None and theirs is not None]
+            pooled = paired_rates(seeds, samples=1) if seeds else {}
+            each = [paired_rates([pair], samples=1) for pair in seeds]
+            for metric in ("REP", "DROP"):
+                deltas = [t[metric].delta for t in each if metric in t]
+                panels[f"Δ {metric}"][s.label].append(pooled[metric].delta if metric in pooled else None)
+                spread[f"Δ {metric}"][s.label].append(statistics.stdev(deltas) if len(deltas) > 1 else None)
+    if all(v is None for lines in panels.values() for values in lines.values() for v in values):
+        return False
+    plot_stress(panels, ks, png, spread=spread, zero_line=True,
+                title="each system minus its baseline, pooled over seeds, bars ± one std")
+    return True
+
+
+def contrast_section(systems: Sequence[Any], baselines: Mapping[str, str], reference: str | None,
+                     figure: str | None = None) -> list[str]:
+    """Markdown lines: for each arm of an ablation (a system whose baseline is not the reference's) and each K, its
+    Δ REP and Δ DROP against its own baseline beside the ``reference`` system's against its baseline, and the
+    difference of the two with a two-sided paired bootstrap p-value over the joined inputs, by seed and pooled
+    (:func:`scanmt.metrics.paired.difference_in_differences`), then the figure (its relative path ``figure``, when
+    drawn: :func:`draw_contrast_figure`).  Nothing without a reference or its runs."""
+    pairs = _arms(systems, baselines, reference)
+    if not pairs:
+        return []
+    (ref, ref_base), rows = pairs[0], []
+    for s, base in pairs[1:]:
+        for k in _stress_ks(s):
             cells = _contrast_row(s, base, ref, ref_base, k)
             if cells is not None:
                 rows.append([f"{_escape(s.label)} − {_escape(base.label)}", str(k), *cells])
@@ -260,4 +311,4 @@ def contrast_section(systems: Sequence[Any], baselines: Mapping[str, str], refer
             "and two metrics some † arise by chance. The test covers the choice of test inputs, not the training "
             "seeds: read it with the by-seed values. K = 1 is the test set itself.", "",
             "| " + " | ".join(head) + " |", "|" + "|".join(align) + "|", *("| " + " | ".join(r) + " |" for r in rows),
-            ""]
+            "", *([f"![each system minus its baseline over K, pooled over seeds]({figure})", ""] if figure else [])]

@@ -19,12 +19,12 @@ Series = Mapping[str, Mapping[str, Sequence[Optional[float]]]]
 
 
 def plot_stress(panels: Series, ks: Sequence[int], out: str | Path, title: str = "",
-                spread: Series | None = None) -> None:
+                spread: Series | None = None, zero_line: bool = False) -> None:
     """Draw ``panels`` (metric title -> model name -> one value per K, None where not measured) as a row of
     line plots over ``ks`` and write the PNG to ``out`` atomically.  A panel without any value says so.
 
     ``spread``: the same keys, the half-length of each point's error bar (a std over seeds; None or missing: no
-    bar at that point)."""
+    bar at that point).  ``zero_line``: draw y = 0 (for panels of differences)."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -48,6 +48,8 @@ def plot_stress(panels: Series, ks: Sequence[int], out: str | Path, title: str =
                 else:
                     ax.plot(xs, ys, marker="o", label=name)
                 drawn = True
+        if zero_line:
+            ax.axhline(0.0, color="black", linewidth=0.6)
         ax.set_title(metric, fontsize=10)
         ax.set_xlabel("K (sentences per input)", fontsize=9)
         ax.set_xticks(list(ks))
