@@ -68,7 +68,7 @@ def paired_bootstrap_rate(a: Sequence[float], b: Sequence[float], n: Sequence[fl
     p = (1 + int(np.count_nonzero(resampled - delta <= delta))) / (1 + samples)
     p_two = (1 + int(np.count_nonzero(np.abs(resampled - delta) >= abs(delta)))) / (1 + samples)
     return PairedRate(a=100.0 * float(np.sum(a)) / den.sum(), b=100.0 * float(np.sum(b)) / den.sum(),
-                      delta=float(delta), p_lower=p, inputs=len(den), samples=samples, p_two_sided=min(1.0, p_two))
+                      delta=float(delta), p_lower=p, inputs=len(den), samples=samples, p_two_sided=p_two)
 
 
 #: the rates of :data:`scanmt.api.stress.PerInput` counts: name -> (numerator key, denominator key)
