@@ -161,7 +161,7 @@ def test_the_stress_tests_pair_each_system_with_its_baseline():
     # REP = 100 * sum(sigma) / sum(ref words): 0 against 100 * 8 / 40 = 20 for SOFTMAX-X
     assert "1: -20.00 (" in calm and calm.endswith("| SOFTMAX-X |")
     soft_x = next(line for line in text.splitlines() if line.startswith("| SOFTMAX-X | 2 |"))
-    assert "1: +20.00 (1.000)" in soft_x and soft_x.endswith("| SOFTMAX |")
+    assert "1: +20.00 (1.000) / 2: +20.00 (1.000); sign-flip 1.000 |" in soft_x and soft_x.endswith("| SOFTMAX |")
     one = "\n".join(paired_section(systems, "softmax"))
     assert "against SOFTMAX, paired" in one and "compared with" not in one
 
@@ -228,7 +228,7 @@ def test_the_report_sets_each_arm_against_the_reference():
     assert len(rows) == 2
     x = rows[0].split(" | ")
     assert x[0] == "| CSPARSEMAX-X − SOFTMAX-X" and x[1] == "3" and x[2:4] == ["-30.00", "-10.00"]
-    assert x[4] == "1: -20.00 (0.001 †) / 2: -20.00 (0.001 †)" and x[5] == "-20.00 (0.001 †)"
+    assert x[4] == "1: -20.00 (0.001 †) / 2: -20.00 (0.001 †); sign-flip 0.500" and x[5] == "-20.00 (0.001 †)"
     assert x[6:8] == ["-10.00", "+0.00"] and x[-1] == "2 |"  # DROP: 2 of 20 source words fewer, reference none
     y = rows[1].split(" | ")
     assert y[2:4] == ["-10.00", "-10.00"]  # seed 1 only: the same effect as the reference's

@@ -149,3 +149,37 @@ def test_difference_in_differences_refuses_runs_of_other_inputs():
     with pytest.raises(DataError, match="DROP difference in differences: the four runs of a seed scored different"):
         difference_in_differences([(good, good, good, other)])
     assert difference_in_differences([]) == {}
+
+
+@pytest.mark.parametrize("deltas, lower, two", [
+    ([-1.0, -2.0, -3.0], 1 / 8, 2 / 8),       # every seed lower: the smallest p 3 seeds allow
+    ([-3.78, -1.64, 0.11], 2 / 8, 4 / 8),     # flips with a mean <= -1.77: (-,-,+), (-,-,-)
+    ([1.0, 2.0], 1.0, 2 / 4),
+    ([0.0, 0.0, 0.0], 1.0, 1.0),
+])
+def test_the_sign_flip_p_counts_the_flips_by_hand(deltas, lower, two):
+    from scanmt.metrics.paired import sign_flip_p
+
+    assert sign_flip_p(deltas) == pytest.approx(lower)
+    assert sign_flip_p(deltas, two_sided=True) == pytest.approx(two)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(-10, 10, allow_nan=False), min_size=2, max_size=6))
+def test_the_sign_flip_p_against_an_enumeration(deltas):
+    from scanmt.metrics.paired import sign_flip_p
+
+    observed = sum(deltas) / len(deltas)
+    means = [sum(s * d for s, d in zip(flip, deltas)) / len(deltas)
+             for flip in itertools.product((1, -1), repeat=len(deltas))]
+    tol = 1e-12 * max(1.0, max(abs(d) for d in deltas))  # ties within rounding count as ties, as the code does
+    lower = sum(m <= observed + tol for m in means) / len(means)
+    two = sum(abs(m) >= abs(observed) - tol for m in means) / len(means)
+    assert sign_flip_p(deltas) == pytest.approx(lower) and sign_flip_p(deltas, two_sided=True) == pytest.approx(two)
+    assert 2 ** -len(deltas) <= sign_flip_p(deltas) <= 1
+
+
+def test_one_seed_has_no_seed_level_test():
+    from scanmt.metrics.paired import sign_flip_p
+
+    assert sign_flip_p([-1.0]) is None and sign_flip_p([]) is None

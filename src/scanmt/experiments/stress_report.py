@@ -121,6 +121,15 @@ def _test_cell(t: Any, two_sided: bool = False) -> str:
     return f"{t.delta:+.2f} ({p:.3f}{mark})"
 
 
+def _by_seed_cell(cells: Sequence[str], deltas: Sequence[float], two_sided: bool = False) -> str:
+    """The seeds' cells joined, then the sign-flip p over their Δs (two or more seeds;
+    :func:`scanmt.metrics.paired.sign_flip_p`); "–" without seeds."""
+    from scanmt.metrics.paired import sign_flip_p
+
+    p = sign_flip_p(deltas, two_sided=two_sided)
+    return (" / ".join(cells) or "–") + ("" if p is None else f"; sign-flip {p:.3f}")
+
+
 def _length_cell(pairs: Sequence[tuple[dict[str, Any], dict[str, Any]]]) -> str | None:
     """The baseline's REP at the system's output lengths and the share of Δ REP that explains, pooled over
     ``pairs`` (:func:`scanmt.metrics.length_standardized.standardize_rep`); None without ``hyp_words``."""
@@ -139,7 +148,7 @@ def _paired_rows(s: Any, base: Any, k: int) -> tuple[list[str], str | None] | No
     cell; None when no seed of the two has a stress test at ``k``."""
     from scanmt.metrics.paired import paired_rates
 
-    pairs, by_seed = [], {"REP": [], "DROP": []}
+    pairs, by_seed, deltas = [], {"REP": [], "DROP": []}, {"REP": [], "DROP": []}
     for run in sorted(s.runs, key=lambda r: r["seed"]):
         mine, theirs = _per_input(run, k), _per_input(base.seed(run["seed"]) or {}, k)
         if mine is None or theirs is None:
@@ -147,12 +156,13 @@ def _paired_rows(s: Any, base: Any, k: int) -> tuple[list[str], str | None] | No
         pairs.append((mine, theirs))
         for metric, t in paired_rates([(mine, theirs)]).items():
             by_seed[metric].append(f"{run['seed']}: {_test_cell(t)}")
+            deltas[metric].append(t.delta)
     if not pairs:
         return None
     pooled = paired_rates(pairs)
     cells = []
     for m in ("REP", "DROP"):
-        cells += [" / ".join(by_seed[m]) or "–", _test_cell(pooled[m]) if m in pooled else "–"]
+        cells += [_by_seed_cell(by_seed[m], deltas[m]), _test_cell(pooled[m]) if m in pooled else "–"]
     return [*cells, str(len(pairs))], _length_cell(pairs)
 
 
@@ -196,8 +206,10 @@ def paired_section(systems: Sequence[Any], baseline: str | Mapping[str, str] | N
             f"For each seed, the system's REP (DROP) minus that of {title} trained with the same seed, on the same "
             "joined inputs, and the one-sided p-value that it is lower, from a paired bootstrap over the joined inputs "
             "(1000 resamples; `scanmt.metrics.paired`); pooled: the seeds' inputs resampled together. † marks p < 0.05. "
-            "The test covers the choice of test inputs; the spread over seeds is in the table above, and each DROP "
-            "uses one alignment of each side." + note, "", *table, ""]
+            "The bootstrap covers the choice of test inputs, not the training seeds; for those, *sign-flip* is the "
+            "exact one-sided sign-flip p over the seeds' Δs (`sign_flip_p`; it cannot fall below 2^-n with n "
+            "seeds, 0.125 with 3, so it says how consistently the seeds agree). Each DROP uses one alignment of "
+            "each side." + note, "", *table, ""]
 
 
 def _contrast_row(arm: Any, arm_base: Any, ref: Any, ref_base: Any, k: int) -> list[str] | None:
@@ -205,7 +217,7 @@ def _contrast_row(arm: Any, arm_base: Any, ref: Any, ref_base: Any, k: int) -> l
     stress tests at ``k``."""
     from scanmt.metrics.paired import difference_in_differences
 
-    quads, by_seed = [], {"REP": [], "DROP": []}
+    quads, by_seed, deltas = [], {"REP": [], "DROP": []}, {"REP": [], "DROP": []}
     for run in sorted(arm.runs, key=lambda r: r["seed"]):
         seed = run["seed"]
         quad = tuple(_per_input(x, k) for x in (run, arm_base.seed(seed) or {}, ref.seed(seed) or {},
@@ -215,13 +227,15 @@ def _contrast_row(arm: Any, arm_base: Any, ref: Any, ref_base: Any, k: int) -> l
         quads.append(quad)
         for metric, t in difference_in_differences([quad]).items():
             by_seed[metric].append(f"{seed}: {_test_cell(t, two_sided=True)}")
+            deltas[metric].append(t.delta)
     if not quads:
         return None
     pooled = difference_in_differences(quads)
     cells = []
     for m in ("REP", "DROP"):
         t = pooled.get(m)
-        cells += ["–", "–", "–", "–"] if t is None else [f"{t.a:+.2f}", f"{t.b:+.2f}", " / ".join(by_seed[m]),
+        cells += ["–", "–", "–", "–"] if t is None else [f"{t.a:+.2f}", f"{t.b:+.2f}",
+                                                        _by_seed_cell(by_seed[m], deltas[m], two_sided=True),
                                                         _test_cell(t, two_sided=True)]
     return [*cells, str(len(quads))]
 
@@ -308,7 +322,8 @@ def contrast_section(systems: Sequence[Any], baselines: Mapping[str, str], refer
             "reference does (or raises it less). p: two-sided, from a paired bootstrap over the joined inputs "
             "(1000 resamples, the four runs of a seed resampled together; pooled: the seeds' inputs resampled "
             "together; `scanmt.metrics.paired.difference_in_differences`). † marks p < 0.05; with several arms "
-            "and two metrics some † arise by chance. The test covers the choice of test inputs, not the training "
-            "seeds: read it with the by-seed values. K = 1 is the test set itself.", "",
+            "and two metrics some † arise by chance. The bootstrap covers the choice of test inputs, not the training "
+            "seeds; *sign-flip*: the exact two-sided sign-flip p over the seeds' ΔΔs (at least 2^(1-n) with n seeds, "
+            "0.25 with 3). K = 1 is the test set itself.", "",
             "| " + " | ".join(head) + " |", "|" + "|".join(align) + "|", *("| " + " | ".join(r) + " |" for r in rows),
             "", *([f"![each system minus its baseline over K, pooled over seeds]({figure})", ""] if figure else [])]

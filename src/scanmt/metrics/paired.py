@@ -125,3 +125,22 @@ def difference_in_differences(quads: Sequence[Quad], *, samples: int = 1000) -> 
             n += list(a[den])
         out[metric] = paired_bootstrap_rate(arm, ref, n, samples=samples)
     return out
+
+
+def sign_flip_p(deltas: Sequence[float], *, two_sided: bool = False) -> float | None:
+    """The exact sign-flip (randomization) test over training seeds: with one difference per seed (a system's REP
+    minus its baseline's, say), the share of the ``2^n`` ways of flipping their signs whose mean is as low as the
+    observed mean (``two_sided``: as far from 0).  Under the null "a seed is as likely to favour either system"
+    every flip is equally likely; no distribution is assumed.  With ``n`` seeds no p-value falls below
+    ``2^-n`` (one-sided; ``2^(1-n)`` two-sided): 0.125 with 3 seeds, so a p-value here says how consistent the
+    seeds are, and a small one needs more seeds.  None with fewer than two seeds.
+    """
+    if len(deltas) < 2:
+        return None
+    d = np.asarray(deltas, dtype=np.float64)
+    signs = np.array(np.meshgrid(*[[1.0, -1.0]] * len(d))).reshape(len(d), -1).T  # every flip, [2^n, n]
+    means = (signs * d).mean(axis=1)
+    observed = d.mean()
+    tol = 1e-12 * max(1.0, float(np.abs(d).max()))
+    hits = np.abs(means) >= abs(observed) - tol if two_sided else means <= observed + tol
+    return float(hits.mean())
