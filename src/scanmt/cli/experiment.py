@@ -453,8 +453,8 @@ def _report(args: argparse.Namespace) -> int:
     for opt in ("grid", "name", "baseline", "reference_arm"):
         if getattr(args, opt):
             argv += [f"--{opt.replace('_', '-')}", getattr(args, opt)]
-    opts = ReportOptions(baseline=args.baseline, reference_arm=args.reference_arm, samples=args.bootstrap_samples, figures=args.figures,
-                         examples=args.examples, max_figure_words=args.max_figure_words,
+    opts = ReportOptions(baseline=args.baseline, reference_arm=args.reference_arm, samples=args.bootstrap_samples,
+                         figures=args.figures, examples=args.examples, max_figure_words=args.max_figure_words,
                          max_figure_tokens=args.max_figure_tokens,
                          command="scanmt " + shlex.join(argv))
     files = write_reports(args.dir.resolve(), args.out, grid=args.grid, name=args.name, opts=opts)

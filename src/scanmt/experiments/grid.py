@@ -66,7 +66,8 @@ RUNNER_KEYS: dict[str, str] = {
 #: each attempt records them (:func:`scanmt.experiments.runner.machine`)
 SPEED_KEYS = ("train.threads", "train.precision", "decode.batch_size")
 
-TOP_KEYS = ("name", "description", "title", "baseline", "reference_arm", "figure", "set", "predictor_set", "align", "systems")
+TOP_KEYS = ("name", "description", "title", "baseline", "reference_arm", "figure", "set", "predictor_set", "align",
+            "systems")
 SYSTEM_KEYS = ("name", "label", "description", "set", "tune_penalties", "reuse_model", "baseline")
 #: grid `align:` key -> `scanmt align` option
 ALIGN_OPTIONS: dict[str, tuple[str, type]] = {
@@ -137,8 +138,8 @@ class Grid:
     def as_dict(self) -> dict[str, Any]:
         return {
             "name": self.name, "description": self.description, "title": self.title, "baseline": self.baseline_name,
-            "reference_arm": self.reference_arm, "figure": list(self.figure), "set": list(self.set), "predictor_set": list(self.predictor_set),
-            "align": dict(self.align), "systems": [s.as_dict() for s in self.systems], "path": str(self.path),
+            "reference_arm": self.reference_arm, "figure": list(self.figure), "set": list(self.set),
+            "predictor_set": list(self.predictor_set), "align": dict(self.align), "systems": [s.as_dict() for s in self.systems], "path": str(self.path),
         }
 
 
