@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import statistics
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from scanmt.experiments.baselines import as_baselines, single_baseline
 
@@ -143,27 +143,38 @@ def _length_cell(pairs: Sequence[tuple[dict[str, Any], dict[str, Any]]]) -> str 
     return f"{r.baseline_at_system_lengths:.2f}{share}{uncovered}"
 
 
+def _seed_tests(items: Sequence[tuple[int, Any]], test: Callable[[list[Any]], dict[str, Any]],
+                two_sided: bool = False) -> tuple[dict[str, str], dict[str, Any]]:
+    """``test`` (:func:`scanmt.metrics.paired.paired_rates` or ``difference_in_differences``) on each seed's
+    ``(seed, item)`` alone and on all items pooled: per metric the by-seed cell (:func:`_by_seed_cell`), and the
+    pooled results."""
+    by_seed: dict[str, list[str]] = {"REP": [], "DROP": []}
+    deltas: dict[str, list[float]] = {"REP": [], "DROP": []}
+    for seed, item in items:
+        for metric, t in test([item]).items():
+            by_seed[metric].append(f"{seed}: {_test_cell(t, two_sided)}")
+            deltas[metric].append(t.delta)
+    cells = {m: _by_seed_cell(by_seed[m], deltas[m], two_sided) for m in by_seed}
+    return cells, test([item for _, item in items])
+
+
 def _paired_rows(s: Any, base: Any, k: int) -> tuple[list[str], str | None] | None:
     """One system's row at one K against ``base`` (cells from Δ REP by seed to the seed count), and its length
     cell; None when no seed of the two has a stress test at ``k``."""
     from scanmt.metrics.paired import paired_rates
 
-    pairs, by_seed, deltas = [], {"REP": [], "DROP": []}, {"REP": [], "DROP": []}
+    pairs = []
     for run in sorted(s.runs, key=lambda r: r["seed"]):
         mine, theirs = _per_input(run, k), _per_input(base.seed(run["seed"]) or {}, k)
-        if mine is None or theirs is None:
-            continue
-        pairs.append((mine, theirs))
-        for metric, t in paired_rates([(mine, theirs)]).items():
-            by_seed[metric].append(f"{run['seed']}: {_test_cell(t)}")
-            deltas[metric].append(t.delta)
+        if mine is not None and theirs is not None:
+            pairs.append((run["seed"], (mine, theirs)))
     if not pairs:
         return None
-    pooled = paired_rates(pairs)
+    by_seed, pooled = _seed_tests(pairs, paired_rates)
     cells = []
     for m in ("REP", "DROP"):
-        cells += [_by_seed_cell(by_seed[m], deltas[m]), _test_cell(pooled[m]) if m in pooled else "–"]
-    return [*cells, str(len(pairs))], _length_cell(pairs)
+        cells += [by_seed[m], _test_cell(pooled[m]) if m in pooled else "–"]
+    return [*cells, str(len(pairs))], _length_cell([pair for _, pair in pairs])
 
 
 def paired_section(systems: Sequence[Any], baseline: str | Mapping[str, str] | None) -> list[str]:
@@ -217,25 +228,20 @@ def _contrast_row(arm: Any, arm_base: Any, ref: Any, ref_base: Any, k: int) -> l
     stress tests at ``k``."""
     from scanmt.metrics.paired import difference_in_differences
 
-    quads, by_seed, deltas = [], {"REP": [], "DROP": []}, {"REP": [], "DROP": []}
+    quads = []
     for run in sorted(arm.runs, key=lambda r: r["seed"]):
         seed = run["seed"]
         quad = tuple(_per_input(x, k) for x in (run, arm_base.seed(seed) or {}, ref.seed(seed) or {},
                                                 ref_base.seed(seed) or {}))
-        if any(x is None for x in quad):
-            continue
-        quads.append(quad)
-        for metric, t in difference_in_differences([quad]).items():
-            by_seed[metric].append(f"{seed}: {_test_cell(t, two_sided=True)}")
-            deltas[metric].append(t.delta)
+        if all(x is not None for x in quad):
+            quads.append((seed, quad))
     if not quads:
         return None
-    pooled = difference_in_differences(quads)
+    by_seed, pooled = _seed_tests(quads, difference_in_differences, two_sided=True)
     cells = []
     for m in ("REP", "DROP"):
         t = pooled.get(m)
-        cells += ["–", "–", "–", "–"] if t is None else [f"{t.a:+.2f}", f"{t.b:+.2f}",
-                                                        _by_seed_cell(by_seed[m], deltas[m], two_sided=True),
+        cells += ["–", "–", "–", "–"] if t is None else [f"{t.a:+.2f}", f"{t.b:+.2f}", by_seed[m],
                                                         _test_cell(t, two_sided=True)]
     return [*cells, str(len(quads))]
 
