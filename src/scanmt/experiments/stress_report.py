@@ -286,7 +286,7 @@ def draw_contrast_figure(systems: Sequence[Any], baselines: Mapping[str, str], r
         for k in ks:
             seeds = [(_per_input(run, k), _per_input(base.seed(run["seed"]) or {}, k)) for run in s.runs]
             seeds = [(mine, theirs) for mine, theirs in seeds if mine is not None and theirs is not None]
-            pooled = paired_rates(seeds, samples=1) if seeds else {}
+            pooled = paired_rates(seeds, samples=1)  # (only the Δs are drawn: one resample)
             each = [paired_rates([pair], samples=1) for pair in seeds]
             for metric in ("REP", "DROP"):
                 deltas = [t[metric].delta for t in each if metric in t]
