@@ -198,14 +198,59 @@ def try_lock(path: str | Path, *, wait_s: float = 0.0, command: str | None = Non
 
 def lock_holder(path: str | Path) -> str:
     """Who holds the lock file ``path``, from what it records: ``process PID (COMMAND)``."""
+    pid, command = _recorded(path)
+    if not pid.isdigit():
+        return "another process (it has not written its PID yet)"
+    return f"process {pid}" + (f" ({command})" if command else "")
+
+
+def _recorded(path: str | Path) -> tuple[str, str]:
+    """What a lock file records: its holder's PID and command line ("" where it has none, or is unreadable)."""
     try:
         pid, _, command = Path(path).read_text(encoding="utf-8").partition("\n")
     except (OSError, UnicodeDecodeError):
         pid, command = "", ""
-    pid, command = pid.strip(), command.strip()
-    if not pid.isdigit():
-        return "another process (it has not written its PID yet)"
-    return f"process {pid}" + (f" ({command})" if command else "")
+    return pid.strip(), command.strip()
+
+
+def lock_held(path: str | Path) -> bool:
+    """Whether some process holds the ``flock`` of the lock file ``path``, seen without taking it: a lock taken
+    only to look would make a process that tries to take it at that moment fail as busy.
+
+    On Linux, from ``/proc/locks`` (a held ``FLOCK`` on the file's inode; its device, or, where an overlay file
+    system reports another device, the holder's PID the file records, must match too).  Elsewhere, from
+    whether the process whose PID the file records is alive (a lock never outlives its process, but a PID may
+    be reused).
+    """
+    path = Path(path)
+    try:
+        st = path.stat()
+    except OSError:
+        return False
+    pid = _recorded(path)[0]
+    try:
+        table = Path("/proc/locks").read_text(encoding="ascii", errors="replace").splitlines()
+    except OSError:
+        table = None
+    if table is None:
+        if not pid.isdigit():
+            return False
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            pass  # alive, and another user's
+        return True
+    device = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}"
+    for line in table:
+        fields = line.split()
+        if len(fields) < 6 or fields[1] != "FLOCK":  # "N: -> FLOCK ..." waits for the lock, it does not hold it
+            continue
+        holder, (dev_major, dev_minor, inode) = fields[4], (fields[5].split(":") + ["", "", ""])[:3]
+        if inode == str(st.st_ino) and (f"{dev_major}:{dev_minor}" == device or holder == pid):
+            return True
+    return False
 
 
 def lock_folder(folder: str | Path, *, what: str = "--out", command: str | None = None) -> FileLock:

@@ -22,6 +22,7 @@ another writes the Markdown report.
   scanmt experiment run experiments/table1.yaml ... --set train.max_minutes=6 --workers 2
   scanmt experiment run experiments/table1.yaml ... --dry-run          # check the grid and print the plan
   scanmt experiment report runs/table1 --out docs/       # docs/experiments-table1.md and .json
+  scanmt experiment status runs/table1                   # each run: done, training, decoding, stopped; time left
   scanmt experiment archive runs/table1 --to archive/table1   # finished runs, no checkpoints (for git)
   scanmt experiment restore archive/table1 --out runs/table1  # on a new machine, before `run`
 
@@ -112,7 +113,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     q.add_argument("--examples", type=int, default=5, help="translation examples (Appendix B analogue)")
     q.add_argument("--max-figure-words", type=int, default=25, help="longest source (words) for figures and examples")
     q.add_argument("--max-figure-tokens", type=int, default=30, help="longest source (subwords) for figures")
+    _add_status_arguments(sub, fmt)
     _add_archive_arguments(sub, fmt)
+
+
+def _add_status_arguments(sub: "argparse._SubParsersAction", fmt: type[argparse.HelpFormatter]) -> None:
+    st = sub.add_parser("status", formatter_class=fmt, help="where a grid stands: each run done, training, "
+                        "decoding, stopped or not started, and the time left",
+                        description="Read an experiment folder, without writing or locking anything, and show for "
+                        "each run of each grid recorded there: its scores when done; the update it has logged, "
+                        "against the updates its system's finished runs took, when training; the step it is in "
+                        "when decoding; what a rerun picks up, with the last line of its log, when stopped (killed, "
+                        "failed or deferred by --deadline). Times left are estimated from the folder's finished "
+                        "runs, as `run --deadline` estimates them.")
+    st.add_argument("dir", type=Path, help="experiment directory of `scanmt experiment run --out`")
+    st.add_argument("--grid", nargs="+", metavar="NAME", help="only these grids of DIR [every grid recorded there]")
+    st.add_argument("--brief", action="store_true", help="leave the finished runs out of the tables")
 
 
 def _add_archive_arguments(sub: "argparse._SubParsersAction", fmt: type[argparse.HelpFormatter]) -> None:
@@ -148,6 +164,8 @@ def run(args: argparse.Namespace) -> int:
         return _archive(args)
     if args.action == "restore":
         return _restore(args)
+    if args.action == "status":
+        return _status(args)
     return _report(args)
 
 
@@ -460,6 +478,17 @@ def _report(args: argparse.Namespace) -> int:
     files = write_reports(args.dir.resolve(), args.out, grid=args.grid, name=args.name, opts=opts)
     for f in files:
         print(f"wrote {f}")
+    return 0
+
+
+# --------------------------------------------------------------------------- status
+
+
+def _status(args: argparse.Namespace) -> int:
+    from scanmt.experiments.status import folder_status, render
+
+    out = args.dir.resolve()
+    print(render(out, folder_status(out, args.grid), brief=args.brief))
     return 0
 
 

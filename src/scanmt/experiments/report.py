@@ -151,14 +151,20 @@ def _stage(run: Path) -> str:
         if (run / ".stages" / f"{stage}.done").exists():
             where = f"stopped after {stage}"
             break
-    try:
-        lines = [ln.strip() for ln in (run / "log.txt").read_text(encoding="utf-8", errors="replace").splitlines()
-                 if ln.strip() and not ln.startswith("#####")]
-    except OSError:
-        lines = []
-    if lines:
-        where += f"; last log line: {lines[-1][-200:]}"
+    if last := last_log_line(run):
+        where += f"; last log line: {last}"
     return where
+
+
+def last_log_line(run: Path, width: int = 200) -> str:
+    """The last line of ``RUN/log.txt`` with text (at most its last ``width`` characters; a progress bar's
+    carriage returns end a line; "": no log)."""
+    try:
+        text = (run / "log.txt").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    lines = [ln.strip() for ln in text.replace("\r", "\n").splitlines() if ln.strip() and not ln.startswith("#####")]
+    return lines[-1][-width:] if lines else ""
 
 
 def collect(out: Path, rec: dict[str, Any]) -> list[SystemResults]:
@@ -953,8 +959,10 @@ def summary_rows(out: Path, rec: dict[str, Any], split: str | None = None) -> li
     return rows
 
 
-def format_rows(head: list[str], rows: list[list[str]]) -> str:
+def format_rows(head: list[str], rows: list[list[str]], left_columns: int = 1) -> str:
+    """A plain-text table: the first ``left_columns`` columns aligned left, the others (numbers) right."""
     widths = [max(len(head[k]), *(len(r[k]) for r in rows)) if rows else len(head[k]) for k in range(len(head))]
-    line = lambda cells: "  ".join(c.ljust(w) if k == 0 else c.rjust(w) for k, (c, w) in enumerate(zip(cells, widths)))  # noqa: E731
+    line = lambda cells: "  ".join(  # noqa: E731
+        (c.ljust(w) if k < left_columns else c.rjust(w)) for k, (c, w) in enumerate(zip(cells, widths))).rstrip()
     return "\n".join([line(head), line(["-" * w for w in widths]), *[line(r) for r in rows]])
 

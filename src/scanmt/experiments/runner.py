@@ -52,7 +52,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Collection, Sequence
 
 from scanmt import api
 from scanmt.api import (CommandRequest, EvaluateRequest, StressRequest, TrainRequest, TranslateRequest,
@@ -305,6 +305,11 @@ def updates_done(run: Path) -> int:
     at most ``train.checkpoint_every`` updates before it."""
     if not (run / "last.pt").exists() or stage_marker(run, "train").exists():
         return 0
+    return logged_updates(run)
+
+
+def logged_updates(run: Path) -> int:
+    """The last step a training in ``run`` has logged in ``RUN/metrics.csv`` (0: none, or no such file)."""
     try:
         with open(run / "metrics.csv", "rb") as fh:
             fh.seek(0, os.SEEK_END)
@@ -997,15 +1002,25 @@ class RunTimes:
         system without finished runs is estimated from the whole folder's."""
         mine = {spec.dir.resolve() for spec in specs}
         for runs in sorted({spec.dir.parent.parent for spec in specs}):
-            for run in sorted(runs.glob("*/seed*")):
-                if run.is_dir() and run.resolve() not in mine:
-                    self.add_dir(run.parent.name, run)
+            self.add_folder(runs, skip=mine)
 
-    def estimate(self, spec: RunSpec) -> Estimate | None:
-        """The expected seconds of what ``spec`` still has to do (:func:`expected_seconds`)."""
+    def add_folder(self, runs: Path, skip: Collection[Path] = ()) -> None:
+        """Add the finished runs in ``runs`` (an ``OUT/runs`` folder of ``SYSTEM/seedK``), but those whose
+        resolved path is in ``skip``."""
+        for run in sorted(runs.glob("*/seed*")):
+            if run.is_dir() and run.resolve() not in skip:
+                self.add_dir(run.parent.name, run)
+
+    def estimate(self, spec: RunSpec, updates: int | None = None) -> Estimate | None:
+        """The expected seconds of what ``spec`` still has to do (:func:`expected_seconds`); its training has
+        done ``updates`` updates already (default: those a resume picks up, :func:`updates_done`)."""
         steps = [stage for stage, request in spec.steps() if request is not None and not step_done(spec, stage)]
+        return self.estimate_steps(spec.system, steps, updates_done(spec.dir) if updates is None else updates)
+
+    def estimate_steps(self, system: str, steps: Sequence[str], updates: int = 0) -> Estimate | None:
+        """The expected seconds of the ``steps`` of a run of ``system`` whose training has done ``updates``."""
         grid = [t for times in self.by_system.values() for t in times]
-        return expected_seconds(steps, updates_done(spec.dir), self.by_system.get(spec.system, []), grid)
+        return expected_seconds(steps, updates, self.by_system.get(system, []), grid)
 
 
 def run_pool(specs: Sequence[RunSpec], *, workers: int, gpus: Sequence[str], threads: dict[str, int],

@@ -1,0 +1,245 @@
+"""Where a grid stands: ``scanmt experiment status OUT``.
+
+A grid of dozens of runs takes hours or days.  This reads its experiment folder, writes nothing and takes
+no lock, and says for each run of each grid recorded in ``OUT/grids/`` (in the order ``experiment run``
+starts them, seeds by systems):
+
+* ``done``: its test scores;
+* ``training``: the update its training has logged, against the updates its system's finished runs took,
+  and its best validation BLEU so far;
+* ``decoding``: the step it is in (translate, evaluate, an extra split, the stress test);
+* ``stopped``: a run no process holds that has work left (killed, failed or deferred), what a rerun of
+  the grid command picks up, and the last line of its log (often the error);
+* ``not started``.
+
+A run is running while some process holds its folder's lock (``RUN/.lock``,
+:func:`scanmt.processes.lock_held`), and a grid while one holds ``OUT/.lock``.  The time a run has left is
+estimated as ``experiment run --deadline`` does it (:mod:`scanmt.experiments.deadline`), from the step
+times of the folder's finished runs; the summary adds the runs' times up, once per run folder (a run of
+two grids counts once), and divides them by the grid command's ``--workers``.
+"""
+
+from __future__ import annotations
+
+import csv
+import shlex
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from scanmt.errors import DataError
+from scanmt.experiments.deadline import Estimate
+from scanmt.experiments.report import format_rows, grid_records, last_log_line
+from scanmt.experiments.runner import (
+    RunSpec,
+    RunTimes,
+    describe,
+    logged_updates,
+    read_json,
+    resume_note,
+    run_dir,
+    run_status,
+    step_done,
+)
+from scanmt.io import LOCK_FILE
+from scanmt.processes import lock_held, lock_holder
+
+#: a run's states, in the order the summary counts them
+STATES = ("done", "training", "decoding", "stopped", "not started")
+
+
+@dataclass(frozen=True)
+class RunState:
+    """One run's state.
+
+    Attributes:
+        key: ``SYSTEM/seedK``.
+        dir: its run folder.
+        state: one of :data:`STATES`.
+        detail: what it has done or is doing, in words.
+        left: the expected seconds of what it still has to do (None: done, or no finished run to tell).
+    """
+
+    key: str
+    dir: Path
+    state: str
+    detail: str
+    left: Estimate | None = None
+
+
+@dataclass(frozen=True)
+class GridStatus:
+    """The runs of one recorded grid, with the command that recorded it last."""
+
+    name: str
+    runs: list[RunState]
+    command: str
+
+    def counts(self) -> str:
+        """``10 done, 2 training, 24 not started``: the states that occur, in :data:`STATES` order."""
+        n = {state: sum(r.state == state for r in self.runs) for state in STATES}
+        return ", ".join(f"{n[state]} {state}" for state in STATES if n[state])
+
+
+def planned_steps(rec: dict[str, Any], system: dict[str, Any]) -> list[str]:
+    """The steps a run of ``system`` (a grid record's system) will do, as ``RunSpec.steps`` names them."""
+    steps = ([] if system.get("reuse_model") else ["train"]) + (["tune"] if system.get("tune_penalties") else [])
+    steps += ["translate", "evaluate"]
+    for split in rec.get("extra_splits") or []:
+        steps += [f"translate.{split}", f"evaluate.{split}"]
+    return steps + (["stress"] if rec.get("stress_k") else [])
+
+
+def valid_bleu(run: Path) -> tuple[float, int, float] | None:
+    """``(last, at update, best)`` of the ``valid/bleu`` a training logged in ``RUN/metrics.csv`` (None: none)."""
+    rows: list[tuple[int, float]] = []
+    try:
+        with open(run / "metrics.csv", encoding="utf-8", newline="") as fh:
+            for row in csv.reader(fh):
+                if len(row) == 3 and row[1] == "valid/bleu" and row[0].isdigit():
+                    try:
+                        rows.append((int(row[0]), float(row[2])))
+                    except ValueError:
+                        continue
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return None
+    if not rows:
+        return None
+    return rows[-1][1], rows[-1][0], max(v for _, v in rows)
+
+
+def _expected_updates(times: RunTimes, system: str) -> float | None:
+    """The median updates of the finished trainings of ``system``, else of the folder's (None: none)."""
+    for history in (times.by_system.get(system, []), [t for ts in times.by_system.values() for t in ts]):
+        updates = [h.train_updates for h in history if h.train_updates]
+        if updates:
+            return statistics.median(updates)
+    return None
+
+
+def _training_detail(spec: RunSpec, times: RunTimes, updates: int) -> str:
+    expected = _expected_updates(times, spec.system)
+    text = f"update {updates:,}" + (f" of ~{expected:,.0f}" if expected else "")
+    if (bleu := valid_bleu(spec.dir)) is not None:
+        last, at, best = bleu
+        text += f"; valid BLEU {last:.2f} at update {at:,} (best {best:.2f})"
+    return text
+
+
+def _pending(spec: RunSpec) -> list[str]:
+    return [stage for stage, request in spec.steps() if request is not None and not step_done(spec, stage)]
+
+
+def run_state(spec: RunSpec | None, key: str, folder: Path, times: RunTimes, steps: Sequence[str]) -> RunState:
+    """The state of the run in ``folder`` (``spec``: its ``spec.json``, None when it has none yet; ``steps``:
+    the steps a run not started will do, for its estimate)."""
+    system = key.split("/")[0]
+    if spec is None:
+        return RunState(key, folder, "not started", "", times.estimate_steps(system, steps))
+    if run_status(spec) == "done":
+        return RunState(key, folder, "done", describe(read_json(folder / "metrics.json")))
+    pending = _pending(spec)
+    if lock_held(folder / LOCK_FILE):
+        if "train" in pending:
+            updates = logged_updates(folder)
+            return RunState(key, folder, "training", _training_detail(spec, times, updates),
+                            times.estimate(spec, updates=updates))
+        done = sum(request is not None for _, request in spec.steps()) - len(pending)
+        where = pending[0] if pending else "its summary"
+        return RunState(key, folder, "decoding", f"{where} ({done} of {done + len(pending)} steps done)",
+                        times.estimate(spec))
+    rerun = resume_note(spec).removeprefix(", ") or "starting afresh"
+    if "train" in pending and (folder / "last.pt").exists():
+        rerun += f" (update {logged_updates(folder):,} logged)"
+    last = last_log_line(folder, width=120)
+    return RunState(key, folder, "stopped", f"rerun: {rerun}" + (f"; log: {last}" if last else ""),
+                    times.estimate(spec))
+
+
+def grid_status(out: Path, rec: dict[str, Any], times: RunTimes) -> GridStatus:
+    """The state of every run of the recorded grid ``rec`` (systems a ``--systems`` left out and never ran are
+    not its runs)."""
+    requested = set(rec.get("requested") or (s["name"] for s in rec["systems"]))
+    systems = [s for s in rec["systems"] if s["name"] in requested or (out / "runs" / s["name"]).is_dir()]
+    runs = []
+    for seed in rec.get("seeds") or []:
+        for system in systems:
+            folder = run_dir(out, system["name"], seed)
+            raw = read_json(folder / "spec.json")
+            spec = RunSpec.from_dict(raw) if raw is not None else None
+            runs.append(run_state(spec, f"{system['name']}/seed{seed}", folder, times, planned_steps(rec, system)))
+    return GridStatus(rec["name"], runs, rec.get("command") or "")
+
+
+def folder_status(out: Path, grids: Sequence[str] | None = None) -> list[GridStatus]:
+    """The status of the grids recorded in ``out`` (``grids``: only these names)."""
+    recs = grid_records(out)
+    if grids:
+        unknown = sorted(set(grids) - {rec["name"] for rec in recs})
+        if unknown:
+            names = ", ".join(rec["name"] for rec in recs)
+            raise DataError(f"{out}: no grid named {', '.join(unknown)} recorded here (recorded: {names})")
+        recs = [rec for rec in recs if rec["name"] in grids]
+    times = RunTimes()
+    times.add_folder(out / "runs")
+    return [grid_status(out, rec, times) for rec in recs]
+
+
+def workers_of(command: str) -> int:
+    """The ``--workers`` of a recorded grid command (1 when it gives none)."""
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        return 1
+    for flag, value in zip(argv, argv[1:]):
+        if flag == "--workers" and value.isdigit() and int(value) > 0:
+            return int(value)
+    return 1
+
+
+def _duration(seconds: float) -> str:
+    minutes = round(seconds / 60)
+    return f"{minutes} min" if minutes < 90 else f"{seconds / 3600:.1f} h"
+
+
+def _left_cell(r: RunState) -> str:
+    if r.state == "done":
+        return ""
+    if r.left is None:
+        return "?"
+    return _duration(r.left.seconds) + ("" if r.left.source == "system" else " *")
+
+
+def render(out: Path, statuses: Sequence[GridStatus], *, brief: bool = False) -> str:
+    """The status as text: who writes into ``out``, a table per grid, and the time left."""
+    lock = out / LOCK_FILE
+    lines = [f"{out}: " + (f"a grid is running, {lock_holder(lock)}" if lock_held(lock) else "no grid is running")]
+    starred = False
+    for g in statuses:
+        lines += ["", f"{g.name}: {len(g.runs)} runs, {g.counts()}"]
+        shown = [r for r in g.runs if not (brief and r.state == "done")]
+        if shown:
+            rows = [[r.key, r.state, _left_cell(r), r.detail] for r in shown]
+            lines += ["  " + row for row in format_rows(["run", "state", "left", "detail"], rows, left_columns=4).splitlines()]
+        starred = starred or any(r.left is not None and r.left.source != "system" for r in shown)
+    unique = {r.dir.resolve(): r for g in statuses for r in g.runs}
+    todo = [r for r in unique.values() if r.state != "done"]
+    if todo:
+        known = [r.left.seconds for r in todo if r.left is not None]
+        workers = max((workers_of(g.command) for g in statuses), default=1)
+        total = sum(known)
+        text = f"left: {len(todo)} run(s)"
+        if known:
+            text += f", about {_duration(total)} of run time"
+            if workers > 1:
+                text += f", {_duration(total / workers)} with the grid command's {workers} workers"
+        unknown = len(todo) - len(known)
+        if unknown:
+            text += f" ({unknown} without an estimate: no finished run has their steps)"
+        lines += ["", text]
+    else:
+        lines += ["", "every run is done"]
+    if starred:
+        lines.append("* estimated from the folder's other systems: this system has no finished run yet")
+    return "\n".join(lines)

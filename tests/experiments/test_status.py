@@ -1,0 +1,159 @@
+"""``scanmt experiment status``: each run's state read from the experiment folder (done, training, decoding,
+stopped, not started), the time left from the finished runs, and the lock test it relies on."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from scanmt.api.evaluate import EvaluateRequest
+from scanmt.api.stress import StressRequest
+from scanmt.api.train import TrainRequest
+from scanmt.api.translate import TranslateRequest
+from scanmt.cli.main import main
+from scanmt.experiments import status
+from scanmt.experiments.runner import RunSpec, run_dir, write_json
+from scanmt.processes import lock_folder, lock_held
+from tests.process_helpers import lock_held_elsewhere
+
+SYSTEMS = ("softmax", "csparsemax")
+
+
+def _record(out: Path, name: str = "tiny", seeds=(1, 2), command: str = "scanmt experiment run g.yaml --workers 2",
+            systems=SYSTEMS) -> None:
+    rec = {"name": name, "seeds": list(seeds), "systems": [{"name": s, "label": s} for s in systems],
+           "requested": list(systems), "extra_splits": [], "stress_k": [2], "command": command}
+    (out / "grids").mkdir(parents=True, exist_ok=True)
+    (out / "grids" / f"{name}.json").write_text(json.dumps(rec), encoding="utf-8")
+
+
+def _spec(out: Path, system: str, seed: int) -> RunSpec:
+    run = run_dir(out, system, seed)
+    (run / ".stages").mkdir(parents=True)
+    spec = RunSpec(
+        grid="tiny", system=system, label=system, seed=seed, run_dir=str(run), preset="p.yaml", overrides=[],
+        config={}, split="test", src_lang="de", tgt_lang="en", tune_penalties=False, model_from=None,
+        train=TrainRequest(config="p.yaml", out=str(run)), tune=None,
+        translate=TranslateRequest(model=str(run / "best.pt"), input="test.de", output=str(run / "test.hyp.en")),
+        evaluate=EvaluateRequest(hyp=run / "test.hyp.en", ref=Path("test.en")), command="scanmt ...", commit="abc",
+        stress=StressRequest(model=(str(run / "best.pt"),), src=Path("test.de"), ref=Path("test.en"),
+                             out=run / "stress", k=(2,)))
+    write_json(run / "spec.json", spec.to_dict())
+    return spec
+
+
+def _mark(spec: RunSpec, stage: str, **info) -> None:
+    (spec.dir / ".stages" / f"{stage}.done").write_text(json.dumps(info), encoding="utf-8")
+
+
+def _finish(spec: RunSpec, train_s: float = 1000.0, updates: int = 500, bleu: float = 30.0) -> None:
+    _mark(spec, "train", seconds=train_s, steps=updates)
+    _mark(spec, "translate", seconds=60.0)
+    _mark(spec, "evaluate", seconds=30.0)
+    _mark(spec, "stress", seconds=120.0, k=[2])
+    (spec.dir / "metrics.json").write_text(json.dumps({"bleu": bleu, "meteor": 50.0, "rep": 1.5, "drop": 4.0}))
+    (spec.dir / "DONE").write_text("2026-11-26 20:00:00\n", encoding="utf-8")
+
+
+def _by_key(statuses):
+    return {r.key: r for g in statuses for r in g.runs}
+
+
+def test_each_state_and_its_time_left(tmp_path):
+    out = tmp_path / "exp"
+    _record(out)
+    _finish(_spec(out, "softmax", 1), train_s=1000.0, updates=500, bleu=31.25)  # 2 s per update
+    _finish(_spec(out, "csparsemax", 1), train_s=1500.0, updates=500)          # 3 s per update
+    training = _spec(out, "softmax", 2)
+    (training.dir / "metrics.csv").write_text("step,name,value\n100,train/loss,3.0\n100,valid/bleu,12.5\n"
+                                              "200,valid/bleu,18.0\n200,valid/bleu,x\n250,train/loss,2.0\n")
+    decoding = _spec(out, "csparsemax", 2)
+    _mark(decoding, "train", seconds=1400.0, steps=480)
+    _mark(decoding, "translate", seconds=50.0)
+    with lock_held_elsewhere(training.dir), lock_held_elsewhere(decoding.dir):
+        runs = _by_key(status.folder_status(out))
+        text = status.render(out, status.folder_status(out))
+    assert runs["softmax/seed1"].state == "done" and "BLEU 31.25" in runs["softmax/seed1"].detail
+    assert runs["softmax/seed1"].left is None
+    r = runs["softmax/seed2"]
+    assert r.state == "training"
+    assert r.detail == "update 250 of ~500; valid BLEU 18.00 at update 200 (best 18.00)"
+    # 250 updates left at its system's 2 s, then translate, evaluate and stress as its system's finished run took
+    assert r.left.seconds == pytest.approx(250 * 2.0 + 60 + 30 + 120) and r.left.source == "system"
+    r = runs["csparsemax/seed2"]
+    assert r.state == "decoding" and r.detail == "evaluate (2 of 4 steps done)"
+    assert r.left.seconds == pytest.approx(30 + 120)
+    assert "no grid is running" in text.splitlines()[0]
+    assert "tiny: 4 runs, 2 done, 1 training, 1 decoding" in text
+    # 710 + 150 s of run time left, halved by the recorded command's 2 workers
+    assert "left: 2 run(s), about 14 min of run time, 7 min with the grid command's 2 workers" in text
+
+
+def test_a_run_nobody_holds_is_stopped_and_says_what_a_rerun_picks_up(tmp_path):
+    out = tmp_path / "exp"
+    _record(out, seeds=(1,))
+    _finish(_spec(out, "softmax", 1))
+    killed = _spec(out, "csparsemax", 1)
+    (killed.dir / "last.pt").write_bytes(b"")
+    (killed.dir / "metrics.csv").write_text("step,name,value\n300,train/loss,2.0\n")
+    (killed.dir / "log.txt").write_text("=== csparsemax/seed1\nepoch 1:  40%|####  | 300/750\rdied: out of memory\n")
+    r = _by_key(status.folder_status(out))["csparsemax/seed1"]
+    assert r.state == "stopped"
+    assert r.detail == "rerun: resuming training from last.pt (update 300 logged); log: died: out of memory"
+    assert r.left.seconds == pytest.approx(200 * 2.0 + 210) and r.left.source == "grid"  # softmax's times
+    assert "* estimated from the folder's other systems" in status.render(out, status.folder_status(out))
+
+
+def test_runs_not_started_are_estimated_from_the_steps_their_grid_plans(tmp_path):
+    out = tmp_path / "exp"
+    _record(out, seeds=(1, 2, 3))
+    _finish(_spec(out, "softmax", 1))
+    runs = _by_key(status.folder_status(out))
+    assert [k for k, r in runs.items() if r.state == "not started"] == [
+        "csparsemax/seed1", "softmax/seed2", "csparsemax/seed2", "softmax/seed3", "csparsemax/seed3"]  # run order
+    assert runs["softmax/seed2"].left.seconds == pytest.approx(1000 + 60 + 30 + 120)
+    assert runs["softmax/seed2"].left.source == "system" and runs["csparsemax/seed1"].left.source == "grid"
+
+
+def test_a_run_of_two_grids_counts_once_and_grids_can_be_chosen(tmp_path, capsys):
+    out = tmp_path / "exp"
+    _record(out, name="table1", seeds=(1,))
+    _record(out, name="ablation", seeds=(1,), systems=("softmax", "softmax-ls0"))
+    _finish(_spec(out, "softmax", 1))
+    text = status.render(out, status.folder_status(out))
+    assert "ablation: 2 runs, 1 done, 1 not started" in text and "table1: 2 runs, 1 done, 1 not started" in text
+    assert "left: 2 run(s)" in text  # csparsemax/seed1 and softmax-ls0/seed1; softmax/seed1 is done in both
+    assert main(["experiment", "status", str(out), "--grid", "table1", "--brief"]) == 0
+    shown = capsys.readouterr().out
+    assert "ablation" not in shown and "softmax/seed1" not in shown and "csparsemax/seed1  not started" in shown
+    assert main(["experiment", "status", str(out), "--grid", "table2"]) == 2
+    assert "no grid named table2 recorded here (recorded: ablation, table1)" in capsys.readouterr().err
+
+
+def test_the_holder_of_the_grid_lock_is_named(tmp_path):
+    out = tmp_path / "exp"
+    _record(out, seeds=(1,))
+    with lock_held_elsewhere(out) as holder:
+        first = status.render(out, status.folder_status(out)).splitlines()[0]
+    assert first == f"{out}: a grid is running, process {holder.pid} (a test holding the lock)"
+
+
+def test_lock_held_sees_other_processes_and_this_one_without_taking_the_lock(tmp_path):
+    folder = tmp_path / "f"
+    folder.mkdir()
+    assert not lock_held(folder / ".lock")  # no file
+    (folder / ".lock").write_text("12345\nleft behind by a killed run\n")
+    assert not lock_held(folder / ".lock")  # a file nobody holds
+    with lock_held_elsewhere(folder):
+        assert lock_held(folder / ".lock")
+    assert not lock_held(folder / ".lock")
+    with lock_folder(folder):
+        assert lock_held(folder / ".lock")
+
+
+def test_workers_of_a_recorded_command():
+    assert status.workers_of("scanmt experiment run g.yaml --workers 3 --out o") == 3
+    assert status.workers_of("scanmt experiment run g.yaml --out o") == 1
+    assert status.workers_of("scanmt experiment run 'unbalanced") == 1
