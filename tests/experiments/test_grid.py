@@ -265,6 +265,44 @@ def test_report_lists_only_the_requested_systems(tmp_path):
     assert [s.name for s in collect(out, rec)] == ["a", "b", "c"]
 
 
+def test_an_invocation_with_no_work_leaves_the_record_naming_the_commands_that_did_work(tmp_path):
+    """The grid script reran a finished Transformer grid every session: each rerun rewrote its record's commit,
+    date and worktree preset path, and one with other speed settings became "the latest grid command" of the
+    report although it trained nothing."""
+    from argparse import Namespace
+    from types import SimpleNamespace
+
+    from scanmt.cli.experiment import _record
+
+    g = load_grid(write(tmp_path, "name: g\nsystems: [{name: a}]\n"))
+    out = tmp_path / "exp"
+    spec = SimpleNamespace(system="a", config={"model": {"attention": {"transform": "softmax"}, "output": "softmax"}})
+
+    def ctx(preset, commit, command):
+        return SimpleNamespace(src_lang="de", tgt_lang="en", split="test", preset=preset, command=command,
+                               commit=commit, extra_splits=(), stress_k=())
+
+    def record():
+        return json.loads((out / "grids" / "g.json").read_text(encoding="utf-8"))
+
+    _record(out, g, Namespace(data="d", set=["train.precision=fp32"]), ctx("/w1/configs/p.yaml", "c1", "run 1"),
+            [1, 2, 3], [spec])
+    first = record()
+    # every run finished: another worktree, commit, command and speed setting change nothing
+    _record(out, g, Namespace(data="d", set=["train.precision=bf16"]), ctx("/w2/configs/p.yaml", "c2", "run 2"),
+            [1], [spec], work=False)
+    assert record() == first
+    # with work to do the invocation is recorded, and the seeds of the same preset in another worktree are kept
+    _record(out, g, Namespace(data="d", set=["train.precision=bf16"]), ctx("/w2/configs/p.yaml", "c2", "run 2"),
+            [1], [spec], work=True)
+    assert record()["commit"] == "c2" and record()["commands"] == ["run 1", "run 2"]
+    assert record()["seeds"] == [1, 2, 3] and record()["set"] == ["train.precision=bf16"]
+    # a grid file that changed (a new title, say) is recorded even with no work
+    g2 = load_grid(write(tmp_path, "name: g\ntitle: Another title\nsystems: [{name: a}]\n"))
+    _record(out, g2, Namespace(data="d", set=[]), ctx("/w3/configs/p.yaml", "c3", "run 3"), [1], [spec], work=False)
+    assert record()["title"] == "Another title" and "Another title" in (out / "grids" / "g.yaml").read_text()
+
+
 def test_extra_splits_are_checked_before_any_work(tmp_path, capsys):
     out = tmp_path / "exp"
     assert main(dry_run(GRIDS / "tiny.yaml", out, "--extra-splits", "test2017", "test2099")) == 2

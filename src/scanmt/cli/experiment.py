@@ -335,7 +335,8 @@ def _run(args: argparse.Namespace) -> int:
 
             torch.set_num_threads(int(threads_value))  # the shared steps run in this process
         _shared_steps(args, g, paths, specs, need_predictor, threads_value, say)
-        _record(out, g, args, ctx, seeds, specs)
+        _record(out, g, args, ctx, seeds, specs,
+                work=args.redecode or any(runner.run_status(s) != "done" for s in specs))
         if args.redecode:
             _forget_decodings(specs, say)
 
@@ -423,20 +424,38 @@ def _summary(out: Path, grid: str, specs, results, t_start: float, say) -> int:
     return 0
 
 
-def _record(out: Path, g, args: argparse.Namespace, ctx, seeds: list[int], specs) -> None:
-    """OUT/grids/NAME.{yaml,json}: the grid file as run and what the report needs to know."""
-    from scanmt.experiments.runner import write_json
+#: the keys of a grid record that name the invocation, not the grid: the worktree's preset path, and the
+#: overrides (`set`), which an invocation that finds every run finished can change only in the speed settings
+#: (any other change would make the runs stale, and the plan refuses that)
+_INVOCATION_KEYS = ("command", "commit", "updated", "preset", "commands", "set")
+
+
+def _record(out: Path, g, args: argparse.Namespace, ctx, seeds: list[int], specs, work: bool = True) -> None:
+    """OUT/grids/NAME.{yaml,json}: the grid file as run and what the report needs to know.  An invocation with
+    no ``work`` (every run finished) that would change only the keys naming it (:data:`_INVOCATION_KEYS`)
+    leaves the record as it was: it trained and decoded nothing, so the record keeps naming the commands that
+    did."""
+    from scanmt.experiments.runner import read_json, write_json
     from scanmt.io import atomic_open
 
-    with atomic_open(out / "grids" / f"{g.name}.yaml") as fh:
+    path, grid_file = out / "grids" / f"{g.name}.json", out / "grids" / f"{g.name}.yaml"
+    old = (read_json(path) or {}) if path.exists() else {}
+    record = _record_content(out, g, args, ctx, seeds, specs, old)
+    same = {k: v for k, v in old.items() if k not in _INVOCATION_KEYS} == \
+        {k: v for k, v in record.items() if k not in _INVOCATION_KEYS}
+    if not work and same and grid_file.exists() and grid_file.read_text(encoding="utf-8") == g.text:
+        return
+    with atomic_open(grid_file) as fh:
         fh.write(g.text)
-    path = out / "grids" / f"{g.name}.json"
-    old = {}
-    if path.exists():
-        from scanmt.experiments.runner import read_json
+    write_json(path, record)
 
-        old = read_json(path) or {}
-    all_seeds = sorted(set(seeds) | set(old.get("seeds") or [])) if old.get("preset") == str(ctx.preset) else seeds
+
+def _record_content(out: Path, g, args: argparse.Namespace, ctx, seeds: list[int], specs,
+                    old: dict) -> dict:
+    """The grid record of this invocation, merged with the ``old`` one (seeds, transforms, commands, systems)."""
+    # the same preset file, maybe in another worktree of the code (a changed one would make the runs stale)
+    same_preset = Path(old.get("preset") or "").name == Path(str(ctx.preset)).name
+    all_seeds = sorted(set(seeds) | set(old.get("seeds") or [])) if same_preset else seeds
     record = {
         **g.as_dict(),
         "systems": [s.as_dict() for s in g.systems],
@@ -458,7 +477,7 @@ def _record(out: Path, g, args: argparse.Namespace, ctx, seeds: list[int], specs
         [s.name for s in g.systems if (out / "runs" / s.name).is_dir()]
     asked = {s.system for s in specs} | set(before)
     record["requested"] = [s.name for s in g.systems if s.name in asked]
-    write_json(path, record)
+    return record
 
 
 # --------------------------------------------------------------------------- report
