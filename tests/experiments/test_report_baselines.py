@@ -179,6 +179,12 @@ def test_the_stress_table_shows_rep_at_equal_length_when_outputs_were_counted():
     assert "REP of the baseline at the system's lengths (share of Δ REP)" in text[4]
     row = next(line for line in text if line.startswith("| long | 2 |"))
     assert row.startswith("| long | 2 | 1: +20.00 (") and row.endswith("| 1 | 20.00 (50 %) |")
+    # Δ REP +5 from one input of two: the bootstrap cannot tell it from 0 (two-sided p about 0.5), so its share
+    # (here 200 %) would be a ratio of noise
+    text = paired_section([with_lengths("softmax", [0, 2], [5, 10]), with_lengths("near", [1, 2], [10, 10])],
+                          "softmax")
+    row = next(line for line in text if line.startswith("| near | 2 |"))
+    assert row.startswith("| near | 2 | 1: +5.00 (") and row.endswith("| 1 | 20.00 (–) |")
 
 
 def test_the_grid_file_carries_a_reference_arm(tmp_path):

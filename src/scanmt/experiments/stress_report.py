@@ -130,15 +130,18 @@ def _by_seed_cell(cells: Sequence[str], deltas: Sequence[float], two_sided: bool
     return (" / ".join(cells) or "–") + ("" if p is None else f"; sign-flip {p:.3f}")
 
 
-def _length_cell(pairs: Sequence[tuple[dict[str, Any], dict[str, Any]]]) -> str | None:
+def _length_cell(pairs: Sequence[tuple[dict[str, Any], dict[str, Any]]], rep: Any = None) -> str | None:
     """The baseline's REP at the system's output lengths and the share of Δ REP that explains, pooled over
-    ``pairs`` (:func:`scanmt.metrics.length_standardized.standardize_rep`); None without ``hyp_words``."""
+    ``pairs`` (:func:`scanmt.metrics.length_standardized.standardize_rep`); None without ``hyp_words``.  The
+    share only where ``rep``, the pooled paired test of Δ REP, finds it non-zero (two-sided p < 0.05): a share
+    of a Δ within the inputs' noise is a ratio of noise ("–")."""
     from scanmt.metrics.length_standardized import standardize_rep
 
     if not all("hyp_words" in a and "hyp_words" in b for a, b in pairs):
         return None
     r = standardize_rep([a for a, _ in pairs], [b for _, b in pairs])
-    share = "" if r.explained is None else f" ({int(round(100 * r.explained))} %)"
+    significant = rep is not None and rep.p_two_sided < 0.05
+    share = "" if r.explained is None else f" ({int(round(100 * r.explained))} %)" if significant else " (–)"
     uncovered = f", {100 * r.uncovered:.0f} % uncovered" if r.uncovered >= 0.005 else ""
     return f"{r.baseline_at_system_lengths:.2f}{share}{uncovered}"
 
@@ -174,7 +177,7 @@ def _paired_rows(s: Any, base: Any, k: int) -> tuple[list[str], str | None] | No
     cells = []
     for m in ("REP", "DROP"):
         cells += [by_seed[m], _test_cell(pooled[m]) if m in pooled else "–"]
-    return [*cells, str(len(pairs))], _length_cell([pair for _, pair in pairs])
+    return [*cells, str(len(pairs))], _length_cell([pair for _, pair in pairs], pooled.get("REP"))
 
 
 def paired_section(systems: Sequence[Any], baseline: str | Mapping[str, str] | None) -> list[str]:
@@ -212,7 +215,8 @@ def paired_section(systems: Sequence[Any], baseline: str | Mapping[str, str] | N
     note = (" The baseline's REP at the system's lengths: the joined inputs grouped by output/reference length ratio "
             "(`scanmt.metrics.length_standardized`), the baseline's REP in each group weighted by the system's "
             "reference words in it, pooled over the seeds; the share is the part of the pooled Δ REP that writing "
-            "as long as the system explains." if lengths else "")
+            "as long as the system explains, shown where the pooled Δ REP differs from 0 (two-sided p < 0.05; "
+            "else –)." if lengths else "")
     return [f"### Stress test: REP and DROP against {title}, paired", "",
             f"For each seed, the system's REP (DROP) minus that of {title} trained with the same seed, on the same "
             "joined inputs, and the one-sided p-value that it is lower, from a paired bootstrap over the joined inputs "
