@@ -346,6 +346,11 @@ def step_done(spec: RunSpec, stage: str) -> bool:
     return stage_marker(spec.dir, stage).exists() and not (stage == "stress" and missing_stress(spec))
 
 
+def pending_steps(spec: RunSpec) -> list[str]:
+    """The steps of ``spec`` that it asks for and has not finished, in order."""
+    return [stage for stage, request in spec.steps() if request is not None and not step_done(spec, stage)]
+
+
 def metrics_unreadable(spec: RunSpec) -> bool:
     """Whether a finished run's ``metrics.json`` is missing or does not parse as a JSON object."""
     return (spec.dir / "DONE").exists() and read_json(spec.dir / "metrics.json") is None
@@ -1014,8 +1019,8 @@ class RunTimes:
     def estimate(self, spec: RunSpec, updates: int | None = None) -> Estimate | None:
         """The expected seconds of what ``spec`` still has to do (:func:`expected_seconds`); its training has
         done ``updates`` updates already (default: those a resume picks up, :func:`updates_done`)."""
-        steps = [stage for stage, request in spec.steps() if request is not None and not step_done(spec, stage)]
-        return self.estimate_steps(spec.system, steps, updates_done(spec.dir) if updates is None else updates)
+        return self.estimate_steps(spec.system, pending_steps(spec),
+                                   updates_done(spec.dir) if updates is None else updates)
 
     def estimate_steps(self, system: str, steps: Sequence[str], updates: int = 0) -> Estimate | None:
         """The expected seconds of the ``steps`` of a run of ``system`` whose training has done ``updates``."""

@@ -36,11 +36,11 @@ from scanmt.experiments.runner import (
     RunTimes,
     describe,
     logged_updates,
+    pending_steps,
     read_json,
     resume_note,
     run_dir,
     run_status,
-    step_done,
 )
 from scanmt.io import LOCK_FILE
 from scanmt.processes import lock_held, lock_holder
@@ -127,10 +127,6 @@ def _training_detail(spec: RunSpec, times: RunTimes, updates: int) -> str:
     return text
 
 
-def _pending(spec: RunSpec) -> list[str]:
-    return [stage for stage, request in spec.steps() if request is not None and not step_done(spec, stage)]
-
-
 def run_state(spec: RunSpec | None, key: str, folder: Path, times: RunTimes, steps: Sequence[str]) -> RunState:
     """The state of the run in ``folder`` (``spec``: its ``spec.json``, None when it has none yet; ``steps``:
     the steps a run not started will do, for its estimate)."""
@@ -139,7 +135,7 @@ def run_state(spec: RunSpec | None, key: str, folder: Path, times: RunTimes, ste
         return RunState(key, folder, "not started", "", times.estimate_steps(system, steps))
     if run_status(spec) == "done":
         return RunState(key, folder, "done", describe(read_json(folder / "metrics.json")))
-    pending = _pending(spec)
+    pending = pending_steps(spec)
     if lock_held(folder / LOCK_FILE):
         if "train" in pending:
             updates = logged_updates(folder)
