@@ -125,6 +125,12 @@ def test_tiny_grid_end_to_end(small_data_dir_2017, tmp_path, capsys):
         kill_when(proc, softmax / "last.pt", timeout=150)
     assert (out / "shared" / ".done" / "predictor.json").exists()  # shared work finished before the runs
     assert not (softmax / "DONE").exists() and not (softmax / ".stages" / "train.done").exists()
+    # 1b. what `experiment status` makes of the killed grid: nobody holds it, softmax resumes from last.pt
+    assert main(["experiment", "status", str(out)]) == 0
+    shown = capsys.readouterr().out
+    assert shown.startswith(f"{out}: no grid is running\n") and "\ntiny: 2 runs, " in shown
+    assert "softmax/seed1     stopped  " in shown and "rerun: resuming training from last.pt (update " in shown
+    assert "left: 2 run(s)" in shown
 
     # 2. rerun: softmax resumes its training from last.pt, both runs finish
     assert main(argv) == 0
@@ -159,12 +165,16 @@ def test_tiny_grid_end_to_end(small_data_dir_2017, tmp_path, capsys):
     assert json.loads((csparsemax / "metrics.json").read_text())["attention"]["zero_fraction"] > 0  # sparse
     assert "system" in text and "softmax" in text.split("summary:")[1]
 
-    # 3. a third time: nothing left to do
+    # 3. a third time: nothing left to do, and the grid record keeps naming the invocation that did the work
+    record = (out / "grids" / "tiny.json").read_bytes()
     t0 = time.time()
     assert main(argv) == 0
     text = capsys.readouterr().out
     assert "skip  softmax/seed1: done before" in text and "skip  csparsemax/seed1: done before" in text
     assert "start " not in text and time.time() - t0 < 30
+    assert (out / "grids" / "tiny.json").read_bytes() == record
+    assert main(["experiment", "status", str(out), "--brief"]) == 0
+    assert capsys.readouterr().out.endswith("tiny: 2 runs, 2 done\n\nevery run is done\n")
 
     # 3b. the default extra split (test2017, which the data has): only its steps run on the finished runs
     before = {run: stamps(run, MAIN_FILES) for run in (softmax, csparsemax)}
