@@ -106,6 +106,18 @@ def test_a_run_nobody_holds_is_stopped_and_says_what_a_rerun_picks_up(tmp_path):
     assert "* estimated from the folder's other systems" in status.render(out, status.folder_status(out))
 
 
+@pytest.mark.parametrize("text, says", [("{cut short", "not a JSON object"), ('{"grid": "tiny"}', "missing"),
+                                         ("[1, 2]", "not a JSON object")])
+def test_a_spec_file_that_is_no_run_spec_is_named(tmp_path, text, says):
+    out = tmp_path / "exp"
+    _record(out, seeds=(1,))
+    spec = _spec(out, "softmax", 1)
+    (spec.dir / "spec.json").write_text(text, encoding="utf-8")
+    r = _by_key(status.folder_status(out))["softmax/seed1"]
+    assert r.state == "stopped" and r.detail.startswith(f"{spec.dir / 'spec.json'}: not a run spec (")
+    assert says in r.detail and r.detail.endswith("the next `experiment run` writes it again")
+
+
 def test_runs_not_started_are_estimated_from_the_steps_their_grid_plans(tmp_path):
     out = tmp_path / "exp"
     _record(out, seeds=(1, 2, 3))

@@ -153,6 +153,21 @@ def run_state(spec: RunSpec | None, key: str, folder: Path, times: RunTimes, ste
                     times.estimate(spec))
 
 
+def _read_spec(folder: Path) -> RunSpec | None:
+    """The run's ``spec.json`` (None: the run has not started); raises :class:`DataError` naming a file that is
+    there but is no run spec (cut short, edited, or from another version of scanmt)."""
+    path = folder / "spec.json"
+    if not path.exists():
+        return None
+    raw = read_json(path)
+    try:
+        if not isinstance(raw, dict):
+            raise TypeError("not a JSON object")
+        return RunSpec.from_dict(raw)
+    except (TypeError, KeyError, ValueError) as exc:
+        raise DataError(f"{path}: not a run spec ({exc}); the next `experiment run` writes it again") from None
+
+
 def grid_status(out: Path, rec: dict[str, Any], times: RunTimes) -> GridStatus:
     """The state of every run of the recorded grid ``rec`` (systems a ``--systems`` left out and never ran are
     not its runs)."""
@@ -162,9 +177,13 @@ def grid_status(out: Path, rec: dict[str, Any], times: RunTimes) -> GridStatus:
     for seed in rec.get("seeds") or []:
         for system in systems:
             folder = run_dir(out, system["name"], seed)
-            raw = read_json(folder / "spec.json")
-            spec = RunSpec.from_dict(raw) if raw is not None else None
-            runs.append(run_state(spec, f"{system['name']}/seed{seed}", folder, times, planned_steps(rec, system)))
+            key = f"{system['name']}/seed{seed}"
+            try:
+                spec = _read_spec(folder)
+            except DataError as exc:
+                runs.append(RunState(key, folder, "stopped", str(exc)))
+                continue
+            runs.append(run_state(spec, key, folder, times, planned_steps(rec, system)))
     return GridStatus(rec["name"], runs, rec.get("command") or "")
 
 
