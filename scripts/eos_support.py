@@ -1,4 +1,6 @@
-"""Does a sparse output layer leave a sentence unable to end?  Teacher-forced references against over-long outputs.
+"""Does a model end its output where it should?  P(</s>) on teacher-forced references.
+
+A sparse output layer may leave a sentence unable to end: teacher-forced references against over-long outputs.
 
     python scripts/eos_support.py --data runs/sparse-seq2seq/shared/data --split test2017 \
         runs/sparse-seq2seq/runs/softmax/seed1 runs/sparse-seq2seq/runs/softmax-out15/seed1
@@ -15,6 +17,21 @@ teacher-forced, and the script reports:
 
 Where the output cannot end a sentence at the reference's length, the search has to go on, and the output runs
 long.  REP (the paper's repetition score) counts such tails.  docs/results.md, section 6c, has the numbers.
+
+The other way round, ``--joined K``: does a model end a joined input after its first sentence?
+
+    python scripts/eos_support.py --data runs/table1/shared/data --split test --joined 2 \
+        runs/table1/runs/softmax/seed2 runs/table1/runs/softmax-paper-recipe/seed1
+
+The coverage stress test (``scanmt stress``) joins K test sentences into one input.  A model trained on single
+captions may have learned "one caption, then stop": its output ends after about one sentence, and DROP counts
+the rest as dropped.  The model reads each joined reference (the split's ``SPLIT.raw.*`` joined K at a time, as
+the stress test joins them) teacher-forced, and the script reports the probability of ``</s>`` at the step
+after the first reference sentence's last subword, where the reference goes on with the second sentence: its
+median, the share of joined inputs where ``</s>`` is the most probable word there (greedy search would end the
+output), and where it takes 0.99 or more (every continuation then has at most 0.01, and beam search ends there
+too); and its median at the joined reference's end, where ``</s>`` is right.  docs/results.md, section 6d.
+
 Models with fertility-bounded attention need fertility for their source and are not supported here.
 """
 
@@ -36,20 +53,26 @@ from scanmt.model.checkpoint import load_checkpoint
 from scanmt.model.output import output_probs
 
 
-def eos_at_reference_end(run: Path, data_dir: Path, split: str, batch: int) -> tuple[Config, list[float], float, list[int]]:
-    """``(the run's config, P(</s>) at each reference's end by line, share of earlier steps with P(</s>) = 0, lines
-    where it is 0 at the end)``."""
+def load_unbounded(run: Path, data_dir: Path) -> tuple[Config, TextPipeline, torch.nn.Module]:
+    """The run's ``best.pt`` as ``(config, pipeline, model in eval mode)``; exits for a fertility-bounded model."""
     ckpt = load_checkpoint(run / "best.pt")
     cfg = Config.from_dict(ckpt["config"])
-    s, t = cfg.data.src_lang, cfg.data.tgt_lang
-    pipeline = TextPipeline.from_data_dir(data_dir, s, t)
-    data = ParallelData.from_files(data_dir / f"{split}.bpe.{s}", data_dir / f"{split}.bpe.{t}", pipeline.vocab, max_len=0)
+    pipeline = TextPipeline.from_data_dir(data_dir, cfg.data.src_lang, cfg.data.tgt_lang)
     model = build_model(cfg, len(pipeline.vocab))
     model.load_state_dict(ckpt["model"])
     model.eval()
     if model.constrained:
         raise SystemExit(f"{run}: fertility-bounded attention (model.attention.transform="
                          f"{cfg.model.attention.transform}) needs fertility for its source; not supported here")
+    return cfg, pipeline, model
+
+
+def eos_at_reference_end(run: Path, data_dir: Path, split: str, batch: int) -> tuple[Config, list[float], float, list[int]]:
+    """``(the run's config, P(</s>) at each reference's end by line, share of earlier steps with P(</s>) = 0, lines
+    where it is 0 at the end)``."""
+    cfg, pipeline, model = load_unbounded(run, data_dir)
+    s, t = cfg.data.src_lang, cfg.data.tgt_lang
+    data = ParallelData.from_files(data_dir / f"{split}.bpe.{s}", data_dir / f"{split}.bpe.{t}", pipeline.vocab, max_len=0)
     at_end: dict[int, float] = {}
     zero_before = steps_before = 0
     with torch.no_grad():
@@ -68,6 +91,61 @@ def eos_at_reference_end(run: Path, data_dir: Path, split: str, batch: int) -> t
     return cfg, by_line, zero_before / max(1, steps_before), zeros
 
 
+def joined(lines: list[str], k: int) -> list[list[str]]:
+    """The groups of ``k`` consecutive lines the stress test joins (the last incomplete group left out)."""
+    return [lines[i:i + k] for i in range(0, len(lines) - k + 1, k)]
+
+
+def boundary_inputs(pipeline: TextPipeline, src_groups: list[list[str]], ref_groups: list[list[str]]
+                    ) -> tuple[list[tuple[int, list[str], list[str], int]], int]:
+    """``([(group, joined source pieces, joined reference pieces, the first sentence's pieces in it)], groups left
+    out)``: a group is left out where the joined reference's subwords do not begin with its first sentence's, or
+    add nothing to them."""
+    src = pipeline.source_pieces_all([" ".join(g) for g in src_groups])
+    ref = pipeline.target_pieces_all([" ".join(g) for g in ref_groups])
+    first = pipeline.target_pieces_all([g[0] for g in ref_groups])
+    keep = [(i, src[i], ref[i], len(first[i])) for i in range(len(ref))
+            if ref[i][:len(first[i])] == first[i] and len(ref[i]) > len(first[i])]
+    return keep, len(ref) - len(keep)
+
+
+def boundary_eos(run: Path, data_dir: Path, split: str, k: int, batch: int
+                 ) -> tuple[Config, list[tuple[float, float, bool]], int]:
+    """``(the run's config, per joined input (P(</s>) after its first sentence, P(</s>) at its end, </s> is the most
+    probable word after its first sentence), joined inputs left out)`` (:func:`boundary_inputs`)."""
+    cfg, pipeline, model = load_unbounded(run, data_dir)
+    s, t = cfg.data.src_lang, cfg.data.tgt_lang
+    inputs, left_out = boundary_inputs(pipeline, joined(read_lines(data_dir / f"{split}.raw.{s}", what="source"), k),
+                                       joined(read_lines(data_dir / f"{split}.raw.{t}", what="reference"), k))
+    vocab = pipeline.vocab
+    data = ParallelData([vocab.encode(x[1]) for x in inputs], [vocab.encode(x[2]) for x in inputs],
+                        list(range(len(inputs))))
+    rows: list[tuple[float, float, bool]] = []
+    with torch.no_grad():
+        for start in range(0, len(data), batch):
+            b = data.make_batch(list(range(start, min(start + batch, len(data)))))
+            logits = model(b.src, b.src_len, b.tgt_in, None).logits.float()
+            probs = output_probs(logits, cfg.model.output, cfg.model.output_alpha)  # [B, T, V]
+            for r in range(probs.shape[0]):
+                _, _, ref, at = inputs[int(b.index[r])]
+                end = len(ref)  # tgt_out[r, at] opens the second sentence; tgt_out[r, end] is </s>
+                rows.append((float(probs[r, at, EOS_ID]), float(probs[r, end, EOS_ID]),
+                             int(probs[r, at].argmax()) == EOS_ID))
+    return cfg, rows, left_out
+
+
+def report_boundary(run: Path, data_dir: Path, split: str, k: int, batch: int) -> None:
+    """Print :func:`boundary_eos` of ``run``."""
+    cfg, rows, left_out = boundary_eos(run, data_dir, split, k, batch)
+    at, end, argmax = zip(*rows)
+    print(f"{run} (label smoothing {cfg.train.label_smoothing:g}, optimizer {cfg.train.optimizer}), {split}, "
+          f"K = {k}: {len(rows)} joined inputs" + (f" ({left_out} left out)" if left_out else ""))
+    print(f"  P(</s>) after the first sentence: median {statistics.median(at):.3f}, mean {statistics.mean(at):.3f}; "
+          f"</s> the most probable word there in {100 * sum(argmax) / len(rows):.1f} %, with P >= 0.99 in "
+          f"{100 * sum(p >= 0.99 for p in at) / len(rows):.1f} %")
+    print(f"  P(</s>) at the joined reference's end: median {statistics.median(end):.3f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("runs", nargs="+", type=Path, help="run folders (best.pt and SPLIT.hyp.tok.en in each)")
@@ -75,8 +153,16 @@ def main() -> None:
     ap.add_argument("--split", default="test2017", help="the prepared split to read (SPLIT.bpe.*, SPLIT.tok.TGT)")
     ap.add_argument("--long", type=float, default=1.5, help="an output is over-long above this times its reference")
     ap.add_argument("--batch", type=int, default=100, help="sentences per teacher-forced batch")
+    ap.add_argument("--joined", type=int, metavar="K", help="P(</s>) after the first sentence of the split's sentences "
+                    "joined K at a time, as `scanmt stress --k K` joins them (K >= 2) [P(</s>) at the reference's end]")
     args = ap.parse_args()
     torch.set_num_threads(1)
+    if args.joined is not None:
+        if args.joined < 2:
+            raise SystemExit(f"--joined {args.joined}: a joined input needs at least 2 sentences for a boundary")
+        for run in args.runs:
+            report_boundary(run, args.data, args.split, args.joined, args.batch)
+        return
     for run in args.runs:
         cfg, p_end, zero_before, zeros = eos_at_reference_end(run, args.data, args.split, args.batch)
         output, tgt = cfg.model.output, cfg.data.tgt_lang

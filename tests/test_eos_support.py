@@ -1,0 +1,66 @@
+"""scripts/eos_support.py --joined: where the first sentence of a joined stress input ends, and P(</s>) there."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+import torch
+
+from scanmt.cli.main import main
+from scanmt.data.pipeline import TextPipeline
+from scanmt.data.vocab import BOS_ID
+from scanmt.io import read_lines
+from tests.conftest import tiny_config
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "eos_support.py"
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("eos_support", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_sentences_are_joined_as_the_stress_test_joins_them():
+    assert _script().joined(list("abcde"), 2) == [["a", "b"], ["c", "d"]]  # the incomplete group left out
+    assert _script().joined(list("abcdef"), 3) == [["a", "b", "c"], ["d", "e", "f"]]
+
+
+def test_the_boundary_is_where_the_second_sentence_begins(small_data_dir):
+    es = _script()
+    pipeline = TextPipeline.from_data_dir(small_data_dir, "de", "en")
+    src = es.joined(read_lines(small_data_dir / "test.raw.de"), 2)
+    ref = es.joined(read_lines(small_data_dir / "test.raw.en"), 2)
+    inputs, left_out = es.boundary_inputs(pipeline, src, ref)
+    assert len(inputs) + left_out == 50 and len(inputs) >= 45
+    for group, src_pieces, ref_pieces, at in inputs:
+        first = pipeline.target_pieces_all([ref[group][0]])[0]
+        assert ref_pieces[:at] == first and len(ref_pieces) > at
+        assert src_pieces == pipeline.source_pieces_all([" ".join(src[group])])[0]
+    # where the join leaves both sentences' pieces as they were, the rest is exactly the second sentence
+    exact = [g for g, _, r, at in inputs if r[at:] == pipeline.target_pieces_all([ref[g][1]])[0]]
+    assert len(exact) >= 0.9 * len(inputs)
+
+
+def test_boundary_probabilities_of_a_trained_model(small_data_dir, tmp_path):
+    es = _script()
+    config, run = tmp_path / "c.yaml", tmp_path / "run"
+    tiny_config(small_data_dir, train__max_steps=5, train__checkpoint_every=5).save_yaml(config)
+    assert main(["train", "--config", str(config), "--out", str(run)]) == 0
+    cfg, rows, left_out = es.boundary_eos(run, small_data_dir, "test", 2, batch=7)
+    assert len(rows) + left_out == 50 and cfg.train.label_smoothing == tiny_config(small_data_dir).train.label_smoothing
+    for at, end, argmax in rows:
+        assert 0.0 <= at <= 1.0 and 0.0 <= end <= 1.0 and isinstance(argmax, bool)
+    # one joined input alone, unpadded, gives the same P(</s>) after its first sentence as the padded batch
+    _, pipeline, model = es.load_unbounded(run, small_data_dir)
+    (_, src, ref, at), = es.boundary_inputs(pipeline, [es.joined(read_lines(small_data_dir / "test.raw.de"), 2)[0]],
+                                            [es.joined(read_lines(small_data_dir / "test.raw.en"), 2)[0]])[0][:1]
+    v = pipeline.vocab
+    src_ids, tgt_in = torch.tensor([v.encode(src)]), torch.tensor([[BOS_ID] + v.encode(ref)])
+    with torch.no_grad():
+        logits = model(src_ids, torch.tensor([len(src)]), tgt_in, None).logits.float()
+    p = torch.softmax(logits[0, at], dim=-1)[es.EOS_ID]
+    assert float(p) == pytest.approx(rows[0][0], abs=1e-5)
