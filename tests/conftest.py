@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 import gzip
+import importlib.util
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = (REPO / ".." / "shared" / "data").resolve()
 MULTI30K = SHARED_DATA / "multi30k"
+
+
+def load_module(path: Path) -> ModuleType:
+    """The Python file ``path`` (a script of ``scripts/`` or ``benchmarks/``, which are not packages) as a module."""
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None and spec.loader is not None, path
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def require_multi30k() -> Path:

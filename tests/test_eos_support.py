@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -12,16 +11,13 @@ from scanmt.cli.main import main
 from scanmt.data.pipeline import TextPipeline
 from scanmt.data.vocab import BOS_ID
 from scanmt.io import read_lines
-from tests.conftest import tiny_config
+from tests.conftest import load_module, tiny_config
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "eos_support.py"
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("eos_support", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_module(SCRIPT)
 
 
 def test_sentences_are_joined_as_the_stress_test_joins_them():

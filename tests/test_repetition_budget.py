@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from scanmt.data.attention_file import SentenceAttention, save_attention
+from tests.conftest import load_module
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "repetition_budget.py"
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("repetition_budget", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_module(SCRIPT)
 
 
 def test_counts_repetitions_retranslations_and_bound_room(tmp_path):

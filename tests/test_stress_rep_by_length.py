@@ -6,16 +6,15 @@ output file."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import load_module
+
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("stress_rep_by_length", ROOT / "scripts" / "stress_rep_by_length.py")
-script = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(script)
+script = load_module(ROOT / "scripts" / "stress_rep_by_length.py")
 
 
 def run(out: Path, system: str, seed: int, counts: dict, hyp_lines: list[str] | None = None) -> None:

@@ -5,13 +5,13 @@ and the command line in ``--quick`` mode on tiny inputs."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 import torch
 
 from scanmt.model.output import output_loss
+from tests.conftest import load_module
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "ops.py"
 
@@ -19,11 +19,7 @@ BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "ops.py"
 @pytest.fixture(scope="module")
 def bench():
     pytest.importorskip("entmax", reason="the entmax package is not installed (the 'test' or 'bench' extra)")
-    spec = importlib.util.spec_from_file_location("benchmarks_ops", BENCH)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_module(BENCH)
 
 
 @pytest.mark.parametrize("V", [300, 1500])  # 1500: long enough rows for the partial sort of entmax15 / entmax_bisect
