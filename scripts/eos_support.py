@@ -32,7 +32,8 @@ median, the share of joined inputs where ``</s>`` is the most probable word ther
 output), and where it takes 0.99 or more (every continuation then has at most 0.01, and beam search ends there
 too); and its median at the joined reference's end, where ``</s>`` is right.  docs/results.md, section 6d.
 
-Models with fertility-bounded attention need fertility for their source and are not supported here.
+A model with fertility-bounded attention takes its bounds from its checkpoint's fertility provider, as
+``scanmt translate`` does.
 """
 
 from __future__ import annotations
@@ -47,38 +48,27 @@ from scanmt.config import Config
 from scanmt.data.dataset import ParallelData
 from scanmt.data.pipeline import TextPipeline
 from scanmt.data.vocab import EOS_ID, PAD_ID
+from scanmt.decoding.translator import Translator
 from scanmt.io import read_lines
-from scanmt.model.build import build_model
-from scanmt.model.checkpoint import load_checkpoint
 from scanmt.model.output import output_probs
-
-
-def load_unbounded(run: Path, data_dir: Path) -> tuple[Config, TextPipeline, torch.nn.Module]:
-    """The run's ``best.pt`` as ``(config, pipeline, model in eval mode)``; exits for a fertility-bounded model."""
-    ckpt = load_checkpoint(run / "best.pt")
-    cfg = Config.from_dict(ckpt["config"])
-    pipeline = TextPipeline.from_data_dir(data_dir, cfg.data.src_lang, cfg.data.tgt_lang)
-    model = build_model(cfg, len(pipeline.vocab))
-    model.load_state_dict(ckpt["model"])
-    model.eval()
-    if model.constrained:
-        raise SystemExit(f"{run}: fertility-bounded attention (model.attention.transform="
-                         f"{cfg.model.attention.transform}) needs fertility for its source; not supported here")
-    return cfg, pipeline, model
 
 
 def eos_at_reference_end(run: Path, data_dir: Path, split: str, batch: int) -> tuple[Config, list[float], float, list[int]]:
     """``(the run's config, P(</s>) at each reference's end by line, share of earlier steps with P(</s>) = 0, lines
     where it is 0 at the end)``."""
-    cfg, pipeline, model = load_unbounded(run, data_dir)
+    tr = Translator.from_checkpoint(run / "best.pt")
+    cfg, model = tr.config, tr.model
     s, t = cfg.data.src_lang, cfg.data.tgt_lang
-    data = ParallelData.from_files(data_dir / f"{split}.bpe.{s}", data_dir / f"{split}.bpe.{t}", pipeline.vocab, max_len=0)
+    data = ParallelData.from_files(data_dir / f"{split}.bpe.{s}", data_dir / f"{split}.bpe.{t}", tr.pipeline.vocab,
+                                   max_len=0)
+    if model.constrained:
+        data = data.with_fertility(tr.source_bounds([ln.split() for ln in read_lines(data_dir / f"{split}.bpe.{s}")]))
     at_end: dict[int, float] = {}
     zero_before = steps_before = 0
     with torch.no_grad():
         for i in range(0, len(data), batch):
             b = data.make_batch(list(range(i, min(i + batch, len(data)))))
-            logits = model(b.src, b.src_len, b.tgt_in, None).logits.float()
+            logits = model(b.src, b.src_len, b.tgt_in, b.fertility).logits.float()
             p_eos = output_probs(logits, cfg.model.output, cfg.model.output_alpha)[..., EOS_ID]  # [B, T]
             lengths = (b.tgt_out != PAD_ID).sum(1)
             for r in range(p_eos.shape[0]):
@@ -113,18 +103,21 @@ def boundary_eos(run: Path, data_dir: Path, split: str, k: int, batch: int
                  ) -> tuple[Config, list[tuple[float, float, bool]], int]:
     """``(the run's config, per joined input (P(</s>) after its first sentence, P(</s>) at its end, </s> is the most
     probable word after its first sentence), joined inputs left out)`` (:func:`boundary_inputs`)."""
-    cfg, pipeline, model = load_unbounded(run, data_dir)
+    tr = Translator.from_checkpoint(run / "best.pt")
+    cfg, model = tr.config, tr.model
     s, t = cfg.data.src_lang, cfg.data.tgt_lang
-    inputs, left_out = boundary_inputs(pipeline, joined(read_lines(data_dir / f"{split}.raw.{s}", what="source"), k),
+    inputs, left_out = boundary_inputs(tr.pipeline, joined(read_lines(data_dir / f"{split}.raw.{s}", what="source"), k),
                                        joined(read_lines(data_dir / f"{split}.raw.{t}", what="reference"), k))
-    vocab = pipeline.vocab
+    vocab = tr.pipeline.vocab
     data = ParallelData([vocab.encode(x[1]) for x in inputs], [vocab.encode(x[2]) for x in inputs],
                         list(range(len(inputs))))
+    if model.constrained:
+        data = data.with_fertility(tr.source_bounds([x[1] for x in inputs]))
     rows: list[tuple[float, float, bool]] = []
     with torch.no_grad():
         for start in range(0, len(data), batch):
             b = data.make_batch(list(range(start, min(start + batch, len(data)))))
-            logits = model(b.src, b.src_len, b.tgt_in, None).logits.float()
+            logits = model(b.src, b.src_len, b.tgt_in, b.fertility).logits.float()
             probs = output_probs(logits, cfg.model.output, cfg.model.output_alpha)  # [B, T, V]
             for r in range(probs.shape[0]):
                 _, _, ref, at = inputs[int(b.index[r])]
@@ -138,7 +131,8 @@ def report_boundary(run: Path, data_dir: Path, split: str, k: int, batch: int) -
     """Print :func:`boundary_eos` of ``run``."""
     cfg, rows, left_out = boundary_eos(run, data_dir, split, k, batch)
     at, end, argmax = zip(*rows)
-    print(f"{run} (label smoothing {cfg.train.label_smoothing:g}, optimizer {cfg.train.optimizer}), {split}, "
+    print(f"{run} ({cfg.model.attention.transform}, label smoothing {cfg.train.label_smoothing:g}, optimizer "
+          f"{cfg.train.optimizer}), {split}, "
           f"K = {k}: {len(rows)} joined inputs" + (f" ({left_out} left out)" if left_out else ""))
     print(f"  P(</s>) after the first sentence: median {statistics.median(at):.3f}, mean {statistics.mean(at):.3f}; "
           f"</s> the most probable word there in {100 * sum(argmax) / len(rows):.1f} %, with P >= 0.99 in "

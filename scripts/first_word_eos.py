@@ -28,7 +28,7 @@ def first_step_eos(tr: Translator, lines: list[str], beam: int) -> tuple[list[fl
     vocab = tr.pipeline.vocab
     data = ParallelData([vocab.encode(p) for p in pieces], [[] for _ in pieces])
     if tr.model.constrained:
-        data = data.with_fertility(tr._bounds_provider().apply(pieces))
+        data = data.with_fertility(tr.source_bounds(pieces))
     logp: list[float] = [0.0] * len(lines)
     in_beam = 0
     with torch.no_grad():

@@ -190,6 +190,11 @@ class Translator:
         """The provider of bounds not given explicitly; without one they must be given, as for the oracle."""
         return self.provider if self.provider is not None else ActualFertility()
 
+    def source_bounds(self, src_pieces: Sequence[Sequence[str]]) -> list[list[float]]:
+        """The fertility bounds ``[S]`` of each source sentence of ``S`` subword pieces, from the provider (the
+        checkpoint's); for teacher forcing a constrained model outside the search."""
+        return [list(map(float, row)) for row in self._bounds_provider().apply(src_pieces)]
+
     # ------------------------------------------------------------------ core
     def _batches(self, data: ParallelData) -> Iterator[tuple[list[int], Batch, torch.Tensor | None]]:
         """``(positions, batch on device, fertility or None)`` in decoding order; a constrained model's
@@ -269,7 +274,7 @@ class Translator:
         vocab = self.pipeline.vocab
         data = ParallelData([vocab.encode(p) for p in src_pieces], None)
         if fertility is None and self.model.constrained:
-            fertility = self._bounds_provider().apply(src_pieces)  # once, so that the translations can report it
+            fertility = self.source_bounds(src_pieces)  # once, so that the translations can report it
         if fertility is not None:
             data = data.with_fertility(fertility)
         hyps = self.search(data, beam=beam, progress=progress)
