@@ -26,7 +26,8 @@
 # GRID_DEADLINE (for example +2h50m or 13:10) passes --deadline to every grid command: a run expected to end
 # after it (estimated from the finished runs of the same grid folder) is not started, so that a session's last
 # hour goes to the runs that can finish in it (a later grid's shorter runs, rather than a Transformer that cannot).
-# Reports: scanmt experiment report $GRID_ROOT/GRID --grid NAME --out docs/
+# Progress: scanmt experiment status $GRID_ROOT/GRID --brief (each run training, decoding, stopped or not started,
+# and the time left). Reports: scanmt experiment report $GRID_ROOT/GRID --grid NAME --out docs/
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=${GRID_ROOT:-/work/runs}
