@@ -50,6 +50,7 @@ from scanmt.data.pipeline import TextPipeline
 from scanmt.data.vocab import EOS_ID, PAD_ID
 from scanmt.decoding.translator import Translator
 from scanmt.io import read_lines
+from scanmt.metrics.stress import join_groups
 from scanmt.model.output import output_probs
 
 
@@ -81,21 +82,17 @@ def eos_at_reference_end(run: Path, data_dir: Path, split: str, batch: int) -> t
     return cfg, by_line, zero_before / max(1, steps_before), zeros
 
 
-def joined(lines: list[str], k: int) -> list[list[str]]:
-    """The groups of ``k`` consecutive lines the stress test joins (the last incomplete group left out)."""
-    return [lines[i:i + k] for i in range(0, len(lines) - k + 1, k)]
-
-
-def boundary_inputs(pipeline: TextPipeline, src_groups: list[list[str]], ref_groups: list[list[str]]
+def boundary_inputs(pipeline: TextPipeline, src_lines: list[str], ref_lines: list[str], k: int
                     ) -> tuple[list[tuple[int, list[str], list[str], int]], int]:
-    """``([(group, joined source pieces, joined reference pieces, the first sentence's pieces in it)], groups left
-    out)``: a group is left out where the joined reference's subwords do not begin with its first sentence's, or
-    add nothing to them."""
-    src = pipeline.source_pieces_all([" ".join(g) for g in src_groups])
-    ref = pipeline.target_pieces_all([" ".join(g) for g in ref_groups])
-    first = pipeline.target_pieces_all([g[0] for g in ref_groups])
-    keep = [(i, src[i], ref[i], len(first[i])) for i in range(len(ref))
-            if ref[i][:len(first[i])] == first[i] and len(ref[i]) > len(first[i])]
+    """The split's lines joined ``k`` at a time as the stress test joins them
+    (:func:`scanmt.metrics.stress.join_groups`): ``([(group, joined source pieces, joined reference pieces, the
+    first sentence's pieces in it)], groups left out)``; a group is left out where the joined reference's subwords
+    do not begin with its first sentence's, or add nothing to them."""
+    src = pipeline.source_pieces_all(join_groups(src_lines, k))
+    ref = pipeline.target_pieces_all(join_groups(ref_lines, k))
+    first = pipeline.target_pieces_all([ref_lines[g * k].strip() for g in range(len(ref))])
+    keep = [(g, src[g], ref[g], len(first[g])) for g in range(len(ref))
+            if first[g] and ref[g][:len(first[g])] == first[g] and len(ref[g]) > len(first[g])]
     return keep, len(ref) - len(keep)
 
 
@@ -106,8 +103,8 @@ def boundary_eos(run: Path, data_dir: Path, split: str, k: int, batch: int
     tr = Translator.from_checkpoint(run / "best.pt")
     cfg, model = tr.config, tr.model
     s, t = cfg.data.src_lang, cfg.data.tgt_lang
-    inputs, left_out = boundary_inputs(tr.pipeline, joined(read_lines(data_dir / f"{split}.raw.{s}", what="source"), k),
-                                       joined(read_lines(data_dir / f"{split}.raw.{t}", what="reference"), k))
+    inputs, left_out = boundary_inputs(tr.pipeline, read_lines(data_dir / f"{split}.raw.{s}", what="source"),
+                                       read_lines(data_dir / f"{split}.raw.{t}", what="reference"), k)
     vocab = tr.pipeline.vocab
     data = ParallelData([vocab.encode(x[1]) for x in inputs], [vocab.encode(x[2]) for x in inputs],
                         list(range(len(inputs))))

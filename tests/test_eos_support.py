@@ -21,25 +21,23 @@ def _script():
     return load_module(SCRIPT)
 
 
-def test_sentences_are_joined_as_the_stress_test_joins_them():
-    assert _script().joined(list("abcde"), 2) == [["a", "b"], ["c", "d"]]  # the incomplete group left out
-    assert _script().joined(list("abcdef"), 3) == [["a", "b", "c"], ["d", "e", "f"]]
-
-
 def test_the_boundary_is_where_the_second_sentence_begins(small_data_dir):
     es = _script()
     pipeline = TextPipeline.from_data_dir(small_data_dir, "de", "en")
-    src = es.joined(read_lines(small_data_dir / "test.raw.de"), 2)
-    ref = es.joined(read_lines(small_data_dir / "test.raw.en"), 2)
-    inputs, left_out = es.boundary_inputs(pipeline, src, ref)
+    src, ref = read_lines(small_data_dir / "test.raw.de"), read_lines(small_data_dir / "test.raw.en")
+    inputs, left_out = es.boundary_inputs(pipeline, src, ref, 2)
     assert len(inputs) + left_out == 50 and len(inputs) >= 45
     for group, src_pieces, ref_pieces, at in inputs:
-        first = pipeline.target_pieces_all([ref[group][0]])[0]
+        first = pipeline.target_pieces_all([ref[2 * group]])[0]
         assert ref_pieces[:at] == first and len(ref_pieces) > at
-        assert src_pieces == pipeline.source_pieces_all([" ".join(src[group])])[0]
+        assert src_pieces == pipeline.source_pieces_all([f"{src[2 * group]} {src[2 * group + 1]}"])[0]
     # where the join leaves both sentences' pieces as they were, the rest is exactly the second sentence
-    exact = [g for g, _, r, at in inputs if r[at:] == pipeline.target_pieces_all([ref[g][1]])[0]]
+    exact = [g for g, _, r, at in inputs if r[at:] == pipeline.target_pieces_all([ref[2 * g + 1]])[0]]
     assert len(exact) >= 0.9 * len(inputs)
+    # three at a time: the boundary is still after the first sentence
+    inputs3, left_out3 = es.boundary_inputs(pipeline, src, ref, 3)
+    assert len(inputs3) + left_out3 == 33
+    assert all(r[:at] == pipeline.target_pieces_all([ref[3 * g]])[0] for g, _, r, at in inputs3)
 
 
 @pytest.mark.parametrize("transform", ["softmax", "csparsemax"])
@@ -58,8 +56,8 @@ def test_boundary_probabilities_of_a_trained_model(small_data_dir, tmp_path, tra
         assert 0.0 <= at <= 1.0 and 0.0 <= end <= 1.0 and isinstance(argmax, bool)
     # one joined input alone, unpadded, gives the same P(</s>) after its first sentence as the padded batch
     tr = Translator.from_checkpoint(run / "best.pt")
-    (_, src, ref, at), = es.boundary_inputs(tr.pipeline, [es.joined(read_lines(small_data_dir / "test.raw.de"), 2)[0]],
-                                            [es.joined(read_lines(small_data_dir / "test.raw.en"), 2)[0]])[0][:1]
+    (_, src, ref, at), = es.boundary_inputs(tr.pipeline, read_lines(small_data_dir / "test.raw.de")[:2],
+                                            read_lines(small_data_dir / "test.raw.en")[:2], 2)[0]
     v = tr.pipeline.vocab
     src_ids, tgt_in = torch.tensor([v.encode(src)]), torch.tensor([[BOS_ID] + v.encode(ref)])
     assert tr.model.constrained == (transform == "csparsemax")
