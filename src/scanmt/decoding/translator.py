@@ -193,7 +193,7 @@ class Translator:
     def source_bounds(self, src_pieces: Sequence[Sequence[str]]) -> list[list[float]]:
         """The fertility bounds ``[S]`` of each source sentence of ``S`` subword pieces, from the provider (the
         checkpoint's); for teacher forcing a constrained model outside the search."""
-        return [list(map(float, row)) for row in self._bounds_provider().apply(src_pieces)]
+        return self._bounds_provider().apply(src_pieces)
 
     # ------------------------------------------------------------------ core
     def _batches(self, data: ParallelData) -> Iterator[tuple[list[int], Batch, torch.Tensor | None]]:

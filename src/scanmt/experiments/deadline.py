@@ -118,12 +118,17 @@ def _median(values: Sequence[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
+def median_updates(history: Sequence[StepTimes]) -> float | None:
+    """The median updates of the finished trainings in ``history`` (None: none trained)."""
+    return _median([h.train_updates for h in history if h.train_updates])
+
+
 def _step_seconds(step: str, updates_done: int, history: Sequence[StepTimes]) -> float | None:
     """The expected seconds of ``step`` from ``history`` (None: no finished run has it)."""
     if step != "train":
         return _median([h.seconds[step] for h in history if step in h.seconds])
     rate = _median([r for h in history if (r := h.seconds_per_update()) is not None])
-    updates = _median([h.train_updates for h in history if h.train_updates])
+    updates = median_updates(history)
     if rate is None or updates is None:
         return None
     return rate * max(0.0, updates - updates_done)

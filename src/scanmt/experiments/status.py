@@ -23,13 +23,12 @@ from __future__ import annotations
 
 import csv
 import shlex
-import statistics
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
 from scanmt.errors import DataError
-from scanmt.experiments.deadline import Estimate
+from scanmt.experiments.deadline import Estimate, median_updates
 from scanmt.experiments.report import format_rows, grid_records, last_log_line
 from scanmt.experiments.runner import (
     RunSpec,
@@ -111,11 +110,8 @@ def valid_bleu(run: Path) -> tuple[float, int, float] | None:
 
 def _expected_updates(times: RunTimes, system: str) -> float | None:
     """The median updates of the finished trainings of ``system``, else of the folder's (None: none)."""
-    for history in (times.by_system.get(system, []), [t for ts in times.by_system.values() for t in ts]):
-        updates = [h.train_updates for h in history if h.train_updates]
-        if updates:
-            return statistics.median(updates)
-    return None
+    own = median_updates(times.by_system.get(system, []))
+    return own if own is not None else median_updates([t for ts in times.by_system.values() for t in ts])
 
 
 def _training_detail(spec: RunSpec, times: RunTimes, updates: int) -> str:
