@@ -287,6 +287,16 @@ def test_tiny_grid_end_to_end(small_data_dir_2017, tmp_path, capsys):
     text = capsys.readouterr().out
     assert "skip  softmax/seed1: done before" in text and "skip  csparsemax/seed1: done before" in text
     assert "[shared] align: done before, reused" in text and "start " not in text
+    # --redecode cannot decode a restored run again (no model): it says so and moves none of its outputs
+    assert main(run_argv(TINY, small_data_dir, out, "--redecode")) == 0
+    text = capsys.readouterr().out
+    assert "redecode: 0 run(s) will translate and score again" in text
+    assert (f"redecode: 2 run(s) kept as they are, their model gone (a restored archive keeps no checkpoints; train "
+            f"them again in a new --out to decode them): softmax/seed1 ({softmax / 'best.pt'}), csparsemax/seed1 "
+            in text)
+    assert "start " not in text and not (softmax / "previous-decode-2").exists() and (softmax / "DONE").exists()
+    assert main(["experiment", "report", str(out), "--out", str(docs)]) == 0
+    assert undated((docs / "experiments-tiny.md").read_text(encoding="utf-8")) == undated(md)
 
 
 def test_report_aggregation_and_sentence_choice():

@@ -336,7 +336,7 @@ def _run(args: argparse.Namespace) -> int:
             torch.set_num_threads(int(threads_value))  # the shared steps run in this process
         _shared_steps(args, g, paths, specs, need_predictor, threads_value, say)
         _record(out, g, args, ctx, seeds, specs,
-                work=args.redecode or any(runner.run_status(s) != "done" for s in specs))
+                work=any(runner.run_status(s) != "done" or args.redecode and runner.redecodable(s) for s in specs))
         if args.redecode:
             _forget_decodings(specs, say)
 
@@ -351,10 +351,13 @@ def _forget_decodings(specs, say) -> None:
     """``--redecode``: move the finished decodes of ``specs`` aside so that the pool runs them again."""
     from scanmt.experiments import runner
 
-    moved = [(spec, runner.forget_decoding(spec)) for spec in specs]
-    moved = [(spec, dest) for spec, dest in moved if dest is not None]
+    gone = [spec for spec in specs if runner.decoded(spec) and not runner.redecodable(spec)]
+    moved = [(spec, runner.forget_decoding(spec)) for spec in specs if runner.redecodable(spec)]
     say(f"\nredecode: {len(moved)} run(s) will translate and score again"
-        + "".join(f"\n  {spec.key}: earlier outputs moved to {dest}" for spec, dest in moved))
+        + "".join(f"\n  {spec.key}: earlier outputs moved to {dest}" for spec, dest in moved)
+        + (f"\nredecode: {len(gone)} run(s) kept as they are, their model gone (a restored archive keeps no "
+           "checkpoints; train them again in a new --out to decode them): "
+           + ", ".join(f"{spec.key} ({spec.checkpoint})" for spec in gone) if gone else ""))
 
 
 def _print_plan(specs, say, redecode: bool = False) -> None:
@@ -365,7 +368,7 @@ def _print_plan(specs, say, redecode: bool = False) -> None:
     say("\nplan (dry run: nothing is done)")
     times = runner.RunTimes(specs)
     for spec in specs:
-        status = "redecode" if redecode and runner.decoded(spec) else runner.run_status(spec)
+        status = "redecode" if redecode and runner.redecodable(spec) else runner.run_status(spec)
         estimate = times.estimate(spec) if status in ("new", "resume") else None
         say(f"  {spec.key:<32} {status:<8} "
             + (f"model of {Path(spec.model_from).parent.name}" if spec.model_from else "trains")

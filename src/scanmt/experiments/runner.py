@@ -395,6 +395,12 @@ def decoded(spec: RunSpec) -> bool:
         stage_marker(spec.dir, stage).exists() for stage, request in spec.steps()[1:] if request is not None)
 
 
+def redecodable(spec: RunSpec) -> bool:
+    """Whether ``--redecode`` would decode the run again: some decode step has finished and its model is
+    there (a run restored from an archive has no checkpoint)."""
+    return decoded(spec) and spec.checkpoint.is_file()
+
+
 def forget_decoding(spec: RunSpec) -> Path | None:
     """Make the run decode its trained model again (``experiment run --redecode``, after a change to
     decoding or scoring): its decode outputs (:data:`DECODE_OUTPUTS`), the markers of its decode steps
@@ -402,10 +408,15 @@ def forget_decoding(spec: RunSpec) -> Path | None:
 
     The outputs move first and ``DONE`` last, each by a rename, so an interrupted call leaves a run
     that is either still done or resumes its decode steps.  Returns the folder, or None when no
-    decode step had finished (training, and its markers, are never touched).
+    decode step had finished (training, and its markers, are never touched).  A decoded run whose model
+    checkpoint is gone (:attr:`RunSpec.checkpoint`; archives keep none) is refused with a
+    :class:`~scanmt.errors.DataError`, and nothing moves.
     """
     if not decoded(spec):
         return None
+    if not spec.checkpoint.is_file():  # its outputs would move aside with nothing to make them again
+        raise DataError(f"{spec.key}: its model {spec.checkpoint} is gone (a restored archive keeps no checkpoints), "
+                        "so it cannot be decoded again; its outputs are kept as they are")
     run = spec.dir
     k = 1
     while (run / f"previous-decode-{k}").exists():
