@@ -31,6 +31,8 @@ after the first reference sentence's last subword, where the reference goes on w
 median, the share of joined inputs where ``</s>`` is the most probable word there (greedy search would end the
 output), and where it takes 0.99 or more (every continuation then has at most 0.01, and beam search ends there
 too); and its median at the joined reference's end, where ``</s>`` is right.  docs/results.md, section 6d.
+The measure is :mod:`scanmt.decoding.boundary`, which ``scanmt stress`` also reports for every K >= 2 (its
+columns ``stop@1%`` and ``P</s>@1``).
 
 A model with fertility-bounded attention takes its bounds from its checkpoint's fertility provider, as
 ``scanmt translate`` does.
@@ -46,8 +48,8 @@ import torch
 
 from scanmt.config import Config
 from scanmt.data.dataset import ParallelData
-from scanmt.data.pipeline import TextPipeline
 from scanmt.data.vocab import EOS_ID, PAD_ID
+from scanmt.decoding.boundary import STOP_PROBABILITY, boundary_eos
 from scanmt.decoding.translator import Translator
 from scanmt.io import read_lines
 from scanmt.metrics.stress import join_groups
@@ -82,59 +84,24 @@ def eos_at_reference_end(run: Path, data_dir: Path, split: str, batch: int) -> t
     return cfg, by_line, zero_before / max(1, steps_before), zeros
 
 
-def boundary_inputs(pipeline: TextPipeline, src_lines: list[str], ref_lines: list[str], k: int
-                    ) -> tuple[list[tuple[int, list[str], list[str], int]], int]:
-    """The split's lines joined ``k`` at a time as the stress test joins them
-    (:func:`scanmt.metrics.stress.join_groups`): ``([(group, joined source pieces, joined reference pieces, the
-    first sentence's pieces in it)], groups left out)``; a group is left out where the joined reference's subwords
-    do not begin with its first sentence's, or add nothing to them."""
-    src = pipeline.source_pieces_all(join_groups(src_lines, k))
-    ref = pipeline.target_pieces_all(join_groups(ref_lines, k))
-    first = pipeline.target_pieces_all([ref_lines[g * k].strip() for g in range(len(ref))])
-    keep = [(g, src[g], ref[g], len(first[g])) for g in range(len(ref))
-            if first[g] and ref[g][:len(first[g])] == first[g] and len(ref[g]) > len(first[g])]
-    return keep, len(ref) - len(keep)
-
-
-def boundary_eos(run: Path, data_dir: Path, split: str, k: int, batch: int
-                 ) -> tuple[Config, list[tuple[float, float, bool]], int]:
-    """``(the run's config, per joined input (P(</s>) after its first sentence, P(</s>) at its end, </s> is the most
-    probable word after its first sentence), joined inputs left out)`` (:func:`boundary_inputs`)."""
+def report_boundary(run: Path, data_dir: Path, split: str, k: int) -> None:
+    """Print :func:`scanmt.decoding.boundary.boundary_eos` of ``run``'s model on the split joined ``k`` at a time."""
     tr = Translator.from_checkpoint(run / "best.pt")
-    cfg, model = tr.config, tr.model
-    s, t = cfg.data.src_lang, cfg.data.tgt_lang
-    inputs, left_out = boundary_inputs(tr.pipeline, read_lines(data_dir / f"{split}.raw.{s}", what="source"),
-                                       read_lines(data_dir / f"{split}.raw.{t}", what="reference"), k)
-    vocab = tr.pipeline.vocab
-    data = ParallelData([vocab.encode(x[1]) for x in inputs], [vocab.encode(x[2]) for x in inputs],
-                        list(range(len(inputs))))
-    if model.constrained:
-        data = data.with_fertility(tr.source_bounds([x[1] for x in inputs]))
-    rows: list[tuple[float, float, bool]] = []
-    with torch.no_grad():
-        for start in range(0, len(data), batch):
-            b = data.make_batch(list(range(start, min(start + batch, len(data)))))
-            logits = model(b.src, b.src_len, b.tgt_in, b.fertility).logits.float()
-            probs = output_probs(logits, cfg.model.output, cfg.model.output_alpha)  # [B, T, V]
-            for r in range(probs.shape[0]):
-                _, _, ref, at = inputs[int(b.index[r])]
-                end = len(ref)  # tgt_out[r, at] opens the second sentence; tgt_out[r, end] is </s>
-                rows.append((float(probs[r, at, EOS_ID]), float(probs[r, end, EOS_ID]),
-                             int(probs[r, at].argmax()) == EOS_ID))
-    return cfg, rows, left_out
-
-
-def report_boundary(run: Path, data_dir: Path, split: str, k: int, batch: int) -> None:
-    """Print :func:`boundary_eos` of ``run``."""
-    cfg, rows, left_out = boundary_eos(run, data_dir, split, k, batch)
-    at, end, argmax = zip(*rows)
+    cfg = tr.config
+    src = read_lines(data_dir / f"{split}.raw.{cfg.data.src_lang}", what="source")
+    ref = read_lines(data_dir / f"{split}.raw.{cfg.data.tgt_lang}", what="reference")
+    n = len(ref) // k
+    b = boundary_eos(tr, join_groups(src, k), join_groups(ref, k), [ref[g * k] for g in range(n)])
+    measured = len(b.measured)
     print(f"{run} ({cfg.model.attention.transform}, label smoothing {cfg.train.label_smoothing:g}, optimizer "
           f"{cfg.train.optimizer}), {split}, "
-          f"K = {k}: {len(rows)} joined inputs" + (f" ({left_out} left out)" if left_out else ""))
-    print(f"  P(</s>) after the first sentence: median {statistics.median(at):.3f}, mean {statistics.mean(at):.3f}; "
-          f"</s> the most probable word there in {100 * sum(argmax) / len(rows):.1f} %, with P >= 0.99 in "
-          f"{100 * sum(p >= 0.99 for p in at) / len(rows):.1f} %")
-    print(f"  P(</s>) at the joined reference's end: median {statistics.median(end):.3f}")
+          f"K = {k}: {measured} joined inputs" + (f" ({b.left_out} left out)" if b.left_out else ""))
+    if not measured:
+        return
+    print(f"  P(</s>) after the first sentence: median {b.median:.3f}, mean {statistics.mean(b.measured):.3f}; "
+          f"</s> the most probable word there in {b.argmax_share:.1f} %, with P >= {STOP_PROBABILITY:g} in "
+          f"{b.stop_share:.1f} %")
+    print(f"  P(</s>) at the joined reference's end: median {b.median_at_end:.3f}")
 
 
 def main() -> None:
@@ -152,7 +119,7 @@ def main() -> None:
         if args.joined < 2:
             raise SystemExit(f"--joined {args.joined}: a joined input needs at least 2 sentences for a boundary")
         for run in args.runs:
-            report_boundary(run, args.data, args.split, args.joined, args.batch)
+            report_boundary(run, args.data, args.split, args.joined)
         return
     for run in args.runs:
         cfg, p_end, zero_before, zeros = eos_at_reference_end(run, args.data, args.split, args.batch)

@@ -30,7 +30,9 @@ def test_api_writes_every_model_and_k(stress_setup, tmp_path):
     for name in ("a", "b"):
         for k in ("1", "2"):
             scores = doc["scores"][name][k]
-            assert all(isinstance(scores[key], float) for key, _, _ in METRICS), scores
+            boundary = {"boundary_stop", "boundary_eos"}  # none at K = 1: no sentence boundary
+            assert all(isinstance(scores[key], float) == (k == "2" or key not in boundary) for key, _, _ in METRICS)
+            assert all(scores[key] is None for key in boundary) if k == "1" else 0 <= scores["boundary_stop"] <= 100
             assert 0 <= scores["dropped_sentences"] <= 100 and scores["sentences"] == N_LINES // int(k) * int(k)
             hyp = (out / f"{name}.k{k}.hyp.en").read_text(encoding="utf-8").splitlines()
             assert len(hyp) == N_LINES // int(k)
@@ -47,6 +49,16 @@ def test_api_writes_every_model_and_k(stress_setup, tmp_path):
         assert len(counts["rep_sigma"]) == len(counts["dropped"]) == N_LINES // int(k)
         assert 100 * sum(counts["rep_sigma"]) / sum(counts["ref_words"]) == pytest.approx(scores["rep"])
         assert 100 * sum(counts["dropped"]) / sum(counts["source_words"]) == pytest.approx(scores["drop"])
+    # P(</s>) after the first sentence of each K = 2 input, teacher-forced, behind the boundary metrics
+    p_eos = doc["per_input"]["a"]["2"]["boundary_eos"]
+    assert len(p_eos) == N_LINES // 2 and "boundary_eos" not in doc["per_input"]["a"]["1"]
+    measured = sorted(p for p in p_eos if p is not None)
+    assert len(measured) >= 3 and all(0.0 <= p <= 1.0 for p in measured)
+    assert doc["scores"]["a"]["2"]["boundary_eos"] == pytest.approx(measured[len(measured) // 2] if len(measured) % 2
+                                                                    else sum(measured[len(measured) // 2 - 1:][:2]) / 2)
+    assert doc["scores"]["a"]["2"]["boundary_stop"] == pytest.approx(
+        100 * sum(p >= 0.99 for p in measured) / len(measured))
+    assert doc["per_input"]["b"]["2"]["boundary_eos"] == p_eos  # the same model
     # b is the same model as a: never lower, by the paired test the summary prints
     assert "paired bootstrap over the joined inputs against a" in text
     assert "b K=1: REP +0.00 (p 1.000)" in text and "b K=2: REP +0.00 (p 1.000)" in text

@@ -98,7 +98,18 @@ def test_the_step_runs_and_the_report_tables_it(tmp_path, stress_setup):
     assert f"{m['scores']['1']['bleu'] + 1.0:.2f} ± 1.41" in text and "| Cov |" not in text
     assert stress_section([SystemResults("cov", "Cov", [{"seed": 1, "stress": None}])]) == []
     # the paired tests against the baseline: a system that repeats nothing, seed by seed and pooled
-    assert set(m["per_input"]["2"]) == {"rep_sigma", "ref_words", "hyp_words", "dropped", "source_words"}
+    assert set(m["per_input"]["2"]) == {"rep_sigma", "ref_words", "hyp_words", "dropped", "source_words",
+                                        "boundary_eos"}
+    # the boundary columns: none at K = 1; at K = 2 over the seeds that measured it, named where fewer than all
+    older = {**m, "scores": {k: {**v, "boundary_stop": None, "boundary_eos": None} for k, v in m["scores"].items()}}
+    text = "\n".join(stress_section([SystemResults("softmax", "Softmax", [{"seed": 1, "stress": m},
+                                                                          {"seed": 2, "stress": older}])]))
+    row1 = next(line for line in text.splitlines() if line.startswith("| Softmax | 1 |"))
+    row2 = next(line for line in text.splitlines() if line.startswith("| Softmax | 2 |"))
+    assert row1.endswith("| – | – | 2 |")
+    assert row2.endswith(f"| {m['scores']['2']['boundary_stop']:.2f} (1 of 2 seeds) | "
+                         f"{m['scores']['2']['boundary_eos']:.2f} (1 of 2 seeds) | 2 |")
+    assert "inputs ending after sentence 1 %" in text
     hyp = (soft.dir / "stress" / "softmax.k2.hyp.en").read_text(encoding="utf-8").splitlines()
     assert sum(m["per_input"]["2"]["hyp_words"]) / sum(m["per_input"]["2"]["ref_words"]) == \
         pytest.approx(m["scores"]["2"]["length_ratio"]) and len(hyp) == len(m["per_input"]["2"]["hyp_words"])

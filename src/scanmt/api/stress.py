@@ -13,7 +13,13 @@ source, and each output is scored against the joined reference as ``scanmt evalu
 - ``length_ratio``: output words / reference words over the joined inputs (Moses-tokenized words);
 - ``dropped_sentences``: percent of joined inputs in which a whole sentence was dropped: one of its K
   source sentences has fewer than 20 % of its words linked to any output word in the same source-output
-  alignment (:mod:`scanmt.metrics.stress`, :data:`~scanmt.metrics.stress.DROPPED_COVERAGE`).
+  alignment (:mod:`scanmt.metrics.stress`, :data:`~scanmt.metrics.stress.DROPPED_COVERAGE`);
+- ``boundary_stop``, ``boundary_eos`` (K >= 2): whether the model ends a joined input after its first
+  sentence.  The model reads each joined reference teacher-forced; at the step after the first sentence, where
+  the reference goes on, ``boundary_stop`` is the percent of inputs where it gives ``</s>`` a probability of
+  0.99 or more (a beam ends the output there), ``boundary_eos`` the median of that probability, and
+  ``boundary_argmax`` (in ``stress.json`` only) the percent where ``</s>`` is its most probable word
+  (:mod:`scanmt.decoding.boundary`).  None at K = 1, which has no boundary.
 
 Without ``align_model`` there is no alignment: ``drop`` and ``dropped_sentences`` are None (``n/a`` in the
 table, a note says why).  The tokenized joined source is its sentences' tokenized words one after another
@@ -51,6 +57,8 @@ METRICS = (
     ("drop", "DROP", "DROP % (lower is better)"),
     ("length_ratio", "len", "output / reference length"),
     ("dropped_sentences", "dropS%", "inputs dropping a sentence %"),
+    ("boundary_stop", "stop@1%", "inputs ending after sentence 1 %\n(P(</s>) >= 0.99 there, teacher-forced)"),
+    ("boundary_eos", "P</s>@1", "P(</s>) after sentence 1, median\n(teacher-forced)"),
 )
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 JSON_FILE, PNG_FILE = "stress.json", "stress.png"
@@ -120,8 +128,9 @@ Scores = dict[str, float | None]
 #: per joined input, the counts behind REP and DROP, for a paired test between models
 #: (:mod:`scanmt.metrics.paired`): ``rep_sigma`` (σ, :func:`scanmt.metrics.rep.rep_sentence`) and ``ref_words``;
 #: ``hyp_words`` (the output's Moses-tokenized words, for REP at equal length: :mod:`scanmt.metrics.length_standardized`);
-#: with an aligner also ``dropped`` (source words dropped) and ``source_words``
-PerInput = dict[str, list[float]]
+#: with an aligner also ``dropped`` (source words dropped) and ``source_words``; at K >= 2 ``boundary_eos``
+#: (P(</s>) after the first sentence, teacher-forced; None for an input left out: :mod:`scanmt.decoding.boundary`)
+PerInput = dict[str, list[Any]]
 
 
 @dataclass
@@ -188,9 +197,9 @@ class StressResult:
         return lines
 
 
-def _cell(value: float | None, key: str) -> str:
+def _cell(value: float | None, key: str, k: int) -> str:
     if value is None:
-        return "n/a"
+        return "–" if k == 1 and key.startswith("boundary_") else "n/a"  # (K = 1 has no sentence boundary)
     return f"{value:.3f}" if key == "length_ratio" else f"{value:.2f}"
 
 
@@ -205,7 +214,7 @@ def format_table(result: StressResult) -> str:
     for k in result.ks:
         row = f"{k:>3} {result.inputs[k]:>6}"
         for n in result.names:
-            row += "  " + " ".join(f"{_cell(result.scores[n][k].get(key), key):>{width}}" for key, _, _ in METRICS)
+            row += "  " + " ".join(f"{_cell(result.scores[n][k].get(key), key, k):>{width}}" for key, _, _ in METRICS)
         lines.append(row)
     return "\n".join(lines)
 
@@ -219,6 +228,8 @@ class _Side:
     src_tok: list[str]
     ref_tok: list[str]
     lengths: list[list[int]]
+    #: each joined input's first reference sentence (raw)
+    first_ref: list[str]
     ref_links: list[set[tuple[int, int]]] | None = None
 
 
@@ -227,7 +238,8 @@ def _join(src: list[str], ref: list[str], src_tok: list[str], ref_tok: list[str]
 
     n = len(src) // k
     lengths = [[len(src_tok[g * k + j].split()) for j in range(k)] for g in range(n)]
-    return _Side(join_groups(src, k), join_groups(ref, k), join_groups(src_tok, k), join_groups(ref_tok, k), lengths)
+    return _Side(join_groups(src, k), join_groups(ref, k), join_groups(src_tok, k), join_groups(ref_tok, k), lengths,
+                 [ref[g * k] for g in range(n)])
 
 
 def score_output(side: _Side, hyps: list[str], tgt_lang: str, aligner: Any) -> tuple[Scores, PerInput]:
@@ -263,6 +275,18 @@ def score_output(side: _Side, hyps: list[str], tgt_lang: str, aligner: Any) -> t
         scores["dropped_sentences"] = d.share
         scores["sentences_dropped"], scores["sentences"] = d.dropped, d.sentences
     return scores, per_input
+
+
+def _score_boundary(tr: "Translator", side: _Side, k: int, scores: Scores, per_input: PerInput) -> None:
+    """Add the boundary metrics (module docstring) of model ``tr`` on one joined test set (None at K = 1)."""
+    from scanmt.decoding.boundary import boundary_eos
+
+    scores["boundary_stop"] = scores["boundary_eos"] = scores["boundary_argmax"] = None
+    if k < 2:
+        return
+    b = boundary_eos(tr, side.src, side.ref, side.first_ref)
+    scores["boundary_stop"], scores["boundary_eos"], scores["boundary_argmax"] = b.stop_share, b.median, b.argmax_share
+    per_input["boundary_eos"] = b.p_eos
 
 
 def _read_test_set(request: StressRequest) -> tuple[list[str], list[str]]:
@@ -327,6 +351,7 @@ def stress(request: StressRequest) -> StressResult:
                 hyps = [t.text for t in out_lines]
                 texts[f"{name}.k{k}.hyp.{tl}"] = hyps
                 scores[name][k], per_input[name][k] = score_output(side, hyps, tl, aligner)
+                _score_boundary(tr, side, k, scores[name][k], per_input[name][k])
                 bar.update()
     inputs = {k: len(src) // k for k in request.k}
     result = StressResult(names, list(request.k), scores, inputs, out, notes, time.time() - t0, per_input)

@@ -9,7 +9,8 @@ from scanmt.api.requests import request_from_namespace
 from scanmt.api.stress import StressRequest, stress
 
 NAME = "stress"
-HELP = "coverage stress test: translate K test sentences joined into one input; BLEU, REP, DROP, dropped sentences"
+HELP = ("coverage stress test: translate K test sentences joined into one input; BLEU, REP, DROP, dropped sentences, "
+        "and whether the model ends after the first sentence")
 DESCRIPTION = """\
 A coverage stress test: the test set's lines are joined K at a time (source lines i..i+K-1 joined by a
 space into one input, the references alike; the last incomplete group is left out, so every input holds
@@ -21,6 +22,10 @@ exactly K sentences), each model translates the joined inputs, and each output i
   len       output words / reference words (Moses-tokenized)
   dropS%    % of joined inputs in which a whole sentence was dropped: one of its K source sentences has
             fewer than 20% of its words linked to any output word (the source-output alignment of DROP)
+  stop@1%   (K >= 2) % of joined inputs the model ends after their first sentence: it reads the joined
+            reference teacher-forced, and at the step after the first sentence, where the reference goes
+            on, gives </s> a probability of 0.99 or more (a beam ends the output there)
+  P</s>@1   (K >= 2) the median of that probability
 
 DROP and dropS% need --align-model; without it they are n/a. Prints a table (rows K, columns model x
 metric) and writes into --out: stress.json (every number, the command line), stress.png (one panel per

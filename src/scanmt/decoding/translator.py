@@ -323,6 +323,35 @@ class Translator:
         bar.close()
         return out  # type: ignore[return-value]
 
+    @torch.no_grad()
+    def forced_word_probs(
+        self, src_pieces: Sequence[Sequence[str]], tgt_pieces: Sequence[Sequence[str]],
+        steps: Sequence[Sequence[int]], word: int,
+    ) -> list[list[tuple[float, bool]]]:
+        """Teacher-forced on ``tgt_pieces``: for each sentence ``i`` and each step ``t`` of ``steps[i]`` (the model
+        has read the first ``t`` target pieces, ``0 <= t <= len(tgt_pieces[i])``), the probability of the next word
+        being ``word`` (a vocabulary id; ``model.output``'s distribution, so exactly 0 is possible under a sparse
+        output) and whether ``word`` is the most probable next word there.  A constrained model takes its bounds
+        from the provider (the checkpoint's), as :meth:`translate_lines` does."""
+        for i, (tgt, ts) in enumerate(zip(tgt_pieces, steps)):
+            bad = next((t for t in ts if not 0 <= t <= len(tgt)), None)
+            if bad is not None:
+                raise ValueError(f"sentence {i}: step {bad} outside 0..{len(tgt)} (its target has {len(tgt)} pieces)")
+        vocab = self.pipeline.vocab
+        data = ParallelData([vocab.encode(p) for p in src_pieces], [vocab.encode(p) for p in tgt_pieces])
+        out: list[list[tuple[float, bool]]] = [[] for _ in src_pieces]
+        for positions, batch, fert in self._batches(data):
+            logits = self.model(batch.src, batch.src_len, batch.tgt_in, fert).logits  # [B, T, V]
+            rows = [(r, t) for r, p in enumerate(positions) for t in steps[p]]
+            if not rows:
+                continue
+            picked = logits[[r for r, _ in rows], [t for _, t in rows]].float()  # [N, V]
+            log_p = self.model.output_log_probs(picked)
+            p_word, best = log_p[:, word].exp().tolist(), (log_p.argmax(-1) == word).tolist()
+            for (r, _), p, b in zip(rows, p_word, best):
+                out[positions[r]].append((p, b))
+        return out
+
     def translate_lines(
         self,
         lines: Sequence[str],

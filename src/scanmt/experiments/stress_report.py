@@ -18,7 +18,8 @@ from scanmt.experiments.baselines import as_baselines, single_baseline
 
 #: the table's columns: (metrics.json key, header); ``bleu`` is detokenized sacreBLEU (``scanmt stress``'s)
 COLUMNS = (("bleu", "sacreBLEU"), ("rep", "REP ↓"), ("drop", "DROP ↓"),
-           ("dropped_sentences", "inputs dropping a sentence % ↓"), ("length_ratio", "length ratio"))
+           ("dropped_sentences", "inputs dropping a sentence % ↓"), ("length_ratio", "length ratio"),
+           ("boundary_stop", "inputs ending after sentence 1 %"), ("boundary_eos", "P(</s>) after sentence 1"))
 #: the figures' file names in the report's folder
 FIGURE = "stress.png"
 CONTRAST_FIGURE = "stress-contrast.png"
@@ -44,10 +45,13 @@ def stress_summary(runs: Sequence[dict[str, Any]]) -> StressSummary:
     return summary
 
 
-def _cell(m: dict[str, Any]) -> str:
+def _cell(m: dict[str, Any], seeds: int) -> str:
+    """``mean ± std`` over the seeds that measured it, naming their number where fewer than the row's ``seeds``
+    did (runs of older code have no boundary metrics, for one)."""
     if m["mean"] is None:
         return "–"
-    return f"{m['mean']:.2f}" if m["std"] is None else f"{m['mean']:.2f} ± {m['std']:.2f}"
+    cell = f"{m['mean']:.2f}" if m["std"] is None else f"{m['mean']:.2f} ± {m['std']:.2f}"
+    return cell + (f" ({m['seeds']} of {seeds} seeds)" if m["seeds"] < seeds else "")
 
 
 def stress_section(systems: Sequence[Any], baseline: str | Mapping[str, str] | None = None,
@@ -63,8 +67,8 @@ def stress_section(systems: Sequence[Any], baseline: str | Mapping[str, str] | N
         runs = [r["stress"] for r in s.runs if r.get("stress")]
         for k, entry in stress_summary(s.runs).items():
             inputs = next((r["inputs"].get(str(k)) for r in runs if str(k) in r.get("inputs", {})), "–")
-            cells = [_cell(entry[key]) for key, _ in COLUMNS]
             seeds = entry["bleu"]["seeds"]  # (every stress test scores BLEU)
+            cells = [_cell(entry[key], seeds) for key, _ in COLUMNS]
             label = _escape(s.label)
             rows.append(f"| {label} | {k} | {inputs} | " + " | ".join(cells) + f" | {seeds} |")
     if not rows:
@@ -77,7 +81,10 @@ def stress_section(systems: Sequence[Any], baseline: str | Mapping[str, str] | N
             "group left out). Mean ± std over seeds. sacreBLEU: detokenized, cased, as `scanmt stress` scores it. "
             "A joined input *drops a sentence* when one of its K source "
             "sentences has fewer than 20% of its words linked to any output word (DROP's source-output alignment); "
-            "length ratio = output / reference words.", "",
+            "length ratio = output / reference words. *Ending after sentence 1*: the model reads the joined reference "
+            "teacher-forced, and at the step after its first sentence, where the reference goes on, gives `</s>` a "
+            "probability of 0.99 or more, so that the beam ends the output there; the last column is the median of "
+            "that probability (`scanmt.decoding.boundary`; K ≥ 2, – where the runs predate it).", "",
             "| " + " | ".join(head) + " |", "|" + "---|" * len(head), *rows, "", *picture,
             *paired_section(systems, baseline)]
 

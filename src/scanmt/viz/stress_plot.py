@@ -10,6 +10,8 @@ from typing import Mapping, Optional, Sequence
 from scanmt.io import atomic_open
 
 PANEL_INCHES = (3.6, 3.0)
+#: panels in a row; more wrap onto further rows
+ROW_PANELS = 4
 DPI = 100
 #: the sideways step between the lines of a panel with error bars, in units of K
 DODGE = 0.04
@@ -20,8 +22,9 @@ Series = Mapping[str, Mapping[str, Sequence[Optional[float]]]]
 
 def plot_stress(panels: Series, ks: Sequence[int], out: str | Path, title: str = "",
                 spread: Series | None = None, zero_line: bool = False) -> None:
-    """Draw ``panels`` (metric title -> model name -> one value per K, None where not measured) as a row of
-    line plots over ``ks`` and write the PNG to ``out`` atomically.  A panel without any value says so.
+    """Draw ``panels`` (metric title -> model name -> one value per K, None where not measured) as line plots over
+    ``ks``, :data:`ROW_PANELS` to a row, and write the PNG to ``out`` atomically.  A panel without any value says
+    so.
 
     ``spread``: the same keys, the half-length of each point's error bar (a std over seeds; None or missing: no
     bar at that point).  ``zero_line``: draw y = 0 (for panels of differences)."""
@@ -31,8 +34,11 @@ def plot_stress(panels: Series, ks: Sequence[int], out: str | Path, title: str =
     from matplotlib.figure import Figure
 
     n = max(1, len(panels))
-    fig = Figure(figsize=(PANEL_INCHES[0] * n, PANEL_INCHES[1] + 0.5 + (0.4 if title else 0)), dpi=DPI)
-    axes = fig.subplots(1, n, squeeze=False)[0]
+    cols, rows = min(n, ROW_PANELS), -(-n // ROW_PANELS)
+    fig = Figure(figsize=(PANEL_INCHES[0] * cols, PANEL_INCHES[1] * rows + 0.5 + (0.4 if title else 0)), dpi=DPI)
+    axes = list(fig.subplots(rows, cols, squeeze=False).flat)
+    for ax in axes[len(panels):]:  # the last row's empty places
+        ax.set_axis_off()
     legend_axes = None  # the first panel with lines: every panel has the same lines
     for ax, (metric, lines) in zip(axes, panels.items()):
         drawn = False
