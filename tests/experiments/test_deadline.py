@@ -102,7 +102,8 @@ def _spec(tmp_path, system: str, seed: int, model_from=None):
     (run / ".stages").mkdir(parents=True)
     steps = [("train", None if model_from else object()), ("translate", object()), ("evaluate", object())]
     return SimpleNamespace(dir=run, run_dir=str(run), key=f"{system}/seed{seed}", system=system, extra_splits=(),
-                           model_from=model_from, train=None if model_from else object(), steps=lambda: steps)
+                           model_from=model_from, train=None if model_from else object(), steps=lambda: steps,
+                           config={})
 
 
 def _finish(spec, train_s: float, updates: int, translate_s: float, evaluate_s: float) -> None:

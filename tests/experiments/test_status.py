@@ -13,7 +13,7 @@ from scanmt.api.stress import StressRequest
 from scanmt.api.train import TrainRequest
 from scanmt.api.translate import TranslateRequest
 from scanmt.cli.main import main
-from scanmt.experiments import status
+from scanmt.experiments import runner, status
 from scanmt.experiments.runner import RunSpec, run_dir, write_json
 from scanmt.processes import lock_folder, lock_held
 from tests.process_helpers import lock_held_elsewhere
@@ -89,6 +89,34 @@ def test_each_state_and_its_time_left(tmp_path):
     assert "tiny: 4 runs, 2 done, 1 training, 1 decoding" in text
     # 710 + 150 s of run time left, halved by the recorded command's 2 workers
     assert "left: 2 run(s), about 14 min of run time, 7 min with the grid command's 2 workers" in text
+
+
+def test_a_fixed_epoch_run_expects_its_epochs_not_the_folders_median(tmp_path):
+    """No early stopping and a validation at each epoch's end: the first epoch's updates times the epochs
+    (the finished runs stopped early, after 500 updates; this one runs 6 epochs of 120)."""
+    out = tmp_path / "exp"
+    _record(out)
+    _finish(_spec(out, "softmax", 1), train_s=1000.0, updates=500)  # 2 s per update
+    fixed = _spec(out, "softmax", 2)
+    fixed.config = {"train": {"epochs": 6, "patience": 0, "valid_every": 0, "max_steps": 0}}
+    write_json(fixed.dir / "spec.json", fixed.to_dict())
+    (fixed.dir / "last.pt").write_bytes(b"")
+    (fixed.dir / "metrics.csv").write_text("step,name,value\n100,train/loss,3.0\n120,valid/bleu,12.5\n"
+                                           "240,valid/bleu,18.0\n250,train/loss,2.0\n")
+    assert runner.planned_updates(fixed) == 720
+    with lock_held_elsewhere(fixed.dir):
+        r = _by_key(status.folder_status(out))["softmax/seed2"]
+    assert r.detail == "update 250 of ~720; valid BLEU 18.00 at update 240 (best 18.00)"
+    assert r.left.seconds == pytest.approx((720 - 250) * 2.0 + 60 + 30 + 120)
+    # train.max_steps caps it; early stopping, a validation every N updates, or no epoch logged yet: unknown
+    for train, csv, want in [({"max_steps": 600}, None, 600), ({"patience": 2}, None, None),
+                             ({"valid_every": 100}, None, None), ({}, "step,name,value\n100,train/loss,3.0\n", None)]:
+        fixed.config = {"train": {"epochs": 6, "patience": 0, "valid_every": 0, "max_steps": 0, **train}}
+        if csv is not None:
+            (fixed.dir / "metrics.csv").write_text(csv)
+        assert runner.planned_updates(fixed) == want, train
+    (fixed.dir / "metrics.csv").unlink()
+    assert runner.planned_updates(fixed) is None
 
 
 def test_a_run_nobody_holds_is_stopped_and_says_what_a_rerun_picks_up(tmp_path):

@@ -123,23 +123,27 @@ def median_updates(history: Sequence[StepTimes]) -> float | None:
     return _median([h.train_updates for h in history if h.train_updates])
 
 
-def _step_seconds(step: str, updates_done: int, history: Sequence[StepTimes]) -> float | None:
-    """The expected seconds of ``step`` from ``history`` (None: no finished run has it)."""
+def _step_seconds(step: str, updates_done: int, history: Sequence[StepTimes],
+                  planned: int | None = None) -> float | None:
+    """The expected seconds of ``step`` from ``history`` (None: no finished run has it); a training makes
+    ``planned`` updates in all where that is known, else the median of ``history``'s."""
     if step != "train":
         return _median([h.seconds[step] for h in history if step in h.seconds])
     rate = _median([r for h in history if (r := h.seconds_per_update()) is not None])
-    updates = median_updates(history)
+    updates = planned or median_updates(history)
     if rate is None or updates is None:
         return None
     return rate * max(0.0, updates - updates_done)
 
 
 def expected_seconds(steps: Sequence[str], updates_done: int, own: Sequence[StepTimes],
-                     grid: Sequence[StepTimes]) -> Estimate | None:
+                     grid: Sequence[StepTimes], planned: int | None = None) -> Estimate | None:
     """The expected seconds of a run's remaining ``steps``, from the finished runs of its own system (``own``)
     when they have every step, else from every finished run of the grid (``grid``); None when neither has.
 
-    ``updates_done``: the updates its training has done already (0 for a new run).  Where the grid has runs
+    ``updates_done``: the updates its training has done already (0 for a new run); ``planned``: the updates
+    it will make in all where its config fixes them (``runner.planned_updates``; None: the median of the finished
+    runs' is taken, which early stopping may put far from a fixed-epoch run's).  Where the grid has runs
     whose training was CPU-timed (:attr:`StepTimes.cpu_timed`), only those count: a wall-clock time recorded
     before CPU time was (or on several threads) may include hours of waiting behind other jobs, and one such
     run would make every later run of its system look too long to start.
@@ -147,7 +151,7 @@ def expected_seconds(steps: Sequence[str], updates_done: int, own: Sequence[Step
     if any(h.cpu_timed for h in grid):
         own, grid = [h for h in own if h.cpu_timed], [h for h in grid if h.cpu_timed]
     for source, history in (("system", own), ("grid", grid)):
-        parts = [_step_seconds(step, updates_done, history) for step in steps]
+        parts = [_step_seconds(step, updates_done, history, planned) for step in steps]
         if history and all(p is not None for p in parts):
             return Estimate(sum(p for p in parts if p is not None), source)
     return None

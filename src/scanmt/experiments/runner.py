@@ -324,6 +324,35 @@ def logged_updates(run: Path) -> int:
     return 0
 
 
+def planned_updates(spec: RunSpec) -> int | None:
+    """The updates the run's training will make in all, where its config fixes them and its first epoch has
+    been logged: no early stopping (``train.patience`` 0) and a validation at each epoch's end
+    (``train.valid_every`` 0), so that the first ``valid/`` row of ``RUN/metrics.csv`` is the first epoch's
+    updates: ``train.epochs`` times those, at most ``train.max_steps``.  None otherwise (early stopping,
+    no epoch finished yet, or no training of its own)."""
+    train = (spec.config or {}).get("train") or {}
+    if spec.train is None or train.get("patience") != 0 or train.get("valid_every") != 0 or not train.get("epochs"):
+        return None
+    first = _first_validation(spec.dir / "metrics.csv")
+    if first is None:
+        return None
+    planned = int(train["epochs"]) * first
+    return min(planned, int(train["max_steps"])) if train.get("max_steps") else planned
+
+
+def _first_validation(metrics: Path) -> int | None:
+    """The step of the first ``valid/`` row of a ``metrics.csv`` (None: none, or no such file)."""
+    try:
+        with open(metrics, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                step, _, rest = line.partition(",")
+                if rest.startswith("valid/") and step.strip().isdigit():
+                    return int(step)
+    except OSError:
+        return None
+    return None
+
+
 def missing_splits(spec: RunSpec) -> list[str]:
     """The extra splits of ``spec`` its ``metrics.json`` has no numbers for."""
     if not spec.extra_splits:
@@ -1031,12 +1060,14 @@ class RunTimes:
         """The expected seconds of what ``spec`` still has to do (:func:`expected_seconds`); its training has
         done ``updates`` updates already (default: those a resume picks up, :func:`updates_done`)."""
         return self.estimate_steps(spec.system, pending_steps(spec),
-                                   updates_done(spec.dir) if updates is None else updates)
+                                   updates_done(spec.dir) if updates is None else updates, planned_updates(spec))
 
-    def estimate_steps(self, system: str, steps: Sequence[str], updates: int = 0) -> Estimate | None:
-        """The expected seconds of the ``steps`` of a run of ``system`` whose training has done ``updates``."""
+    def estimate_steps(self, system: str, steps: Sequence[str], updates: int = 0,
+                       planned: int | None = None) -> Estimate | None:
+        """The expected seconds of the ``steps`` of a run of ``system`` whose training has done ``updates`` (of
+        ``planned`` in all, where known: :func:`planned_updates`)."""
         grid = [t for times in self.by_system.values() for t in times]
-        return expected_seconds(steps, updates, self.by_system.get(system, []), grid)
+        return expected_seconds(steps, updates, self.by_system.get(system, []), grid, planned)
 
 
 def run_pool(specs: Sequence[RunSpec], *, workers: int, gpus: Sequence[str], threads: dict[str, int],

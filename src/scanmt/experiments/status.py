@@ -36,6 +36,7 @@ from scanmt.experiments.runner import (
     describe,
     logged_updates,
     pending_steps,
+    planned_updates,
     read_json,
     resume_note,
     run_dir,
@@ -115,7 +116,7 @@ def _expected_updates(times: RunTimes, system: str) -> float | None:
 
 
 def _training_detail(spec: RunSpec, times: RunTimes, updates: int) -> str:
-    expected = _expected_updates(times, spec.system)
+    expected = planned_updates(spec) or _expected_updates(times, spec.system)
     text = f"update {updates:,}" + (f" of ~{expected:,.0f}" if expected else "")
     if (bleu := valid_bleu(spec.dir)) is not None:
         last, at, best = bleu
