@@ -183,3 +183,19 @@ def test_one_seed_has_no_seed_level_test():
     from scanmt.metrics.paired import sign_flip_p
 
     assert sign_flip_p([-1.0]) is None and sign_flip_p([]) is None
+
+
+def test_paired_means_are_percent_over_the_inputs_both_measured():
+    """P(</s>) after the first sentence: an input either side left out (None) does not count, seeds pool."""
+    from scanmt.metrics.paired import paired_means
+
+    t = paired_means([([0.9, None, 0.5, 0.1], [0.3, 0.7, None, 0.2]), ([0.6], [0.6])], samples=200)
+    assert t.inputs == 3 and t.a == pytest.approx(100 * (0.9 + 0.1 + 0.6) / 3)
+    assert t.b == pytest.approx(100 * (0.3 + 0.2 + 0.6) / 3)
+    assert t.delta == pytest.approx(100 * (0.6 - 0.1 + 0.0) / 3)
+    # the same as a rate whose denominators are all 1, resampled alike
+    same = paired_bootstrap_rate([0.9, 0.1, 0.6], [0.3, 0.2, 0.6], [1, 1, 1], samples=200)
+    assert (t.p_lower, t.p_two_sided) == (same.p_lower, same.p_two_sided)
+    assert paired_means([([None], [0.5])]) is None and paired_means([]) is None
+    with pytest.raises(DataError, match="2 and 1 values"):
+        paired_means([([0.1, 0.2], [0.3])])

@@ -126,3 +126,20 @@ def test_the_step_runs_and_the_report_tables_it(tmp_path, stress_setup):
     assert row.endswith(f"| 2 | {rep:.2f} (0 %) |")
     assert "1: +0.00 (1.000)" in row  # DROP: the same counts, never lower
     assert "paired" not in "\n".join(stress_section([base], "softmax"))
+    # P(</s>) after the first sentence, paired: a system that never ends there against the real model
+    open_ = {**m, "per_input": {k: {**v, **({"boundary_eos": [0.0 if p is not None else None
+                                                              for p in v["boundary_eos"]]}
+                                            if "boundary_eos" in v else {})} for k, v in m["per_input"].items()}}
+    text = "\n".join(stress_section([base, SystemResults("open", "Open", [{"seed": 1, "stress": open_},
+                                                                          {"seed": 2, "stress": open_}])], "softmax"))
+    section = text.split("### Stress test: P(`</s>`) after the first sentence against Softmax, paired")[1]
+    row = next(line for line in section.splitlines() if line.startswith("| Open | 2 |"))
+    measured = [p for p in m["per_input"]["2"]["boundary_eos"] if p is not None]
+    mean = 100 * sum(measured) / len(measured)
+    assert row.startswith(f"| Open | 2 | 0.0 | {mean:.1f} | 1: {-mean:+.2f} (") and row.endswith("| 2 |")
+    assert "| Open | 1 |" not in section  # K = 1 has no boundary
+    # runs whose stress test predates the measure: no section
+    older = {**m, "per_input": {k: {x: v[x] for x in v if x != "boundary_eos"} for k, v in m["per_input"].items()}}
+    assert "after the first sentence against" not in "\n".join(stress_section(
+        [SystemResults("softmax", "Softmax", [{"seed": 1, "stress": older}]),
+         SystemResults("open", "Open", [{"seed": 1, "stress": open_}])], "softmax"))

@@ -4,7 +4,9 @@ finished run's ``metrics.json`` ``stress`` (:func:`scanmt.experiments.runner.str
 :func:`stress_summary`, which feeds the table, the figure (``DOCS/STEM/stress.png``: one line per system over K,
 bars of ± one std over seeds) and the results JSON; then each system's REP and DROP against its baseline's, tested
 by a paired bootstrap over the joined inputs, seed by seed and pooled over the seeds
-(:func:`scanmt.metrics.paired.paired_rates`); and in an ablation with a ``reference_arm``, whether each arm's
+(:func:`scanmt.metrics.paired.paired_rates`); the probability each gives ``</s>`` after a joined input's first
+sentence against its baseline's, paired alike (:func:`boundary_section`); and in an ablation with a
+``reference_arm``, whether each arm's
 differences from its own baseline differ from the reference's (:func:`contrast_section`,
 :func:`scanmt.metrics.paired.difference_in_differences`)."""
 
@@ -19,7 +21,7 @@ from scanmt.experiments.baselines import as_baselines, single_baseline
 #: the table's columns: (metrics.json key, header); ``bleu`` is detokenized sacreBLEU (``scanmt stress``'s)
 COLUMNS = (("bleu", "sacreBLEU"), ("rep", "REP ↓"), ("drop", "DROP ↓"),
            ("dropped_sentences", "inputs dropping a sentence % ↓"), ("length_ratio", "length ratio"),
-           ("boundary_stop", "inputs ending after sentence 1 %"), ("boundary_eos", "P(</s>) after sentence 1"))
+           ("boundary_stop", "inputs ending after sentence 1 %"), ("boundary_eos", "P(`</s>`) after sentence 1"))
 #: the figures' file names in the report's folder
 FIGURE = "stress.png"
 CONTRAST_FIGURE = "stress-contrast.png"
@@ -86,7 +88,7 @@ def stress_section(systems: Sequence[Any], baseline: str | Mapping[str, str] | N
             "probability of 0.99 or more, so that the beam ends the output there; the last column is the median of "
             "that probability (`scanmt.decoding.boundary`; K ≥ 2, – where the runs predate it).", "",
             "| " + " | ".join(head) + " |", "|" + "---|" * len(head), *rows, "", *picture,
-            *paired_section(systems, baseline)]
+            *paired_section(systems, baseline), *boundary_section(systems, baseline)]
 
 
 def draw_stress_figure(systems: Sequence[Any], png: Path) -> bool:
@@ -232,6 +234,60 @@ def paired_section(systems: Sequence[Any], baseline: str | Mapping[str, str] | N
             "exact one-sided sign-flip p over the seeds' Δs (`sign_flip_p`; it cannot fall below 2^-n with n "
             "seeds, 0.125 with 3, so it says how consistently the seeds agree). Each DROP uses one alignment of "
             "each side." + note, "", *table, ""]
+
+
+def _boundary_row(s: Any, base: Any, k: int) -> list[str] | None:
+    """One system's cells at one K against ``base`` (from the system's mean to the seed count); None when no seed
+    of the two measured the boundary at ``k``."""
+    from scanmt.metrics.paired import paired_means
+
+    pairs = []
+    for run in sorted(s.runs, key=lambda r: r["seed"]):
+        mine, theirs = _per_input(run, k) or {}, _per_input(base.seed(run["seed"]) or {}, k) or {}
+        if "boundary_eos" in mine and "boundary_eos" in theirs:
+            pairs.append((run["seed"], (mine["boundary_eos"], theirs["boundary_eos"])))
+    tests = [(seed, t) for seed, pair in pairs if (t := paired_means([pair])) is not None]
+    pooled = paired_means([pair for _, pair in pairs])
+    if pooled is None:
+        return None
+    by_seed = _by_seed_cell([f"{seed}: {_test_cell(t, two_sided=True)}" for seed, t in tests],
+                            [t.delta for _, t in tests], two_sided=True)
+    return [f"{pooled.a:.1f}", f"{pooled.b:.1f}", by_seed, _test_cell(pooled, two_sided=True), str(len(tests))]
+
+
+def boundary_section(systems: Sequence[Any], baseline: str | Mapping[str, str] | None) -> list[str]:
+    """Markdown lines: for each system but its baseline and each K >= 2, the mean P(``</s>``) after the joined
+    inputs' first sentence (teacher-forced, :mod:`scanmt.decoding.boundary`) against its baseline's of the same
+    seed, with a two-sided paired bootstrap over the inputs both measured, by seed and pooled
+    (:func:`scanmt.metrics.paired.paired_means`).  Nothing where no pair of runs measured it (runs of older code)."""
+    by_name = {s.name: s for s in systems}
+    baselines = as_baselines(list(by_name), baseline)
+    one = single_baseline(baselines)
+    rows = []
+    for s in systems:
+        base = by_name.get(baselines.get(s.name, s.name))
+        if base is None or base is s:
+            continue
+        for k in _stress_ks(s):
+            cells = _boundary_row(s, base, k) if k >= 2 else None
+            if cells is not None:
+                rows.append([_escape(s.label), str(k), *cells, *([] if one is not None else [_escape(base.label)])])
+    if not rows:
+        return []
+    title = by_name[one].label if one is not None and one in by_name else "each system's baseline"
+    head = ["system", "K", "mean P(`</s>`) %", "baseline's %", "Δ (p) by seed", "Δ (p) pooled", "seeds",
+            *([] if one is not None else ["compared with"])]
+    align = ["---", "---:", "---:", "---:", "---", "---:", "---:", *([] if one is not None else ["---"])]
+    return [f"### Stress test: P(`</s>`) after the first sentence against {title}, paired", "",
+            "Does the system end a joined input after its first sentence more or less readily than its baseline? "
+            "Each model reads the joined references teacher-forced (`scanmt.decoding.boundary`); at the step after "
+            "the first sentence, the mean over the inputs of the probability it gives `</s>`, in percent. Δ: the "
+            "system's mean minus its baseline's of the same seed, over the inputs both measured; p: two-sided, "
+            "from a paired bootstrap over the inputs (1000 resamples; pooled: the seeds' inputs resampled "
+            "together); *sign-flip*: the exact two-sided p over the seeds' Δs. † marks p < 0.05. Only runs "
+            "whose stress test measured it (newer than the measure) count.", "",
+            "| " + " | ".join(head) + " |", "|" + "|".join(align) + "|", *("| " + " | ".join(r) + " |" for r in rows),
+            ""]
 
 
 def _contrast_row(arm: Any, arm_base: Any, ref: Any, ref_base: Any, k: int) -> list[str] | None:

@@ -92,6 +92,28 @@ def paired_rates(pairs: Sequence[tuple[dict[str, Sequence[float]], dict[str, Seq
     return out
 
 
+def paired_means(pairs: Sequence[tuple[Sequence[float | None], Sequence[float | None]]], *,
+                 samples: int = 1000) -> PairedRate | None:
+    """A per-input probability of system a against b (``P(</s>)`` after a joined input's first sentence, say:
+    :mod:`scanmt.decoding.boundary`), as means in percent over the inputs both measured (None: left out), pooled
+    over ``pairs`` (one per training seed) and tested as :func:`paired_bootstrap_rate` tests a rate whose
+    denominators are all 1.  None when no input has both.
+
+    Raises:
+        DataError: the two sides of a pair have different lengths (not the same inputs).
+    """
+    a: list[float] = []
+    b: list[float] = []
+    for pa, pb in pairs:
+        if len(pa) != len(pb):
+            raise DataError(f"paired means: {len(pa)} and {len(pb)} values; the two systems must score the same "
+                            "inputs")
+        both = [(x, y) for x, y in zip(pa, pb) if x is not None and y is not None]
+        a += [x for x, _ in both]
+        b += [y for _, y in both]
+    return paired_bootstrap_rate(a, b, [1.0] * len(a), samples=samples) if a else None
+
+
 #: one seed's four runs on the same inputs (per-input counts, as in :func:`paired_rates`): an arm, the arm's
 #: baseline, the reference system and the reference's baseline
 Quad = tuple[dict[str, Sequence[float]], dict[str, Sequence[float]], dict[str, Sequence[float]],
