@@ -41,6 +41,7 @@ def test_groups_the_baseline_lacks_are_left_out_and_counted():
     assert r.baseline_at_system_lengths == pytest.approx(1.0) and r.uncovered == pytest.approx(0.5)
     nothing = standardize([5], [100], [2], [1], [100], [0])
     assert math.isnan(nothing.baseline_at_system_lengths) and nothing.uncovered == 1.0
+    assert nothing.explained is None  # (it crashed the report: int(round(NaN)))
     assert standardize([1], [100], [0], [1], [100], [0]).explained is None  # no gap to explain
 
 

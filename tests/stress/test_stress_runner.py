@@ -125,6 +125,14 @@ def test_the_step_runs_and_the_report_tables_it(tmp_path, stress_setup):
     # the same output lengths as the baseline: its REP at them is its own, and length explains none of Δ REP
     assert row.endswith(f"| 2 | {rep:.2f} (0 %) |")
     assert "1: +0.00 (1.000)" in row  # DROP: the same counts, never lower
+    # a system whose outputs share no length group with the baseline's: REP at its lengths is undefined
+    assert m["scores"]["2"]["length_ratio"] > 0.5  # (the baseline's outputs: none in the shortest group)
+    empty = {**calm, "per_input": {k: {**v, "hyp_words": [0] * len(v["hyp_words"])}
+                                   for k, v in calm["per_input"].items()}}
+    text = "\n".join(stress_section([base, SystemResults("empty", "Empty", [{"seed": 1, "stress": empty}])], "softmax"))
+    paired = text.split("### Stress test: REP and DROP against Softmax, paired")[1]
+    row = next(line for line in paired.splitlines() if line.startswith("| Empty | 2 |"))
+    assert row.endswith("| 1 | – (no length group in common) |")
     assert "paired" not in "\n".join(stress_section([base], "softmax"))
     # P(</s>) after the first sentence, paired: a system that never ends there against the real model
     open_ = {**m, "per_input": {k: {**v, **({"boundary_eos": [0.0 if p is not None else None

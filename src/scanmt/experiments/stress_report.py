@@ -12,6 +12,7 @@ differences from its own baseline differ from the reference's (:func:`contrast_s
 
 from __future__ import annotations
 
+import math
 import statistics
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -149,6 +150,8 @@ def _length_cell(pairs: Sequence[tuple[dict[str, Any], dict[str, Any]]], rep: An
     if not all("hyp_words" in a and "hyp_words" in b for a, b in pairs):
         return None
     r = standardize_rep([a for a, _ in pairs], [b for _, b in pairs])
+    if math.isnan(r.baseline_at_system_lengths):
+        return "– (no length group in common)"
     significant = rep is not None and rep.p_two_sided < 0.05
     share = "" if r.explained is None else f" ({int(round(100 * r.explained))} %)" if significant else " (–)"
     uncovered = f", {100 * r.uncovered:.0f} % uncovered" if r.uncovered >= 0.005 else ""

@@ -16,6 +16,7 @@ standardization, with the output length in place of age.
 from __future__ import annotations
 
 import bisect
+import math
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -36,9 +37,12 @@ class StandardizedRate:
 
     @property
     def explained(self) -> float | None:
-        """The share of R_A − R_B that A's lengths explain, (R_B|A − R_B) / (R_A − R_B); None when R_A = R_B."""
+        """The share of R_A − R_B that A's lengths explain, (R_B|A − R_B) / (R_A − R_B); None when R_A = R_B or
+        when R_B|A is undefined (NaN: B has no input in any stratum of A's)."""
         gap = self.system - self.baseline
-        return None if gap == 0 else (self.baseline_at_system_lengths - self.baseline) / gap
+        if gap == 0 or math.isnan(self.baseline_at_system_lengths):
+            return None
+        return (self.baseline_at_system_lengths - self.baseline) / gap
 
 
 def length_strata(out_words: Sequence[float], ref_words: Sequence[float],
