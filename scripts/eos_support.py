@@ -29,8 +29,10 @@ the rest as dropped.  The model reads each joined reference (the split's ``SPLIT
 the stress test joins them) teacher-forced, and the script reports the probability of ``</s>`` at the step
 after the first reference sentence's last subword, where the reference goes on with the second sentence: its
 median, the share of joined inputs where ``</s>`` is the most probable word there (greedy search would end the
-output), and where it takes 0.99 or more (every continuation then has at most 0.01, and beam search ends there
-too); and its median at the joined reference's end, where ``</s>`` is right.  docs/results.md, section 6d.
+output), where it takes 0.5 or more (ending outweighs every continuation together) and 0.99 or more (every
+continuation then has at most 0.01; a model trained with label smoothing ε keeps it below about 1 − ε, so for
+one smoothed with 0.1 this share is 0 whatever it does); and its median at the joined reference's end, where
+``</s>`` is right.  docs/results.md, section 6d.
 The measure is :mod:`scanmt.decoding.boundary`, which ``scanmt stress`` also reports for every K >= 2 (its
 columns ``stop@1%`` and ``P</s>@1``).
 
@@ -49,7 +51,7 @@ import torch
 from scanmt.config import Config
 from scanmt.data.dataset import ParallelData
 from scanmt.data.vocab import EOS_ID, PAD_ID
-from scanmt.decoding.boundary import STOP_PROBABILITY, boundary_eos
+from scanmt.decoding.boundary import STOP_PROBABILITY, boundary_eos, share_at_least
 from scanmt.decoding.translator import Translator
 from scanmt.io import read_lines
 from scanmt.metrics.stress import join_groups
@@ -100,7 +102,7 @@ def report_boundary(run: Path, data_dir: Path, split: str, k: int) -> None:
         return
     print(f"  P(</s>) after the first sentence: median {b.median:.3f}, mean {statistics.mean(b.measured):.3f}; "
           f"</s> the most probable word there in {b.argmax_share:.1f} %, with P >= {STOP_PROBABILITY:g} in "
-          f"{b.stop_share:.1f} %")
+          f"{b.stop_share:.1f} % and P >= 0.99 in {share_at_least(b.p_eos, 0.99):.1f} %")
     print(f"  P(</s>) at the joined reference's end: median {b.median_at_end:.3f}")
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from scanmt.cli.main import main
-from scanmt.decoding.boundary import boundary_eos
+from scanmt.decoding.boundary import boundary_eos, share_at_least
 from scanmt.decoding.translator import Translator
 from scanmt.io import read_lines
 from scanmt.metrics.stress import join_groups
@@ -35,11 +35,12 @@ def test_joined_prints_the_boundary_measure_of_each_run(small_data_dir, tmp_path
                      ref[0:99:3])
     assert f"csparsemax, label smoothing 0, optimizer adam), test, K = 3: {len(b.measured)} joined inputs" in text
     got = re.search(r"median ([0-9.]+), mean [0-9.]+; </s> the most probable word there in ([0-9.]+) %, "
-                    r"with P >= 0.99 in ([0-9.]+) %", text)
+                    r"with P >= 0.5 in ([0-9.]+) % and P >= 0.99 in ([0-9.]+) %", text)
     assert got is not None, text
     assert float(got[1]) == pytest.approx(b.median, abs=5e-4)
     assert float(got[2]) == pytest.approx(b.argmax_share, abs=0.05)
     assert float(got[3]) == pytest.approx(b.stop_share, abs=0.05)
+    assert float(got[4]) == pytest.approx(share_at_least(b.p_eos, 0.99), abs=0.05)
     assert f"at the joined reference's end: median {b.median_at_end:.3f}" in text
 
 

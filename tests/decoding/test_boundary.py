@@ -8,7 +8,13 @@ import torch
 
 from scanmt.cli.main import main
 from scanmt.data.vocab import BOS_ID, EOS_ID
-from scanmt.decoding.boundary import STOP_PROBABILITY, BoundaryEos, boundary_eos, first_sentence_steps
+from scanmt.decoding.boundary import (
+    STOP_PROBABILITY,
+    BoundaryEos,
+    boundary_eos,
+    first_sentence_steps,
+    share_at_least,
+)
 from scanmt.decoding.translator import Translator
 from scanmt.io import read_lines
 from scanmt.metrics.stress import join_groups
@@ -25,10 +31,11 @@ def test_first_sentence_steps():
 
 
 def test_the_summary_counts_only_the_measured_inputs():
-    b = BoundaryEos([0.995, None, 0.2, 0.99, 0.5], [True, None, False, True, False], [0.9, None, 0.8, 0.7, 0.6])
-    assert b.left_out == 1 and b.measured == [0.995, 0.2, 0.99, 0.5]
-    assert b.median == pytest.approx(0.745) and b.median_at_end == pytest.approx(0.75)
-    assert b.stop_share == pytest.approx(50.0) and STOP_PROBABILITY == 0.99  # 0.99 itself counts
+    b = BoundaryEos([0.995, None, 0.2, 0.49, 0.5], [True, None, False, True, False], [0.9, None, 0.8, 0.7, 0.6])
+    assert b.left_out == 1 and b.measured == [0.995, 0.2, 0.49, 0.5]
+    assert b.median == pytest.approx(0.495) and b.median_at_end == pytest.approx(0.75)
+    assert b.stop_share == pytest.approx(50.0) and STOP_PROBABILITY == 0.5  # 0.5 itself counts
+    assert share_at_least(b.p_eos, 0.99) == pytest.approx(25.0) and share_at_least([None], 0.5) is None
     assert b.argmax_share == pytest.approx(50.0)
     empty = BoundaryEos([None], [None], [None])
     assert empty.median is None and empty.stop_share is None and empty.argmax_share is None

@@ -57,7 +57,7 @@ def test_api_writes_every_model_and_k(stress_setup, tmp_path):
     assert doc["scores"]["a"]["2"]["boundary_eos"] == pytest.approx(measured[len(measured) // 2] if len(measured) % 2
                                                                     else sum(measured[len(measured) // 2 - 1:][:2]) / 2)
     assert doc["scores"]["a"]["2"]["boundary_stop"] == pytest.approx(
-        100 * sum(p >= 0.99 for p in measured) / len(measured))
+        100 * sum(p >= 0.5 for p in measured) / len(measured))
     assert doc["per_input"]["b"]["2"]["boundary_eos"] == p_eos  # the same model
     # b is the same model as a: never lower, by the paired test the summary prints
     assert "paired bootstrap over the joined inputs against a" in text

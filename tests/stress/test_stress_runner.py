@@ -14,7 +14,7 @@ from scanmt.errors import ConfigError
 from scanmt.experiments import runner
 from scanmt.experiments.grid import load_grid
 from scanmt.experiments.report import SystemResults
-from scanmt.experiments.stress_report import stress_section
+from scanmt.experiments.stress_report import stress_section, stress_summary
 from scanmt.presets import preset_path
 
 GRID = """
@@ -100,8 +100,10 @@ def test_the_step_runs_and_the_report_tables_it(tmp_path, stress_setup):
     # the paired tests against the baseline: a system that repeats nothing, seed by seed and pooled
     assert set(m["per_input"]["2"]) == {"rep_sigma", "ref_words", "hyp_words", "dropped", "source_words",
                                         "boundary_eos"}
+    measured2 = [p for p in m["per_input"]["2"]["boundary_eos"] if p is not None]
     # the boundary columns: none at K = 1; at K = 2 over the seeds that measured it, named where fewer than all
-    older = {**m, "scores": {k: {**v, "boundary_stop": None, "boundary_eos": None} for k, v in m["scores"].items()}}
+    older = {**m, "scores": {k: {**v, "boundary_stop": None, "boundary_eos": None} for k, v in m["scores"].items()},
+             "per_input": {k: {x: v[x] for x in v if x != "boundary_eos"} for k, v in m["per_input"].items()}}
     text = "\n".join(stress_section([SystemResults("softmax", "Softmax", [{"seed": 1, "stress": m},
                                                                           {"seed": 2, "stress": older}])]))
     row1 = next(line for line in text.splitlines() if line.startswith("| Softmax | 1 |"))
@@ -109,7 +111,11 @@ def test_the_step_runs_and_the_report_tables_it(tmp_path, stress_setup):
     assert row1.endswith("| – | – | 2 |")
     assert row2.endswith(f"| {m['scores']['2']['boundary_stop']:.2f} (1 of 2 seeds) | "
                          f"{m['scores']['2']['boundary_eos']:.2f} (1 of 2 seeds) | 2 |")
-    assert "inputs ending after sentence 1 %" in text
+    assert "inputs with P(`</s>`) ≥ 0.5 after sentence 1 %" in text
+    # a run scored by older code at another threshold: the share is counted again from its per-input values
+    stale = {**m, "scores": {**m["scores"], "2": {**m["scores"]["2"], "boundary_stop": 99.0}}}
+    want = 100 * sum(p >= 0.5 for p in measured2) / len(measured2)
+    assert stress_summary([{"seed": 1, "stress": stale}])[2]["boundary_stop"]["mean"] == pytest.approx(want)
     hyp = (soft.dir / "stress" / "softmax.k2.hyp.en").read_text(encoding="utf-8").splitlines()
     assert sum(m["per_input"]["2"]["hyp_words"]) / sum(m["per_input"]["2"]["ref_words"]) == \
         pytest.approx(m["scores"]["2"]["length_ratio"]) and len(hyp) == len(m["per_input"]["2"]["hyp_words"])

@@ -17,7 +17,7 @@ source, and each output is scored against the joined reference as ``scanmt evalu
 - ``boundary_stop``, ``boundary_eos`` (K >= 2): whether the model ends a joined input after its first
   sentence.  The model reads each joined reference teacher-forced; at the step after the first sentence, where
   the reference goes on, ``boundary_stop`` is the percent of inputs where it gives ``</s>`` a probability of
-  0.99 or more (a beam ends the output there), ``boundary_eos`` the median of that probability, and
+  0.5 or more (ending outweighs every continuation together), ``boundary_eos`` the median of that probability, and
   ``boundary_argmax`` (in ``stress.json`` only) the percent where ``</s>`` is its most probable word
   (:mod:`scanmt.decoding.boundary`).  None at K = 1, which has no boundary.
 
@@ -57,7 +57,7 @@ METRICS = (
     ("drop", "DROP", "DROP % (lower is better)"),
     ("length_ratio", "len", "output / reference length"),
     ("dropped_sentences", "dropS%", "inputs dropping a sentence %"),
-    ("boundary_stop", "stop@1%", "inputs ending after sentence 1 %\n(P(</s>) >= 0.99 there, teacher-forced)"),
+    ("boundary_stop", "stop@1%", "inputs with P(</s>) >= 0.5 after sentence 1 %\n(teacher-forced)"),
     ("boundary_eos", "P</s>@1", "P(</s>) after sentence 1, median\n(teacher-forced)"),
 )
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")

@@ -22,10 +22,10 @@ exactly K sentences), each model translates the joined inputs, and each output i
   len       output words / reference words (Moses-tokenized)
   dropS%    % of joined inputs in which a whole sentence was dropped: one of its K source sentences has
             fewer than 20% of its words linked to any output word (the source-output alignment of DROP)
-  stop@1%   (K >= 2) % of joined inputs the model ends after their first sentence: it reads the joined
-            reference teacher-forced, and at the step after the first sentence, where the reference goes
-            on, gives </s> a probability of 0.99 or more (a beam ends the output there)
-  P</s>@1   (K >= 2) the median of that probability
+  stop@1%   (K >= 2) % of joined inputs the model would rather end after their first sentence: it reads
+            the joined reference teacher-forced, and at the step after the first sentence, where the
+            reference goes on, gives </s> a probability of 0.5 or more (more than all continuations)
+  P</s>@1   (K >= 2) the median of that probability (label smoothing eps caps it near 1 - eps)
 
 DROP and dropS% need --align-model; without it they are n/a. Prints a table (rows K, columns model x
 metric) and writes into --out: stress.json (every number, the command line), stress.png (one panel per

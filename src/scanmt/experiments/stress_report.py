@@ -22,7 +22,7 @@ from scanmt.experiments.baselines import as_baselines, single_baseline
 #: the table's columns: (metrics.json key, header); ``bleu`` is detokenized sacreBLEU (``scanmt stress``'s)
 COLUMNS = (("bleu", "sacreBLEU"), ("rep", "REP ↓"), ("drop", "DROP ↓"),
            ("dropped_sentences", "inputs dropping a sentence % ↓"), ("length_ratio", "length ratio"),
-           ("boundary_stop", "inputs ending after sentence 1 %"), ("boundary_eos", "P(`</s>`) after sentence 1"))
+           ("boundary_stop", "inputs with P(`</s>`) ≥ 0.5 after sentence 1 %"), ("boundary_eos", "P(`</s>`) after sentence 1"))
 #: the figures' file names in the report's folder
 FIGURE = "stress.png"
 CONTRAST_FIGURE = "stress-contrast.png"
@@ -34,11 +34,13 @@ StressSummary = dict[int, dict[str, dict[str, Any]]]
 def stress_summary(runs: Sequence[dict[str, Any]]) -> StressSummary:
     """Mean and std over seeds of every metric at every K, from the ``stress`` entries of one system's finished
     runs (``metrics.json``; runs without one are left out).  ``seeds``: how many runs measured that metric at that
-    K (DROP needs an aligner, so it may be fewer)."""
+    K (DROP needs an aligner, so it may be fewer).  ``boundary_stop`` is counted again from the run's per-input
+    P(``</s>``) at this code's threshold (:data:`scanmt.decoding.boundary.STOP_PROBABILITY`) where the run kept
+    them, so that runs scored by older code with another threshold agree."""
     stressed = [r["stress"] for r in runs if r.get("stress")]
     summary: StressSummary = {}
     for k in sorted({int(k) for r in stressed for k in r.get("scores", {})}):
-        scored = [r["scores"][str(k)] for r in stressed if str(k) in r.get("scores", {})]
+        scored = [_rescored(r, k) for r in stressed if str(k) in r.get("scores", {})]
         entry: dict[str, dict[str, Any]] = {}
         for key, _ in COLUMNS:
             values = [float(x[key]) for x in scored if x.get(key) is not None]
@@ -46,6 +48,15 @@ def stress_summary(runs: Sequence[dict[str, Any]]) -> StressSummary:
                           "std": statistics.stdev(values) if len(values) > 1 else None, "seeds": len(values)}
         summary[k] = entry
     return summary
+
+
+def _rescored(stress: dict[str, Any], k: int) -> dict[str, Any]:
+    """A run's scores at ``k``, with ``boundary_stop`` counted from its per-input P(``</s>``) where it has them."""
+    from scanmt.decoding.boundary import STOP_PROBABILITY, share_at_least
+
+    scores = stress["scores"][str(k)]
+    p_eos = ((stress.get("per_input") or {}).get(str(k)) or {}).get("boundary_eos")
+    return scores if p_eos is None else {**scores, "boundary_stop": share_at_least(p_eos, STOP_PROBABILITY)}
 
 
 def _cell(m: dict[str, Any], seeds: int) -> str:
@@ -84,10 +95,11 @@ def stress_section(systems: Sequence[Any], baseline: str | Mapping[str, str] | N
             "group left out). Mean ± std over seeds. sacreBLEU: detokenized, cased, as `scanmt stress` scores it. "
             "A joined input *drops a sentence* when one of its K source "
             "sentences has fewer than 20% of its words linked to any output word (DROP's source-output alignment); "
-            "length ratio = output / reference words. *Ending after sentence 1*: the model reads the joined reference "
-            "teacher-forced, and at the step after its first sentence, where the reference goes on, gives `</s>` a "
-            "probability of 0.99 or more, so that the beam ends the output there; the last column is the median of "
-            "that probability (`scanmt.decoding.boundary`; K ≥ 2, – where the runs predate it).", "",
+            "length ratio = output / reference words. *P(`</s>`) after sentence 1*: the model reads the joined "
+            "reference teacher-forced, and at the step after its first sentence, where the reference goes on, gives "
+            "`</s>` that probability; the share of inputs where it is 0.5 or more (ending outweighs every "
+            "continuation together), and its median (`scanmt.decoding.boundary`; K ≥ 2, – where the runs predate "
+            "it). Label smoothing ε keeps it below about 1 − ε.", "",
             "| " + " | ".join(head) + " |", "|" + "---|" * len(head), *rows, "", *picture,
             *paired_section(systems, baseline), *boundary_section(systems, baseline)]
 
