@@ -8,7 +8,7 @@ import math
 from pathlib import Path
 
 from scanmt.experiments.stress_report import stress_summary
-from scanmt.viz.stress_plot import plot_stress
+from scanmt.viz.stress_plot import line_colors, plot_stress
 from tests.experiments.test_results_json import SEEDS, fake_experiment, report
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -81,3 +81,17 @@ def test_the_figure_draws_error_bars_only_where_a_spread_is_given(tmp_path):
     for f in (plain, bars, zero):
         assert f.read_bytes().startswith(PNG_MAGIC)
     assert bars.read_bytes() != zero.read_bytes() != plain.read_bytes()
+
+
+def test_a_line_keeps_its_colour_in_a_panel_where_others_have_no_point(tmp_path):
+    """The boundary panels have no point for runs that predate them: the lines there must not take the colours
+    of the lines missing (matplotlib's cycle would give the first line drawn the first colour)."""
+    panels = {"REP": {"a": [1.0, 2.0], "b": [1.5, 2.5], "c": [1.2, 2.2]},
+              "P(</s>)": {"a": [None, None], "b": [None, 0.4], "c": [None, 0.3]}}
+    fig = plot_stress(panels, [1, 2], tmp_path / "f.png")
+    rep, boundary = fig.axes[0], fig.axes[1]
+    colour = {line.get_label(): line.get_color() for line in rep.lines}
+    assert len(set(colour.values())) == 3 and [line.get_label() for line in boundary.lines] == ["b", "c"]
+    assert all(line.get_color() == colour[line.get_label()] for line in boundary.lines)
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["a", "b", "c"]
+    assert len(set(map(str, line_colors(12)))) == 12  # beyond the 10 of the default cycle: tab20

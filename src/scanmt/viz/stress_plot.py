@@ -5,9 +5,12 @@ where a spread is given; matplotlib's Agg backend, no display needed."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Mapping, Optional, Sequence
 
 from scanmt.io import atomic_open
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 PANEL_INCHES = (3.6, 3.0)
 #: panels in a row; more wrap onto further rows
@@ -20,14 +23,26 @@ DODGE = 0.04
 Series = Mapping[str, Mapping[str, Sequence[Optional[float]]]]
 
 
+def line_colors(n: int) -> list:
+    """One colour per line, the same line in the same colour in every panel (a panel where some lines have no
+    point would otherwise shift matplotlib's cycle): the default cycle for up to 10 lines, tab20 beyond."""
+    import matplotlib
+
+    if n <= 10:
+        return [f"C{i}" for i in range(n)]
+    cmap = matplotlib.colormaps["tab20"]
+    return [cmap(i % 20) for i in range(n)]
+
+
 def plot_stress(panels: Series, ks: Sequence[int], out: str | Path, title: str = "",
-                spread: Series | None = None, zero_line: bool = False) -> None:
+                spread: Series | None = None, zero_line: bool = False) -> "Figure":
     """Draw ``panels`` (metric title -> model name -> one value per K, None where not measured) as line plots over
     ``ks``, :data:`ROW_PANELS` to a row, and write the PNG to ``out`` atomically.  A panel without any value says
     so.
 
     ``spread``: the same keys, the half-length of each point's error bar (a std over seeds; None or missing: no
-    bar at that point).  ``zero_line``: draw y = 0 (for panels of differences)."""
+    bar at that point).  ``zero_line``: draw y = 0 (for panels of differences).  Each line keeps its colour in
+    every panel (:func:`line_colors`).  Returns the figure, as written."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -39,10 +54,12 @@ def plot_stress(panels: Series, ks: Sequence[int], out: str | Path, title: str =
     axes = list(fig.subplots(rows, cols, squeeze=False).flat)
     for ax in axes[len(panels):]:  # the last row's empty places
         ax.set_axis_off()
-    legend_axes = None  # the first panel with lines: every panel has the same lines
+    names = list(dict.fromkeys(name for lines in panels.values() for name in lines))
+    colors = line_colors(len(names))
     for ax, (metric, lines) in zip(axes, panels.items()):
         drawn = False
         for i, (name, values) in enumerate(lines.items()):
+            style = {"color": colors[names.index(name)], "marker": "o", "label": name}
             bars = list((spread or {}).get(metric, {}).get(name) or [None] * len(ks))
             # with bars, the lines move apart sideways a little, so that bars at one K do not hide each other
             dodge = (i - (len(lines) - 1) / 2) * DODGE if spread else 0.0
@@ -50,9 +67,9 @@ def plot_stress(panels: Series, ks: Sequence[int], out: str | Path, title: str =
             if points:
                 xs, ys, es = zip(*points)
                 if any(es):
-                    ax.errorbar(xs, ys, yerr=es, marker="o", capsize=3, label=name)
+                    ax.errorbar(xs, ys, yerr=es, capsize=3, **style)
                 else:
-                    ax.plot(xs, ys, marker="o", label=name)
+                    ax.plot(xs, ys, **style)
                 drawn = True
         if zero_line:
             ax.axhline(0.0, color="black", linewidth=0.6)
@@ -60,15 +77,19 @@ def plot_stress(panels: Series, ks: Sequence[int], out: str | Path, title: str =
         ax.set_xlabel("K (sentences per input)", fontsize=9)
         ax.set_xticks(list(ks))
         ax.grid(True, linewidth=0.3)
-        if drawn and legend_axes is None:
-            legend_axes = ax
-        elif not drawn:
+        if not drawn:
             ax.text(0.5, 0.5, "not measured", ha="center", va="center", transform=ax.transAxes, fontsize=9)
     if title:
         fig.suptitle(title, fontsize=10)
-    if legend_axes is not None:  # one legend for all panels, below them, where it hides no line
-        handles, labels = legend_axes.get_legend_handles_labels()
-        fig.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 4), fontsize=8)
+    found: dict[str, object] = {}  # every line drawn in any panel, once
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            found.setdefault(label, handle)
+    if found:  # one legend for all panels, below them, where it hides no line
+        labels = [n for n in names if n in found]
+        fig.legend([found[n] for n in labels], labels, loc="outside lower center", ncols=min(len(labels), 4),
+                   fontsize=8)
     fig.set_layout_engine("constrained")
     with atomic_open(out, "wb") as fh:
         fig.savefig(fh, format="png", dpi=DPI)
+    return fig
