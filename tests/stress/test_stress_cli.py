@@ -105,7 +105,8 @@ def test_bad_inputs_get_one_line_errors(stress_setup, tmp_path, capsys):
     assert "not empty and does not hold a scanmt stress output" in _cli_error(capsys, *ok, "--out", str(other))
     two = ["--model", str(ckpt), str(ckpt), *ok[2:]]
     assert "1 name(s) for 2 model(s)" in _cli_error(capsys, *two, "--names", "x", "--out", str(tmp_path / "c"))
-    assert "two models are named run" in _cli_error(capsys, *two, "--out", str(tmp_path / "c"))
+    assert f"two models are named {ckpt.parent.parent.name}-run" in _cli_error(capsys, *two, "--out",
+                                                                                str(tmp_path / "c"))
     assert f"--k 10: more than the {N_LINES} lines" in _cli_error(capsys, *ok, "--k", "10", "--out", str(tmp_path / "c"))
     assert "give each K once" in _cli_error(capsys, *ok, "--k", "2", "2", "--out", str(tmp_path / "c"))
     assert "no such checkpoint" in _cli_error(capsys, *ok[2:], "--model", str(tmp_path / "no.pt"),
@@ -113,3 +114,13 @@ def test_bad_inputs_get_one_line_errors(stress_setup, tmp_path, capsys):
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists() and not (tmp_path / "c").exists()
     with pytest.raises(DataError, match="is a file, not a folder"):
         api.stress(_request(tmp, ckpt, a_file))
+
+
+def test_default_names_take_the_folder_above_where_run_folders_share_a_name():
+    from scanmt.api.stress import default_names
+
+    grid = ["out/runs/softmax/seed1/best.pt", "out/runs/csparsemax/seed1/best.pt", "out/runs/csparsemax/seed2/last.pt"]
+    assert default_names(grid) == ["softmax-seed1", "csparsemax-seed1", "seed2"]
+    assert default_names(["runs/softmax/best.pt", "avg5.pt", "best.pt"]) == ["softmax", "avg5", "best"]
+    assert api.StressRequest(model=tuple(grid[:2]), src=Path("s"), ref=Path("r"), out=Path("o")).model_names() == \
+        ["softmax-seed1", "csparsemax-seed1"]

@@ -40,7 +40,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from scanmt.api.decode import DecodeOverrides
 from scanmt.api.requests import CommandRequest, option
@@ -64,10 +64,22 @@ NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 JSON_FILE, PNG_FILE = "stress.json", "stress.png"
 
 
-def default_name(model: str) -> str:
-    """A model's label from its path: the run folder for ``RUN/best.pt`` or ``RUN/last.pt``, else the file stem."""
+def default_name(model: str, parents: int = 1) -> str:
+    """A model's label from its path: the run folder for ``RUN/best.pt`` or ``RUN/last.pt`` (with ``parents`` = 2,
+    the folder above it too, joined by ``-``: ``softmax-seed1`` for a grid's ``runs/softmax/seed1/best.pt``), else
+    the file stem."""
     p = Path(model)
-    return p.parent.name if p.name in ("best.pt", "last.pt") and p.parent.name not in ("", ".", "..") else p.stem
+    if p.name not in ("best.pt", "last.pt") or p.parent.name in ("", ".", ".."):
+        return p.stem
+    folders = [f.name for f in (p.parent.parent, p.parent)[-parents:] if f.name not in ("", ".", "..")]
+    return "-".join(folders)
+
+
+def default_names(models: Sequence[str]) -> list[str]:
+    """:func:`default_name` of each model; where two share a run folder name (``seed1`` of two systems of a grid),
+    those take the folder above it too."""
+    names = [default_name(m) for m in models]
+    return [default_name(m, 2) if names.count(n) > 1 else n for m, n in zip(models, names)]
 
 
 @dataclass(frozen=True)
@@ -83,7 +95,7 @@ class StressRequest(CommandRequest):
     out: Path
     #: sentences joined into one input, one test per value
     k: tuple[int, ...] = (1, 2, 3, 4)
-    #: the models' labels (one per model); () : from their paths (:func:`default_name`)
+    #: the models' labels (one per model); () : from their paths (:func:`default_names`)
     names: tuple[str, ...] = ()
     beam: int | None = option(None, key="decode.beam")
     batch_size: int | None = option(None, key="decode.batch_size")
@@ -110,7 +122,7 @@ class StressRequest(CommandRequest):
         if self.names and len(self.names) != len(self.model):
             raise ConfigError(f"--names: {len(self.names)} name(s) for {len(self.model)} model(s) (--model): give one "
                               "name per model")
-        names = list(self.names) or [default_name(m) for m in self.model]
+        names = list(self.names) or default_names(self.model)
         for name in names:
             if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
                 raise ConfigError(f"--names {name!r}: a name is letters, digits and . _ + - (it names files)")

@@ -52,7 +52,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "lines; 1 = the test set itself)")
     p.add_argument("--names", nargs="+", default=[], metavar="NAME",
                    help="labels of the models, one per --model (letters, digits, . _ + -) (default: the run folder "
-                        "of RUN/best.pt, else the file name without .pt)")
+                        "of RUN/best.pt, with the folder above it where two run folders share a name, as a grid's "
+                        "SYSTEM/seed1 do: SYSTEM-seed1; else the file name without .pt)")
     p.add_argument("--beam", type=int, default=None,
                    help="beam size; 1 = greedy (default: each checkpoint's decode.beam)")
     p.add_argument("--batch-size", type=int, default=None,
