@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -70,9 +71,13 @@ def table(out: Path, baseline: str, systems: list[str], ks: list[int], edges: tu
         for name in systems:
             mine = system_counts(out, name, k)
             r = standardize_rep([mine], [base], edges)
-            share = "–" if r.explained is None else f"{100 * r.explained:.0f} %"
+            if math.isnan(r.baseline_at_system_lengths):  # the system writes only where the baseline never does
+                at_lengths, share = "– (no length group in common)", "–"
+            else:
+                at_lengths = f"{r.baseline_at_system_lengths:.2f}"
+                share = "–" if r.explained is None else f"{100 * r.explained:.0f} %"
             lines.append(f"| {name} | {k} | {_ratio(mine):.2f} / {_ratio(base):.2f} | {r.baseline:.2f} | {r.system:.2f} "
-                         f"| {r.baseline_at_system_lengths:.2f} | {share} | {100 * r.uncovered:.1f} % |")
+                         f"| {at_lengths} | {share} | {100 * r.uncovered:.1f} % |")
     return "\n".join(lines)
 
 

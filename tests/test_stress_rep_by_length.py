@@ -58,3 +58,14 @@ def test_missing_runs_and_k_are_named(tmp_path):
     with pytest.raises(script.DataError, match="expected one output file"):
         (out / "runs" / "csparsemax" / "seed2" / "stress" / "csparsemax.k2.hyp.en").unlink()
         script.system_counts(out, "csparsemax", 2)
+
+
+def test_no_length_group_in_common_is_named_not_nan(tmp_path, capsys):
+    """The system writes only at ratios the baseline never reaches: no REP at its lengths, said in words."""
+    out = tmp_path / "exp"
+    run(out, "softmax", 1, {"rep_sigma": [0, 0], "ref_words": [10, 10], "hyp_words": [3, 4]})
+    run(out, "csparsemax", 1, {"rep_sigma": [1, 1], "ref_words": [10, 10], "hyp_words": [10, 10]})
+    assert script.main([str(out), "--systems", "csparsemax", "--k", "2", "--edges", "0.75"]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("| csparsemax |"))
+    assert "nan" not in row
+    assert row == "| csparsemax | 2 | 1.00 / 0.35 | 0.00 | 10.00 | – (no length group in common) | – | 100.0 % |"
