@@ -32,7 +32,9 @@ median, the share of joined inputs where ``</s>`` is the most probable word ther
 output), where it takes 0.5 or more (ending outweighs every continuation together) and 0.99 or more (every
 continuation then has at most 0.01; a model trained with label smoothing ε keeps it below about 1 − ε, so for
 one smoothed with 0.1 this share is 0 whatever it does); and its median at the joined reference's end, where
-``</s>`` is right.  docs/results.md, section 6d.
+``</s>`` is right.  A model that writes one sentence per joined input decides one step earlier whether to stop
+after the first sentence's content, so the script also reports the probability of the full stop (``!``, ``?``)
+with which the reference closes its first sentence, at that step.  docs/results.md, section 6d.
 The measure is :mod:`scanmt.decoding.boundary`, which ``scanmt stress`` also reports for every K >= 2 (its
 columns ``stop@1%`` and ``P</s>@1``).
 
@@ -104,6 +106,11 @@ def report_boundary(run: Path, data_dir: Path, split: str, k: int) -> None:
           f"</s> the most probable word there in {b.argmax_share:.1f} %, with P >= {STOP_PROBABILITY:g} in "
           f"{b.stop_share:.1f} % and P >= 0.99 in {share_at_least(b.p_eos, 0.99):.1f} %")
     print(f"  P(</s>) at the joined reference's end: median {b.median_at_end:.3f}")
+    closed = [p for p in b.p_close if p is not None]
+    if closed:
+        print(f"  P(full stop) closing the first sentence, one step earlier ({len(closed)} inputs whose first sentence "
+              f"ends with . ! ?): median {b.median_close:.3f}, mean {statistics.mean(closed):.3f}; the most probable "
+              f"word there in {b.close_argmax_share:.1f} %, with P >= 0.5 in {share_at_least(b.p_close, 0.5):.1f} %")
 
 
 def main() -> None:

@@ -42,6 +42,10 @@ def test_joined_prints_the_boundary_measure_of_each_run(small_data_dir, tmp_path
     assert float(got[3]) == pytest.approx(b.stop_share, abs=0.05)
     assert float(got[4]) == pytest.approx(share_at_least(b.p_eos, 0.99), abs=0.05)
     assert f"at the joined reference's end: median {b.median_at_end:.3f}" in text
+    closed = sum(p is not None for p in b.p_close)
+    assert closed > 0 and (f"P(full stop) closing the first sentence, one step earlier ({closed} inputs whose first "
+                           f"sentence ends with . ! ?): median {b.median_close:.3f}") in text
+    assert f"the most probable word there in {b.close_argmax_share:.1f} %" in text
 
 
 def test_joined_refuses_one_sentence(small_data_dir, tmp_path, monkeypatch):

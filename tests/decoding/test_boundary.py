@@ -7,11 +7,13 @@ import pytest
 import torch
 
 from scanmt.cli.main import main
-from scanmt.data.vocab import BOS_ID, EOS_ID
+from scanmt.data.vocab import BOS_ID, EOS_ID, SPECIALS, Vocab
 from scanmt.decoding.boundary import (
+    CLOSING,
     STOP_PROBABILITY,
     BoundaryEos,
     boundary_eos,
+    closing_word,
     first_sentence_steps,
     share_at_least,
 )
@@ -31,19 +33,28 @@ def test_first_sentence_steps():
 
 
 def test_the_summary_counts_only_the_measured_inputs():
-    b = BoundaryEos([0.995, None, 0.2, 0.49, 0.5], [True, None, False, True, False], [0.9, None, 0.8, 0.7, 0.6])
+    b = BoundaryEos([0.995, None, 0.2, 0.49, 0.5], [True, None, False, True, False], [0.9, None, 0.8, 0.7, 0.6],
+                    [0.1, None, None, 0.3, 0.7], [False, None, None, False, True])
     assert b.left_out == 1 and b.measured == [0.995, 0.2, 0.49, 0.5]
     assert b.median == pytest.approx(0.495) and b.median_at_end == pytest.approx(0.75)
     assert b.stop_share == pytest.approx(50.0) and STOP_PROBABILITY == 0.5  # 0.5 itself counts
     assert share_at_least(b.p_eos, 0.99) == pytest.approx(25.0) and share_at_least([None], 0.5) is None
     assert b.argmax_share == pytest.approx(50.0)
-    empty = BoundaryEos([None], [None], [None])
+    assert b.median_close == pytest.approx(0.3) and b.close_argmax_share == pytest.approx(100 / 3)
+    empty = BoundaryEos([None], [None], [None], [None], [None])
     assert empty.median is None and empty.stop_share is None and empty.argmax_share is None
+    assert empty.median_close is None and empty.close_argmax_share is None
 
 
-def _step_oracle(tr: Translator, src_pieces: list[str], tgt_pieces: list[str], at: int) -> tuple[float, bool]:
-    """P(</s>) after ``at`` target pieces, one word at a time through the search's interface (no padding, no
-    teacher-forced forward), and whether </s> is the most probable word there."""
+def test_closing_word():
+    v = Vocab(list(SPECIALS) + ["\u2581.", "!", "\u2581a", "\u2581?"])
+    assert [closing_word(p, v) for p in ("\u2581.", "!", "\u2581?", "\u2581a", ".", "\u2581!")] == [5, 6, 8, None, None, None]
+
+
+def _step_oracle(tr: Translator, src_pieces: list[str], tgt_pieces: list[str], at: int,
+                 word: int = EOS_ID) -> tuple[float, bool]:
+    """P(``word``) after ``at`` target pieces, one word at a time through the search's interface (no padding, no
+    teacher-forced forward), and whether ``word`` is the most probable word there."""
     v, model = tr.pipeline.vocab, tr.model
     src = torch.tensor([v.encode(src_pieces)])
     fert = torch.tensor(tr.source_bounds([src_pieces])) if model.constrained else None
@@ -54,7 +65,7 @@ def _step_oracle(tr: Translator, src_pieces: list[str], tgt_pieces: list[str], a
             step = model.step(torch.tensor([y]), state, enc)
             state = step.state
     log_p = step.log_probs[0].float()
-    return float(log_p[EOS_ID].exp()), int(log_p.argmax()) == EOS_ID
+    return float(log_p[word].exp()), int(log_p.argmax()) == word
 
 
 @pytest.mark.parametrize("arch, transform", [("lstm", "softmax"), ("lstm", "csparsemax"),
@@ -78,20 +89,28 @@ def test_boundary_eos_agrees_with_step_by_step_decoding(small_data_dir, tmp_path
     joined_src, joined_ref = join_groups(src, k), join_groups(ref, k)
     b = boundary_eos(tr, joined_src, joined_ref, [ref[g * k] for g in range(len(joined_ref))])
     assert len(b.p_eos) == 50 and b.left_out <= 5
-    checked = 0
+    checked = closed = 0
     for g, (p, best, end) in enumerate(zip(b.p_eos, b.eos_most_probable, b.p_eos_at_end)):
         if p is None:
+            assert b.p_close[g] is None
             continue
         tgt = tr.pipeline.target_pieces_all([joined_ref[g]])[0]
         at = len(tr.pipeline.target_pieces_all([ref[g * k]])[0])
         assert tgt[:at] == tr.pipeline.target_pieces_all([ref[g * k]])[0] and len(tgt) > at
+        # P(close) exactly where the first sentence's last subword is closing punctuation
+        assert (b.p_close[g] is not None) == (tgt[at - 1].lstrip("\u2581") in CLOSING)
         if g % 10 == 0:  # (every tenth: the oracle decodes one word at a time)
             src_pieces = tr.pipeline.source_pieces_all([joined_src[g]])[0]
             want_p, want_best = _step_oracle(tr, src_pieces, tgt, at)
             assert p == pytest.approx(want_p, abs=1e-5) and best == want_best
             assert end == pytest.approx(_step_oracle(tr, src_pieces, tgt, len(tgt))[0], abs=1e-5)
+            if b.p_close[g] is not None:
+                want_close = _step_oracle(tr, src_pieces, tgt, at - 1, tr.pipeline.vocab.stoi[tgt[at - 1]])
+                assert b.p_close[g] == pytest.approx(want_close[0], abs=1e-5)
+                assert b.close_most_probable[g] == want_close[1]
+                closed += 1
             checked += 1
-    assert checked >= 4
+    assert checked >= 4 and closed >= 3
 
 
 def test_forced_word_probs_refuses_a_step_past_the_target(small_data_dir, tmp_path):

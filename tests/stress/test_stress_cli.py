@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 
 import pytest
@@ -30,7 +31,7 @@ def test_api_writes_every_model_and_k(stress_setup, tmp_path):
     for name in ("a", "b"):
         for k in ("1", "2"):
             scores = doc["scores"][name][k]
-            boundary = {"boundary_stop", "boundary_eos"}  # none at K = 1: no sentence boundary
+            boundary = {"boundary_stop", "boundary_eos", "boundary_close"}  # none at K = 1: no sentence boundary
             assert all(isinstance(scores[key], float) == (k == "2" or key not in boundary) for key, _, _ in METRICS)
             assert all(scores[key] is None for key in boundary) if k == "1" else 0 <= scores["boundary_stop"] <= 100
             assert 0 <= scores["dropped_sentences"] <= 100 and scores["sentences"] == N_LINES // int(k) * int(k)
@@ -59,6 +60,13 @@ def test_api_writes_every_model_and_k(stress_setup, tmp_path):
     assert doc["scores"]["a"]["2"]["boundary_stop"] == pytest.approx(
         100 * sum(p >= 0.5 for p in measured) / len(measured))
     assert doc["per_input"]["b"]["2"]["boundary_eos"] == p_eos  # the same model
+    # and P(the full stop closing the first sentence), one step earlier, where the first sentence ends with one
+    p_close = doc["per_input"]["a"]["2"]["boundary_close"]
+    closed = sorted(p for p in p_close if p is not None)
+    assert len(p_close) == N_LINES // 2 and all(c is None for c, e in zip(p_close, p_eos) if e is None)
+    assert len(closed) >= 3 and all(0.0 <= p <= 1.0 for p in closed)
+    assert doc["scores"]["a"]["2"]["boundary_close"] == pytest.approx(statistics.median(closed))
+    assert 0 <= doc["scores"]["a"]["2"]["boundary_close_argmax"] <= 100
     # b is the same model as a: never lower, by the paired test the summary prints
     assert "paired bootstrap over the joined inputs against a" in text
     assert "b K=1: REP +0.00 (p 1.000)" in text and "b K=2: REP +0.00 (p 1.000)" in text

@@ -99,18 +99,20 @@ def test_the_step_runs_and_the_report_tables_it(tmp_path, stress_setup):
     assert stress_section([SystemResults("cov", "Cov", [{"seed": 1, "stress": None}])]) == []
     # the paired tests against the baseline: a system that repeats nothing, seed by seed and pooled
     assert set(m["per_input"]["2"]) == {"rep_sigma", "ref_words", "hyp_words", "dropped", "source_words",
-                                        "boundary_eos"}
+                                        "boundary_eos", "boundary_close"}
     measured2 = [p for p in m["per_input"]["2"]["boundary_eos"] if p is not None]
     # the boundary columns: none at K = 1; at K = 2 over the seeds that measured it, named where fewer than all
-    older = {**m, "scores": {k: {**v, "boundary_stop": None, "boundary_eos": None} for k, v in m["scores"].items()},
-             "per_input": {k: {x: v[x] for x in v if x != "boundary_eos"} for k, v in m["per_input"].items()}}
+    older = {**m, "scores": {k: {**v, "boundary_stop": None, "boundary_eos": None, "boundary_close": None}
+                             for k, v in m["scores"].items()},
+             "per_input": {k: {x: v[x] for x in v if not x.startswith("boundary_")} for k, v in m["per_input"].items()}}
     text = "\n".join(stress_section([SystemResults("softmax", "Softmax", [{"seed": 1, "stress": m},
                                                                           {"seed": 2, "stress": older}])]))
     row1 = next(line for line in text.splitlines() if line.startswith("| Softmax | 1 |"))
     row2 = next(line for line in text.splitlines() if line.startswith("| Softmax | 2 |"))
-    assert row1.endswith("| – | – | 2 |")
+    assert row1.endswith("| – | – | – | 2 |")
     assert row2.endswith(f"| {m['scores']['2']['boundary_stop']:.2f} (1 of 2 seeds) | "
-                         f"{m['scores']['2']['boundary_eos']:.2f} (1 of 2 seeds) | 2 |")
+                         f"{m['scores']['2']['boundary_eos']:.2f} (1 of 2 seeds) | "
+                         f"{m['scores']['2']['boundary_close']:.2f} (1 of 2 seeds) | 2 |")
     assert "inputs with P(`</s>`) ≥ 0.5 after sentence 1 %" in text
     # a run scored by older code at another threshold: the share is counted again from its per-input values
     stale = {**m, "scores": {**m["scores"], "2": {**m["scores"]["2"], "boundary_stop": 99.0}}}
@@ -140,20 +142,24 @@ def test_the_step_runs_and_the_report_tables_it(tmp_path, stress_setup):
     row = next(line for line in paired.splitlines() if line.startswith("| Empty | 2 |"))
     assert row.endswith("| 1 | – (no length group in common) |")
     assert "paired" not in "\n".join(stress_section([base], "softmax"))
-    # P(</s>) after the first sentence, paired: a system that never ends there against the real model
-    open_ = {**m, "per_input": {k: {**v, **({"boundary_eos": [0.0 if p is not None else None
-                                                              for p in v["boundary_eos"]]}
-                                            if "boundary_eos" in v else {})} for k, v in m["per_input"].items()}}
+    # P(full stop) closing the first sentence and P(</s>) after it, paired: a system that never closes or ends there
+    # against the real model
+    open_ = {**m, "per_input": {k: {**v, **{key: [0.0 if p is not None else None for p in v[key]]
+                                            for key in ("boundary_eos", "boundary_close") if key in v}}
+                                for k, v in m["per_input"].items()}}
     text = "\n".join(stress_section([base, SystemResults("open", "Open", [{"seed": 1, "stress": open_},
                                                                           {"seed": 2, "stress": open_}])], "softmax"))
-    section = text.split("### Stress test: P(`</s>`) after the first sentence against Softmax, paired")[1]
-    row = next(line for line in section.splitlines() if line.startswith("| Open | 2 |"))
-    measured = [p for p in m["per_input"]["2"]["boundary_eos"] if p is not None]
-    mean = 100 * sum(measured) / len(measured)
-    assert row.startswith(f"| Open | 2 | 0.0 | {mean:.1f} | 1: {-mean:+.2f} (") and row.endswith("| 2 |")
+    section = text.split("### Stress test: does the system stop after the first sentence? Against Softmax, paired")[1]
+    for key, measure in (("boundary_eos", "P(`</s>`) after the first sentence"),
+                         ("boundary_close", "P(full stop) closing the first sentence")):
+        row = next(line for line in section.splitlines() if line.startswith(f"| Open | 2 | {measure} |"))
+        measured = [p for p in m["per_input"]["2"][key] if p is not None]
+        mean = 100 * sum(measured) / len(measured)
+        assert row.startswith(f"| Open | 2 | {measure} | 0.0 | {mean:.1f} | 1: {-mean:+.2f} (") and row.endswith("| 2 |")
     assert "| Open | 1 |" not in section  # K = 1 has no boundary
-    # runs whose stress test predates the measure: no section
-    older = {**m, "per_input": {k: {x: v[x] for x in v if x != "boundary_eos"} for k, v in m["per_input"].items()}}
-    assert "after the first sentence against" not in "\n".join(stress_section(
+    # runs whose stress test predates the measures: no section
+    older = {**m, "per_input": {k: {x: v[x] for x in v if not x.startswith("boundary_")}
+                                for k, v in m["per_input"].items()}}
+    assert "stop after the first sentence?" not in "\n".join(stress_section(
         [SystemResults("softmax", "Softmax", [{"seed": 1, "stress": older}]),
          SystemResults("open", "Open", [{"seed": 1, "stress": open_}])], "softmax"))

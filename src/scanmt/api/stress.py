@@ -18,8 +18,12 @@ source, and each output is scored against the joined reference as ``scanmt evalu
   sentence.  The model reads each joined reference teacher-forced; at the step after the first sentence, where
   the reference goes on, ``boundary_stop`` is the percent of inputs where it gives ``</s>`` a probability of
   0.5 or more (ending outweighs every continuation together), ``boundary_eos`` the median of that probability, and
-  ``boundary_argmax`` (in ``stress.json`` only) the percent where ``</s>`` is its most probable word
-  (:mod:`scanmt.decoding.boundary`).  None at K = 1, which has no boundary.
+  ``boundary_argmax`` (in ``stress.json`` only) the percent where ``</s>`` is its most probable word;
+  ``boundary_close`` (K >= 2), the median probability the model gives the full stop (``!``, ``?``) that closes
+  the first reference sentence, at that step, and ``boundary_close_argmax`` (in ``stress.json`` only) the percent
+  where it is the most probable word there: a search that writes one sentence per joined input decides there
+  whether to stop after the first sentence's content (:mod:`scanmt.decoding.boundary`).  None at K = 1, which
+  has no boundary.
 
 Without ``align_model`` there is no alignment: ``drop`` and ``dropped_sentences`` are None (``n/a`` in the
 table, a note says why).  The tokenized joined source is its sentences' tokenized words one after another
@@ -59,6 +63,7 @@ METRICS = (
     ("dropped_sentences", "dropS%", "inputs dropping a sentence %"),
     ("boundary_stop", "stop@1%", "inputs with P(</s>) >= 0.5 after sentence 1 %\n(teacher-forced)"),
     ("boundary_eos", "P</s>@1", "P(</s>) after sentence 1, median\n(teacher-forced)"),
+    ("boundary_close", "P.@1", "P(full stop closing sentence 1), median\n(teacher-forced)"),
 )
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 JSON_FILE, PNG_FILE = "stress.json", "stress.png"
@@ -142,6 +147,7 @@ Scores = dict[str, float | None]
 #: ``hyp_words`` (the output's Moses-tokenized words, for REP at equal length: :mod:`scanmt.metrics.length_standardized`);
 #: with an aligner also ``dropped`` (source words dropped) and ``source_words``; at K >= 2 ``boundary_eos``
 #: (P(</s>) after the first sentence, teacher-forced; None for an input left out: :mod:`scanmt.decoding.boundary`)
+#: and ``boundary_close`` (P of the full stop closing the first sentence there; None also where it has none)
 PerInput = dict[str, list[Any]]
 
 
@@ -293,12 +299,14 @@ def _score_boundary(tr: "Translator", side: _Side, k: int, scores: Scores, per_i
     """Add the boundary metrics (module docstring) of model ``tr`` on one joined test set (None at K = 1)."""
     from scanmt.decoding.boundary import boundary_eos
 
-    scores["boundary_stop"] = scores["boundary_eos"] = scores["boundary_argmax"] = None
+    for key in ("boundary_stop", "boundary_eos", "boundary_argmax", "boundary_close", "boundary_close_argmax"):
+        scores[key] = None
     if k < 2:
         return
     b = boundary_eos(tr, side.src, side.ref, side.first_ref)
     scores["boundary_stop"], scores["boundary_eos"], scores["boundary_argmax"] = b.stop_share, b.median, b.argmax_share
-    per_input["boundary_eos"] = b.p_eos
+    scores["boundary_close"], scores["boundary_close_argmax"] = b.median_close, b.close_argmax_share
+    per_input["boundary_eos"], per_input["boundary_close"] = b.p_eos, b.p_close
 
 
 def _read_test_set(request: StressRequest) -> tuple[list[str], list[str]]:

@@ -26,6 +26,9 @@ exactly K sentences), each model translates the joined inputs, and each output i
             the joined reference teacher-forced, and at the step after the first sentence, where the
             reference goes on, gives </s> a probability of 0.5 or more (more than all continuations)
   P</s>@1   (K >= 2) the median of that probability (label smoothing eps caps it near 1 - eps)
+  P.@1      (K >= 2) the median probability of the full stop (! ?) that closes the first reference
+            sentence, at that step: a model that writes one sentence per joined input decides there
+            whether to stop after the first sentence's content or go on ("..., while ...")
 
 DROP and dropS% need --align-model; without it they are n/a. Prints a table (rows K, columns model x
 metric) and writes into --out: stress.json (every number, the command line), stress.png (one panel per

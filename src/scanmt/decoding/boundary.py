@@ -18,6 +18,16 @@ word there.
 - for contrast, the median P(``</s>``) at the joined reference's end, where ``</s>`` is right
   (:attr:`BoundaryEos.median_at_end`).
 
+A search rarely reaches that step, though: the models of the recipe ablation write one sentence per joined input
+(at most 0.3 % of their outputs hold two), so the output never has a full stop before its end, and whether it
+stops after the first sentence's content is decided one step earlier: close the sentence with its full stop (and
+then end), or go on with a connective ("..., while ...") into the second sentence's content.  So the module also
+takes, at the step where the reference closes its first sentence (its last subword, where that is ``.``, ``!`` or
+``?``: :data:`CLOSING`), the probability the model gives that punctuation and whether it is the most probable
+word there (:attr:`BoundaryEos.median_close`, :attr:`BoundaryEos.close_argmax_share`).  Measured on the recipe
+ablation's seed-1 LSTMs at K = 2 (docs/results.md 6d): the SGD softmax, which stops, gives the full stop 0.18
+(median; the most probable word in 53 % of the inputs), the cpu-small-recipe ones, which go on, 0.003 (0 %).
+
 The joined lines are those of :func:`scanmt.metrics.stress.join_groups` (K lines joined by a space).  An input
 is left out (None) where the joined reference's subwords do not begin with its first sentence's subwords, or
 add nothing to them (the boundary is not known exactly), or where its source has no subword.  A constrained
@@ -34,20 +44,29 @@ from typing import TYPE_CHECKING, Sequence
 from scanmt.data.vocab import EOS_ID
 
 if TYPE_CHECKING:
+    from scanmt.data.vocab import Vocab
     from scanmt.decoding.translator import Translator
 
 #: P(</s>) at or above which ending outweighs every continuation together (module docstring)
 STOP_PROBABILITY = 0.5
+#: the punctuation that closes a sentence: where a first sentence's last subword is one of these (its word
+#: boundary marker aside), the model's probability of it at that step is P(close) (module docstring)
+CLOSING = frozenset({".", "!", "?"})
 
 
 @dataclass(frozen=True)
 class BoundaryEos:
     """Per joined input, P(``</s>``) after its first sentence, whether ``</s>`` is the most probable word there,
-    and P(``</s>``) at the joined reference's end; None for an input left out (its boundary is not known exactly)."""
+    and P(``</s>``) at the joined reference's end; None for an input left out (its boundary is not known exactly).
+    ``p_close``, ``close_most_probable``: at the step where the reference closes its first sentence, the
+    probability of that closing punctuation and whether it is the most probable word there; None also where the
+    first sentence does not end with one of :data:`CLOSING`."""
 
     p_eos: list[float | None]
     eos_most_probable: list[bool | None]
     p_eos_at_end: list[float | None]
+    p_close: list[float | None]
+    close_most_probable: list[bool | None]
 
     @property
     def measured(self) -> list[float]:
@@ -60,13 +79,12 @@ class BoundaryEos:
     @property
     def median(self) -> float | None:
         """The median P(``</s>``) at the boundary (None: no input measured)."""
-        return statistics.median(self.measured) if self.measured else None
+        return _median(self.p_eos)
 
     @property
     def median_at_end(self) -> float | None:
         """The median P(``</s>``) at the measured inputs' ends (None: no input measured)."""
-        m = [p for p in self.p_eos_at_end if p is not None]
-        return statistics.median(m) if m else None
+        return _median(self.p_eos_at_end)
 
     @property
     def stop_share(self) -> float | None:
@@ -76,8 +94,27 @@ class BoundaryEos:
     @property
     def argmax_share(self) -> float | None:
         """Percent of the measured inputs where ``</s>`` is the most probable word at the boundary."""
-        m = [b for b in self.eos_most_probable if b is not None]
-        return 100.0 * sum(m) / len(m) if m else None
+        return _true_share(self.eos_most_probable)
+
+    @property
+    def median_close(self) -> float | None:
+        """The median P(close) over the inputs whose first sentence ends with closing punctuation (None: none)."""
+        return _median(self.p_close)
+
+    @property
+    def close_argmax_share(self) -> float | None:
+        """Percent of those inputs where the closing punctuation is the most probable word at its step."""
+        return _true_share(self.close_most_probable)
+
+
+def _median(values: Sequence[float | None]) -> float | None:
+    m = [v for v in values if v is not None]
+    return statistics.median(m) if m else None
+
+
+def _true_share(flags: Sequence[bool | None]) -> float | None:
+    m = [b for b in flags if b is not None]
+    return 100.0 * sum(m) / len(m) if m else None
 
 
 def share_at_least(p_eos: Sequence[float | None], threshold: float) -> float | None:
@@ -112,4 +149,24 @@ def boundary_eos(translator: "Translator", src: Sequence[str], ref: Sequence[str
     at_end: list[float | None] = [None] * len(src)
     for i, ((p, b), (end, _)) in zip(keep, probs):
         p_eos[i], best[i], at_end[i] = p, b, end
-    return BoundaryEos(p_eos, best, at_end)
+    p_close: list[float | None] = [None] * len(src)
+    close_best: list[bool | None] = [None] * len(src)
+    by_word: dict[int, list[int]] = {}  # the inputs whose first sentence closes with this subword id
+    for i in keep:
+        word = closing_word(tgt[i][steps[i] - 1], pipe.vocab)  # type: ignore[operator]
+        if word is not None:
+            by_word.setdefault(word, []).append(i)
+    for word, rows in by_word.items():
+        closed = translator.forced_word_probs([src_pieces[i] for i in rows], [tgt[i] for i in rows],
+                                              [[steps[i] - 1] for i in rows], word)  # type: ignore[operator]
+        for i, [(p, b)] in zip(rows, closed):
+            p_close[i], close_best[i] = p, b
+    return BoundaryEos(p_eos, best, at_end, p_close, close_best)
+
+
+def closing_word(piece: str, vocab: "Vocab") -> int | None:
+    """The vocabulary id of ``piece`` where it is closing punctuation (:data:`CLOSING`, after any leading word
+    boundary marker ``▁``) in the vocabulary; else None."""
+    if piece.lstrip("\u2581") not in CLOSING or piece not in vocab.stoi:
+        return None
+    return vocab.stoi[piece]

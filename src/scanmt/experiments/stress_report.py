@@ -5,7 +5,8 @@ finished run's ``metrics.json`` ``stress`` (:func:`scanmt.experiments.runner.str
 bars of ± one std over seeds) and the results JSON; then each system's REP and DROP against its baseline's, tested
 by a paired bootstrap over the joined inputs, seed by seed and pooled over the seeds
 (:func:`scanmt.metrics.paired.paired_rates`); the probability each gives ``</s>`` after a joined input's first
-sentence against its baseline's, paired alike (:func:`boundary_section`); and in an ablation with a
+sentence, and of the full stop closing that sentence, against its baseline's, paired alike
+(:func:`boundary_section`); and in an ablation with a
 ``reference_arm``, whether each arm's
 differences from its own baseline differ from the reference's (:func:`contrast_section`,
 :func:`scanmt.metrics.paired.difference_in_differences`)."""
@@ -22,7 +23,11 @@ from scanmt.experiments.baselines import as_baselines, single_baseline
 #: the table's columns: (metrics.json key, header); ``bleu`` is detokenized sacreBLEU (``scanmt stress``'s)
 COLUMNS = (("bleu", "sacreBLEU"), ("rep", "REP ↓"), ("drop", "DROP ↓"),
            ("dropped_sentences", "inputs dropping a sentence % ↓"), ("length_ratio", "length ratio"),
-           ("boundary_stop", "inputs with P(`</s>`) ≥ 0.5 after sentence 1 %"), ("boundary_eos", "P(`</s>`) after sentence 1"))
+           ("boundary_stop", "inputs with P(`</s>`) ≥ 0.5 after sentence 1 %"), ("boundary_eos", "P(`</s>`) after sentence 1"),
+           ("boundary_close", "P(full stop closing sentence 1)"))
+#: the per-input probabilities the boundary tables pair: (``per_input`` key, what it is, in Markdown)
+BOUNDARY_MEASURES = (("boundary_close", "P(full stop) closing the first sentence"),
+                     ("boundary_eos", "P(`</s>`) after the first sentence"))
 #: the figures' file names in the report's folder
 FIGURE = "stress.png"
 CONTRAST_FIGURE = "stress-contrast.png"
@@ -99,7 +104,11 @@ def stress_section(systems: Sequence[Any], baseline: str | Mapping[str, str] | N
             "reference teacher-forced, and at the step after its first sentence, where the reference goes on, gives "
             "`</s>` that probability; the share of inputs where it is 0.5 or more (ending outweighs every "
             "continuation together), and its median (`scanmt.decoding.boundary`; K ≥ 2, – where the runs predate "
-            "it). Label smoothing ε keeps it below about 1 − ε.", "",
+            "it). Label smoothing ε keeps it below about 1 − ε. A search that writes one sentence per joined input "
+            "decides one step earlier whether to stop after the first sentence's content: *P(full stop closing "
+            "sentence 1)* is the median probability the model gives the full stop (`!`, `?`) with which the "
+            "reference closes its first sentence, at that step (inputs whose first sentence ends otherwise left "
+            "out).", "",
             "| " + " | ".join(head) + " |", "|" + "---|" * len(head), *rows, "", *picture,
             *paired_section(systems, baseline), *boundary_section(systems, baseline)]
 
@@ -251,16 +260,16 @@ def paired_section(systems: Sequence[Any], baseline: str | Mapping[str, str] | N
             "each side." + note, "", *table, ""]
 
 
-def _boundary_row(s: Any, base: Any, k: int) -> list[str] | None:
-    """One system's cells at one K against ``base`` (from the system's mean to the seed count); None when no seed
-    of the two measured the boundary at ``k``."""
+def _boundary_row(s: Any, base: Any, k: int, key: str) -> list[str] | None:
+    """One system's cells at one K against ``base`` for the per-input probability ``key`` (from the system's mean
+    to the seed count); None when no seed of the two measured it at ``k``."""
     from scanmt.metrics.paired import paired_means
 
     pairs = []
     for run in sorted(s.runs, key=lambda r: r["seed"]):
         mine, theirs = _per_input(run, k) or {}, _per_input(base.seed(run["seed"]) or {}, k) or {}
-        if "boundary_eos" in mine and "boundary_eos" in theirs:
-            pairs.append((run["seed"], (mine["boundary_eos"], theirs["boundary_eos"])))
+        if key in mine and key in theirs:
+            pairs.append((run["seed"], (mine[key], theirs[key])))
     tests = [(seed, t) for seed, pair in pairs if (t := paired_means([pair])) is not None]
     pooled = paired_means([pair for _, pair in pairs])
     if pooled is None:
@@ -271,10 +280,11 @@ def _boundary_row(s: Any, base: Any, k: int) -> list[str] | None:
 
 
 def boundary_section(systems: Sequence[Any], baseline: str | Mapping[str, str] | None) -> list[str]:
-    """Markdown lines: for each system but its baseline and each K >= 2, the mean P(``</s>``) after the joined
-    inputs' first sentence (teacher-forced, :mod:`scanmt.decoding.boundary`) against its baseline's of the same
-    seed, with a two-sided paired bootstrap over the inputs both measured, by seed and pooled
-    (:func:`scanmt.metrics.paired.paired_means`).  Nothing where no pair of runs measured it (runs of older code)."""
+    """Markdown lines: for each system but its baseline, each K >= 2 and each of :data:`BOUNDARY_MEASURES` (the
+    probability of the full stop closing the joined inputs' first sentence, and of ``</s>`` after it; teacher-forced,
+    :mod:`scanmt.decoding.boundary`), its mean against its baseline's of the same seed, with a two-sided paired
+    bootstrap over the inputs both measured, by seed and pooled (:func:`scanmt.metrics.paired.paired_means`).
+    Nothing where no pair of runs measured it (runs of older code)."""
     by_name = {s.name: s for s in systems}
     baselines = as_baselines(list(by_name), baseline)
     one = single_baseline(baselines)
@@ -284,23 +294,26 @@ def boundary_section(systems: Sequence[Any], baseline: str | Mapping[str, str] |
         if base is None or base is s:
             continue
         for k in _stress_ks(s):
-            cells = _boundary_row(s, base, k) if k >= 2 else None
-            if cells is not None:
-                rows.append([_escape(s.label), str(k), *cells, *([] if one is not None else [_escape(base.label)])])
+            for key, measure in BOUNDARY_MEASURES:
+                cells = _boundary_row(s, base, k, key) if k >= 2 else None
+                if cells is not None:
+                    rows.append([_escape(s.label), str(k), measure, *cells,
+                                 *([] if one is not None else [_escape(base.label)])])
     if not rows:
         return []
     title = by_name[one].label if one is not None and one in by_name else "each system's baseline"
-    head = ["system", "K", "mean P(`</s>`) %", "baseline's %", "Δ (p) by seed", "Δ (p) pooled", "seeds",
+    head = ["system", "K", "probability", "mean %", "baseline's %", "Δ (p) by seed", "Δ (p) pooled", "seeds",
             *([] if one is not None else ["compared with"])]
-    align = ["---", "---:", "---:", "---:", "---", "---:", "---:", *([] if one is not None else ["---"])]
-    return [f"### Stress test: P(`</s>`) after the first sentence against {title}, paired", "",
-            "Does the system end a joined input after its first sentence more or less readily than its baseline? "
-            "Each model reads the joined references teacher-forced (`scanmt.decoding.boundary`); at the step after "
-            "the first sentence, the mean over the inputs of the probability it gives `</s>`, in percent. Δ: the "
-            "system's mean minus its baseline's of the same seed, over the inputs both measured; p: two-sided, "
-            "from a paired bootstrap over the inputs (1000 resamples; pooled: the seeds' inputs resampled "
-            "together); *sign-flip*: the exact two-sided p over the seeds' Δs. † marks p < 0.05. Only runs "
-            "whose stress test measured it (newer than the measure) count.", "",
+    align = ["---", "---:", "---", "---:", "---:", "---", "---:", "---:", *([] if one is not None else ["---"])]
+    return [f"### Stress test: does the system stop after the first sentence? Against {title}, paired", "",
+            "Each model reads the joined references teacher-forced (`scanmt.decoding.boundary`). At the step where "
+            "the reference closes its first sentence, the probability the model gives that full stop (`!`, `?`; a "
+            "search that writes one sentence per joined input decides there whether to stop after the first "
+            "sentence's content), and at the step after it, where the reference goes on, the probability it gives "
+            "`</s>`: the mean over the inputs, in percent. Δ: the system's mean minus its baseline's of the same "
+            "seed, over the inputs both measured; p: two-sided, from a paired bootstrap over the inputs (1000 "
+            "resamples; pooled: the seeds' inputs resampled together); *sign-flip*: the exact two-sided p over the "
+            "seeds' Δs. † marks p < 0.05. Only runs whose stress test measured it (newer than the measure) count.", "",
             "| " + " | ".join(head) + " |", "|" + "|".join(align) + "|", *("| " + " | ".join(r) + " |" for r in rows),
             ""]
 
