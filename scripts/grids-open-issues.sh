@@ -14,7 +14,8 @@
 #   1. issue 28: experiments/transformer.yaml with the transformer-small preset (bf16 on the CPU), 3 seeds
 #      (about 1.5-2 h per run with one thread), with the stress test (issue 30; about 6 minutes per run);
 #   2. issue 30: Table 1's bar systems with the stress test, then the recipe ablation into the same folder
-#      (its cpu-small softmax and csparsemax are Table 1's runs).
+#      (its cpu-small softmax and csparsemax are Table 1's runs): its twelve systems first, then
+#      softmax-unscaled (Adam with unscaled scores, which splits the SGD arm).
 # GRID_WORKERS x GRID_THREADS (default 2 x 1) sets the parallel runs and their threads: where a run at one
 # thread cannot finish within a session (on one Intel Xeon bf16 ran at half the fp32 rate, so a Transformer
 # run took about 3 hours at one thread), GRID_WORKERS=1 GRID_THREADS=2 finishes one run in about 1.7 hours
@@ -77,4 +78,8 @@ run experiments/transformer.yaml --data "$DATA" --preset transformer-small --see
     --out "$ROOT/transformer-lr14" "${DEADLINE[@]}"
 run experiments/table1.yaml "${LSTM[@]}" --systems softmax sparsemax csoftmax csparsemax --stress-k 1 2 3 4 \
     --out "$ROOT/table1"
+# the ablation's twelve systems to 3 seeds first (issue 30's bar), then softmax-unscaled, which splits the SGD arm
+ABLATION=(softmax csparsemax)
+for arm in paper-recipe ls0 untied sgd batch; do ABLATION+=("softmax-$arm" "csparsemax-$arm"); done
+run experiments/recipe-ablation.yaml "${LSTM[@]}" --systems "${ABLATION[@]}" --stress-k 1 2 3 4 --out "$ROOT/table1"
 run experiments/recipe-ablation.yaml "${LSTM[@]}" --stress-k 1 2 3 4 --out "$ROOT/table1"

@@ -116,6 +116,11 @@ def test_shipped_grids():
     paper = set(ab.system("softmax-paper-recipe").set)
     singles = set().union(*(ab.system(f"softmax-{v}").set for v in ("ls0", "untied", "sgd", "batch")))
     assert paper == singles, paper ^ singles
+    # softmax-unscaled is the SGD arm's softmax with cpu-small's optimizer: only the score scaling of it
+    sgd, unscaled = set(ab.system("softmax-sgd").set), set(ab.system("softmax-unscaled").set)
+    assert sgd - unscaled == {"train.optimizer=sgd", "train.lr=1.0", "train.normalization=sents"}
+    assert unscaled <= sgd and "model.attention.scaling=none" in unscaled
+    assert not ab.system("softmax-unscaled").baseline  # compared with cpu-small's softmax
 
 
 def dry_run(grid: Path, out: Path, *extra: str) -> list[str]:
