@@ -15,7 +15,8 @@ source, and each output is scored against the joined reference as ``scanmt evalu
   source sentences has fewer than 20 % of its words linked to any output word in the same source-output
   alignment (:mod:`scanmt.metrics.stress`, :data:`~scanmt.metrics.stress.DROPPED_COVERAGE`);
 - ``boundary_stop``, ``boundary_eos`` (K >= 2): whether the model ends a joined input after its first
-  sentence.  The model reads each joined reference teacher-forced; at the step after the first sentence, where
+  sentence's full stop (a step a search that writes one sentence per input rarely reaches: ``boundary_close``
+  below is where it decides).  The model reads each joined reference teacher-forced; at the step after the first sentence, where
   the reference goes on, ``boundary_stop`` is the percent of inputs where it gives ``</s>`` a probability of
   0.5 or more (ending outweighs every continuation together), ``boundary_eos`` the median of that probability, and
   ``boundary_argmax`` (in ``stress.json`` only) the percent where ``</s>`` is its most probable word;

@@ -22,13 +22,15 @@ exactly K sentences), each model translates the joined inputs, and each output i
   len       output words / reference words (Moses-tokenized)
   dropS%    % of joined inputs in which a whole sentence was dropped: one of its K source sentences has
             fewer than 20% of its words linked to any output word (the source-output alignment of DROP)
-  stop@1%   (K >= 2) % of joined inputs the model would rather end after their first sentence: it reads
-            the joined reference teacher-forced, and at the step after the first sentence, where the
-            reference goes on, gives </s> a probability of 0.5 or more (more than all continuations)
-  P</s>@1   (K >= 2) the median of that probability (label smoothing eps caps it near 1 - eps)
-  P.@1      (K >= 2) the median probability of the full stop (! ?) that closes the first reference
-            sentence, at that step: a model that writes one sentence per joined input decides there
-            whether to stop after the first sentence's content or go on ("..., while ...")
+  P.@1      (K >= 2) whether the model stops after the first sentence's content: it reads the joined
+            reference teacher-forced, and at the step where the reference closes its first sentence
+            gives that full stop (! ?) this probability (median). A model that writes one sentence
+            per joined input decides here: close the sentence (and end), or go on ("..., while ...")
+  stop@1%   (K >= 2) one step later, after that full stop, where the reference goes on: % of joined
+            inputs where the model gives </s> 0.5 or more (more than all continuations together)
+  P</s>@1   (K >= 2) the median of that probability (label smoothing eps caps it near 1 - eps). A
+            search that never writes a full stop before the end rarely reaches this step, so a high
+            value need not mean an early stop; P.@1 is the decision
 
 DROP and dropS% need --align-model; without it they are n/a. Prints a table (rows K, columns model x
 metric) and writes into --out: stress.json (every number, the command line), stress.png (one panel per

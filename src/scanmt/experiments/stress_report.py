@@ -105,7 +105,8 @@ def stress_section(systems: Sequence[Any], baseline: str | Mapping[str, str] | N
             "`</s>` that probability; the share of inputs where it is 0.5 or more (ending outweighs every "
             "continuation together), and its median (`scanmt.decoding.boundary`; K ≥ 2, – where the runs predate "
             "it). Label smoothing ε keeps it below about 1 − ε. A search that writes one sentence per joined input "
-            "decides one step earlier whether to stop after the first sentence's content: *P(full stop closing "
+            "rarely reaches that step, so a high value need not mean an early stop; it decides one step earlier "
+            "whether to stop after the first sentence's content: *P(full stop closing "
             "sentence 1)* is the median probability the model gives the full stop (`!`, `?`) with which the "
             "reference closes its first sentence, at that step (inputs whose first sentence ends otherwise left "
             "out).", "",
