@@ -112,7 +112,7 @@ def test_the_step_runs_and_the_report_tables_it(tmp_path, stress_setup):
     assert row1.endswith("| – | – | – | 2 |")
     assert row2.endswith(f"| {m['scores']['2']['boundary_stop']:.2f} (1 of 2 seeds) | "
                          f"{m['scores']['2']['boundary_eos']:.2f} (1 of 2 seeds) | "
-                         f"{m['scores']['2']['boundary_close']:.2f} (1 of 2 seeds) | 2 |")
+                         f"{m['scores']['2']['boundary_close']:.3f} (1 of 2 seeds) | 2 |")
     assert "inputs with P(`</s>`) ≥ 0.5 after sentence 1 %" in text
     # a run scored by older code at another threshold: the share is counted again from its per-input values
     stale = {**m, "scores": {**m["scores"], "2": {**m["scores"]["2"], "boundary_stop": 99.0}}}

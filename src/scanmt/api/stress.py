@@ -219,7 +219,7 @@ class StressResult:
 def _cell(value: float | None, key: str, k: int) -> str:
     if value is None:
         return "–" if k == 1 and key.startswith("boundary_") else "n/a"  # (K = 1 has no sentence boundary)
-    return f"{value:.3f}" if key == "length_ratio" else f"{value:.2f}"
+    return f"{value:.3f}" if key in ("length_ratio", "boundary_close") else f"{value:.2f}"  # (P(full stop) ~ 0.003)
 
 
 def format_table(result: StressResult) -> str:

@@ -64,12 +64,16 @@ def _rescored(stress: dict[str, Any], k: int) -> dict[str, Any]:
     return scores if p_eos is None else {**scores, "boundary_stop": share_at_least(p_eos, STOP_PROBABILITY)}
 
 
-def _cell(m: dict[str, Any], seeds: int) -> str:
+#: columns printed with 3 decimals: P(full stop) medians run from about 0.002 to 0.2
+FINE_COLUMNS = frozenset({"boundary_close"})
+
+
+def _cell(m: dict[str, Any], seeds: int, digits: int = 2) -> str:
     """``mean ± std`` over the seeds that measured it, naming their number where fewer than the row's ``seeds``
     did (runs of older code have no boundary metrics, for one)."""
     if m["mean"] is None:
         return "–"
-    cell = f"{m['mean']:.2f}" if m["std"] is None else f"{m['mean']:.2f} ± {m['std']:.2f}"
+    cell = f"{m['mean']:.{digits}f}" + ("" if m["std"] is None else f" ± {m['std']:.{digits}f}")
     return cell + (f" ({m['seeds']} of {seeds} seeds)" if m["seeds"] < seeds else "")
 
 
@@ -87,7 +91,7 @@ def stress_section(systems: Sequence[Any], baseline: str | Mapping[str, str] | N
         for k, entry in stress_summary(s.runs).items():
             inputs = next((r["inputs"].get(str(k)) for r in runs if str(k) in r.get("inputs", {})), "–")
             seeds = entry["bleu"]["seeds"]  # (every stress test scores BLEU)
-            cells = [_cell(entry[key], seeds) for key, _ in COLUMNS]
+            cells = [_cell(entry[key], seeds, 3 if key in FINE_COLUMNS else 2) for key, _ in COLUMNS]
             label = _escape(s.label)
             rows.append(f"| {label} | {k} | {inputs} | " + " | ".join(cells) + f" | {seeds} |")
     if not rows:
