@@ -113,11 +113,20 @@ def test_boundary_eos_agrees_with_step_by_step_decoding(small_data_dir, tmp_path
     assert checked >= 4 and closed >= 3
 
 
-def test_forced_word_probs_refuses_a_step_past_the_target(small_data_dir, tmp_path):
+def test_forced_word_probs_refuses_a_step_past_the_target_or_a_word_past_the_vocabulary(small_data_dir, tmp_path):
     run = tmp_path / "run"
     config = tmp_path / "c.yaml"
     tiny_config(small_data_dir, train__max_steps=2, train__checkpoint_every=2).save_yaml(config)
     assert main(["train", "--config", str(config), "--out", str(run)]) == 0
     tr = Translator.from_checkpoint(run / "best.pt")
     with pytest.raises(ValueError, match="sentence 0: step 3 outside 0..2"):
-        tr.forced_word_probs([["a"]], [["x", "y"]], [[3]], EOS_ID)
+        tr.forced_word_probs([["a"]], [["x", "y"]], [[(3, EOS_ID)]])
+    n = len(tr.pipeline.vocab)
+    with pytest.raises(ValueError, match=f"sentence 1: word id {n} outside the vocabulary's 0..{n - 1}"):
+        tr.forced_word_probs([["a"], ["a"]], [["x"], ["x"]], [[(0, EOS_ID)], [(1, n)]])
+    with pytest.raises(ValueError, match="2 sources, 2 targets and 1 query lists"):
+        tr.forced_word_probs([["a"], ["a"]], [["x"], ["x"]], [[(0, EOS_ID)]])
+    # several queries of one sentence come back in their order, each as the same query asked alone
+    both = tr.forced_word_probs([["a"]], [["x", "y"]], [[(2, EOS_ID), (0, 5), (2, 5)]])[0]
+    alone = [tr.forced_word_probs([["a"]], [["x", "y"]], [[q]])[0][0] for q in [(2, EOS_ID), (0, 5), (2, 5)]]
+    assert [p for p, _ in both] == pytest.approx([p for p, _ in alone]) and [b for _, b in both] == [b for _, b in alone]

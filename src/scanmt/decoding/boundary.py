@@ -143,26 +143,26 @@ def boundary_eos(translator: "Translator", src: Sequence[str], ref: Sequence[str
     pipe = translator.pipeline
     src_pieces, tgt = pipe.source_pieces_all(list(src)), pipe.target_pieces_all(list(ref))
     steps = first_sentence_steps(tgt, pipe.target_pieces_all([s.strip() for s in first_ref]))
-    keep = [i for i, t in enumerate(steps) if t is not None and src_pieces[i]]  # (an empty source: no translation)
-    probs = translator.forced_word_probs([src_pieces[i] for i in keep], [tgt[i] for i in keep],
-                                         [[steps[i], len(tgt[i])] for i in keep], EOS_ID) if keep else []
+    # the kept inputs and their boundary steps (an empty source has no translation)
+    bound = {i: t for i, t in enumerate(steps) if t is not None and src_pieces[i]}
+    keep = list(bound)
+    queries: list[list[tuple[int, int]]] = []
+    for i in keep:  # P(</s>) after the first sentence and at the end, then P(close) where it closes with one
+        queries.append([(bound[i], EOS_ID), (len(tgt[i]), EOS_ID)])
+        close = closing_word(tgt[i][bound[i] - 1], pipe.vocab)
+        if close is not None:
+            queries[-1].append((bound[i] - 1, close))
+    probs = translator.forced_word_probs([src_pieces[i] for i in keep], [tgt[i] for i in keep], queries
+                                         ) if keep else []
     p_eos: list[float | None] = [None] * len(src)
     best: list[bool | None] = [None] * len(src)
     at_end: list[float | None] = [None] * len(src)
-    for i, ((p, b), (end, _)) in zip(keep, probs):
-        p_eos[i], best[i], at_end[i] = p, b, end
     p_close: list[float | None] = [None] * len(src)
     close_best: list[bool | None] = [None] * len(src)
-    by_word: dict[int, list[int]] = {}  # the inputs whose first sentence closes with this subword id
-    for i in keep:
-        word = closing_word(tgt[i][steps[i] - 1], pipe.vocab)  # type: ignore[operator]
-        if word is not None:
-            by_word.setdefault(word, []).append(i)
-    for word, rows in by_word.items():
-        closed = translator.forced_word_probs([src_pieces[i] for i in rows], [tgt[i] for i in rows],
-                                              [[steps[i] - 1] for i in rows], word)  # type: ignore[operator]
-        for i, [(p, b)] in zip(rows, closed):
-            p_close[i], close_best[i] = p, b
+    for i, answers in zip(keep, probs):
+        (p_eos[i], best[i]), (at_end[i], _) = answers[0], answers[1]
+        if len(answers) == 3:
+            p_close[i], close_best[i] = answers[2]
     return BoundaryEos(p_eos, best, at_end, p_close, close_best)
 
 

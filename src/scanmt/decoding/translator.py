@@ -326,29 +326,37 @@ class Translator:
     @torch.no_grad()
     def forced_word_probs(
         self, src_pieces: Sequence[Sequence[str]], tgt_pieces: Sequence[Sequence[str]],
-        steps: Sequence[Sequence[int]], word: int,
+        queries: Sequence[Sequence[tuple[int, int]]],
     ) -> list[list[tuple[float, bool]]]:
-        """Teacher-forced on ``tgt_pieces``: for each sentence ``i`` and each step ``t`` of ``steps[i]`` (the model
-        has read the first ``t`` target pieces, ``0 <= t <= len(tgt_pieces[i])``), the probability of the next word
-        being ``word`` (a vocabulary id; ``model.output``'s distribution, so exactly 0 is possible under a sparse
-        output) and whether ``word`` is the most probable next word there.  A constrained model takes its bounds
-        from the provider (the checkpoint's), as :meth:`translate_lines` does."""
-        for i, (tgt, ts) in enumerate(zip(tgt_pieces, steps)):
-            bad = next((t for t in ts if not 0 <= t <= len(tgt)), None)
+        """Teacher-forced on ``tgt_pieces``: for each sentence ``i`` and each query ``(t, word)`` of ``queries[i]``
+        (the model has read the first ``t`` target pieces, ``0 <= t <= len(tgt_pieces[i])``; ``word`` a vocabulary
+        id), the probability of the next word being ``word`` (``model.output``'s distribution, so exactly 0 is
+        possible under a sparse output) and whether ``word`` is the most probable next word there, in the order of
+        the queries.  One forward pass per batch answers every query of its sentences.  A constrained model takes
+        its bounds from the provider (the checkpoint's), as :meth:`translate_lines` does."""
+        if len(queries) != len(src_pieces) or len(tgt_pieces) != len(src_pieces):
+            raise ValueError(f"{len(src_pieces)} sources, {len(tgt_pieces)} targets and {len(queries)} query lists")
+        vocab = self.pipeline.vocab
+        for i, (tgt, qs) in enumerate(zip(tgt_pieces, queries)):
+            bad = next((t for t, _ in qs if not 0 <= t <= len(tgt)), None)
             if bad is not None:
                 raise ValueError(f"sentence {i}: step {bad} outside 0..{len(tgt)} (its target has {len(tgt)} pieces)")
-        vocab = self.pipeline.vocab
+            word = next((w for _, w in qs if not 0 <= w < len(vocab)), None)
+            if word is not None:
+                raise ValueError(f"sentence {i}: word id {word} outside the vocabulary's 0..{len(vocab) - 1}")
         data = ParallelData([vocab.encode(p) for p in src_pieces], [vocab.encode(p) for p in tgt_pieces])
         out: list[list[tuple[float, bool]]] = [[] for _ in src_pieces]
         for positions, batch, fert in self._batches(data):
-            logits = self.model(batch.src, batch.src_len, batch.tgt_in, fert).logits  # [B, T, V]
-            rows = [(r, t) for r, p in enumerate(positions) for t in steps[p]]
+            rows = [(r, t, w) for r, p in enumerate(positions) for t, w in queries[p]]
             if not rows:
                 continue
-            picked = logits[[r for r, _ in rows], [t for _, t in rows]].float()  # [N, V]
+            logits = self.model(batch.src, batch.src_len, batch.tgt_in, fert).logits  # [B, T, V]
+            picked = logits[[r for r, _, _ in rows], [t for _, t, _ in rows]].float()  # [N, V]
             log_p = self.model.output_log_probs(picked)
-            p_word, best = log_p[:, word].exp().tolist(), (log_p.argmax(-1) == word).tolist()
-            for (r, _), p, b in zip(rows, p_word, best):
+            words = torch.tensor([w for _, _, w in rows], device=log_p.device)
+            p_word = log_p.gather(1, words[:, None]).squeeze(1).exp().tolist()
+            best = (log_p.argmax(-1) == words).tolist()
+            for (r, _, _), p, b in zip(rows, p_word, best):
                 out[positions[r]].append((p, b))
         return out
 
