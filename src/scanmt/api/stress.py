@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from scanmt.api.decode import DecodeOverrides
 from scanmt.api.requests import CommandRequest, option
+from scanmt.decoding.boundary import FINE_SCORES
 from scanmt.errors import ConfigError, DataError
 from scanmt.io import atomic_outputs, check_output_dir, check_parallel, read_lines, write_lines
 
@@ -219,7 +220,7 @@ class StressResult:
 def _cell(value: float | None, key: str, k: int) -> str:
     if value is None:
         return "–" if k == 1 and key.startswith("boundary_") else "n/a"  # (K = 1 has no sentence boundary)
-    return f"{value:.3f}" if key in ("length_ratio", "boundary_close") else f"{value:.2f}"  # (P(full stop) ~ 0.003)
+    return f"{value:.3f}" if key == "length_ratio" or key in FINE_SCORES else f"{value:.2f}"
 
 
 def format_table(result: StressResult) -> str:

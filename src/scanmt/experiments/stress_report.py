@@ -18,6 +18,7 @@ import statistics
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from scanmt.decoding.boundary import FINE_SCORES
 from scanmt.experiments.baselines import as_baselines, single_baseline
 
 #: the table's columns: (metrics.json key, header); ``bleu`` is detokenized sacreBLEU (``scanmt stress``'s)
@@ -64,10 +65,6 @@ def _rescored(stress: dict[str, Any], k: int) -> dict[str, Any]:
     return scores if p_eos is None else {**scores, "boundary_stop": share_at_least(p_eos, STOP_PROBABILITY)}
 
 
-#: columns printed with 3 decimals: P(full stop) medians run from about 0.002 to 0.2
-FINE_COLUMNS = frozenset({"boundary_close"})
-
-
 def _cell(m: dict[str, Any], seeds: int, digits: int = 2) -> str:
     """``mean ± std`` over the seeds that measured it, naming their number where fewer than the row's ``seeds``
     did (runs of older code have no boundary metrics, for one)."""
@@ -91,7 +88,7 @@ def stress_section(systems: Sequence[Any], baseline: str | Mapping[str, str] | N
         for k, entry in stress_summary(s.runs).items():
             inputs = next((r["inputs"].get(str(k)) for r in runs if str(k) in r.get("inputs", {})), "–")
             seeds = entry["bleu"]["seeds"]  # (every stress test scores BLEU)
-            cells = [_cell(entry[key], seeds, 3 if key in FINE_COLUMNS else 2) for key, _ in COLUMNS]
+            cells = [_cell(entry[key], seeds, 3 if key in FINE_SCORES else 2) for key, _ in COLUMNS]
             label = _escape(s.label)
             rows.append(f"| {label} | {k} | {inputs} | " + " | ".join(cells) + f" | {seeds} |")
     if not rows:
