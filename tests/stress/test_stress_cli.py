@@ -132,3 +132,65 @@ def test_default_names_take_the_folder_above_where_run_folders_share_a_name():
     assert default_names(["runs/softmax/best.pt", "avg5.pt", "best.pt"]) == ["softmax", "avg5", "best"]
     assert api.StressRequest(model=tuple(grid[:2]), src=Path("s"), ref=Path("r"), out=Path("o")).model_names() == \
         ["softmax-seed1", "csparsemax-seed1"]
+
+
+def test_boundary_only_measures_an_older_stress_output_again(stress_setup, tmp_path, capsys):
+    """A stress output from before P(full stop) existed (its boundary_close keys removed) gets them back, the same
+    as a fresh stress test measures, and nothing else in it changes; the P(</s>) it had is measured the same."""
+    tmp, ckpt = stress_setup
+    out = tmp_path / "o"
+    argv = ["stress", "--model", str(ckpt), "--src", str(tmp / "test.raw.de"), "--ref", str(tmp / "test.raw.en"),
+            "--k", "1", "2", "--beam", "1", "--out", str(out)]
+    assert main(argv) == 0
+    fresh = json.loads((out / "stress.json").read_text(encoding="utf-8"))
+    old = json.loads(json.dumps(fresh))
+    for name in old["names"]:
+        for k in ("1", "2"):
+            for key in ("boundary_close", "boundary_close_argmax"):
+                del old["scores"][name][k][key]
+            old["per_input"][name][k].pop("boundary_close", None)
+    (out / "stress.json").write_text(json.dumps(old), encoding="utf-8")
+    hyp = (out / "run.k2.hyp.en").read_bytes()
+    capsys.readouterr()
+    assert main(["stress", "--boundary-only", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    close = fresh["scores"]["run"]["2"]["boundary_close"]
+    eos = fresh["scores"]["run"]["2"]["boundary_eos"]
+    assert "run K=2: stop@1% " in printed and f"P</s>@1 {eos:.2f} -> {eos:.2f}" in printed
+    assert f"P.@1 n/a -> {close:.3f}" in printed and "largest change against the stored values 0" in printed
+    assert "grid run" not in printed  # (not a grid run's stress folder: no metrics.json to follow)
+    now = json.loads((out / "stress.json").read_text(encoding="utf-8"))
+    assert now["notes"][-1].startswith("boundary scores measured again by scanmt stress --boundary-only")
+    assert {k: v for k, v in now.items() if k != "notes"} == {k: v for k, v in fresh.items() if k != "notes"}
+    assert (out / "run.k2.hyp.en").read_bytes() == hyp and (out / "stress.png").read_bytes()[:4] == b"\x89PNG"
+    # the API, on the same folder: the before and after of every boundary score
+    result = api.remeasure_boundary(out)
+    assert result.before["run"][2] == result.after["run"][2] and result.after["run"][2]["boundary_close"] == close
+    assert result.largest_eos_change == 0.0 and result.after["run"][1]["boundary_eos"] is None
+
+
+def test_boundary_only_errors(stress_setup, tmp_path, capsys):
+    tmp, ckpt = stress_setup
+    out = tmp_path / "o"
+    assert main(["stress", "--model", str(ckpt), "--src", str(tmp / "test.raw.de"), "--ref", str(tmp / "test.raw.en"),
+                 "--k", "2", "--beam", "1", "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert "leave out --model, --k" in _cli_error(capsys, "--boundary-only", "--out", str(out), "--model", str(ckpt),
+                                                  "--k", "3")
+    assert "--model, --src, --ref required (only --boundary-only" in _cli_error(capsys, "--out", str(out))
+    assert "no such file; --out must be the folder of an earlier scanmt stress" in _cli_error(
+        capsys, "--boundary-only", "--out", str(tmp_path / "none"))
+    doc = json.loads((out / "stress.json").read_text(encoding="utf-8"))
+    kept = (out / "stress.json").read_bytes()
+    joined = out / "k2.ref.en"
+    joined.write_text(joined.read_text(encoding="utf-8").replace("a", "the", 1), encoding="utf-8")
+    err = _cli_error(capsys, "--boundary-only", "--out", str(out))
+    assert "k2.ref.en: not" in err and "joined 2 at a time; the test set changed" in err
+    assert (out / "stress.json").read_bytes() == kept  # a refused command writes nothing
+    doc["models"]["run"] = str(tmp_path / "gone.pt")
+    (out / "stress.json").write_text(json.dumps(doc), encoding="utf-8")
+    assert f"records the model {tmp_path / 'gone.pt'}, which is not there any more" in _cli_error(
+        capsys, "--boundary-only", "--out", str(out))
+    (out / "stress.json").write_text(json.dumps({"names": ["run"]}), encoding="utf-8")
+    assert "not a scanmt stress output (KeyError: 'k')" in _cli_error(capsys, "--boundary-only", "--out", str(out))
+    assert json.loads((out / "stress.json").read_text(encoding="utf-8")) == {"names": ["run"]}

@@ -163,3 +163,39 @@ def test_the_step_runs_and_the_report_tables_it(tmp_path, stress_setup):
     assert "stop after the first sentence?" not in "\n".join(stress_section(
         [SystemResults("softmax", "Softmax", [{"seed": 1, "stress": older}]),
          SystemResults("open", "Open", [{"seed": 1, "stress": open_}])], "softmax"))
+
+
+def test_boundary_only_in_a_grid_run_updates_its_metrics(tmp_path, stress_setup, capsys):
+    """``scanmt stress --boundary-only`` on a finished run's stress folder from before P(full stop): the run's
+    metrics.json gets the new numbers too (the report reads it), and the rest of it stays as it was."""
+    import json
+
+    from scanmt.cli.main import main
+
+    data, ckpt = stress_setup
+    soft = plan(tmp_path, data)[0]
+    soft.dir.mkdir(parents=True)
+    shutil.copy(ckpt, soft.dir / "best.pt")
+    runner._step(soft.stress, "stress")
+    fresh = runner.stress_metrics(soft)
+    path = soft.stress.out / "stress.json"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    for by_k in (doc["scores"]["softmax"], doc["per_input"]["softmax"]):
+        for values in by_k.values():
+            values.pop("boundary_close", None)
+            values.pop("boundary_close_argmax", None)
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    (soft.dir / "spec.json").write_text(json.dumps(soft.to_dict()), encoding="utf-8")
+    (soft.dir / "metrics.json").write_text(json.dumps({"bleu": 1.5, "stress": runner.stress_metrics(soft)}),
+                                           encoding="utf-8")
+    assert "boundary_close" not in runner.stress_metrics(soft)["scores"]["2"]
+    (soft.dir / "DONE").write_text("", encoding="utf-8")
+    capsys.readouterr()
+    assert main(["stress", "--boundary-only", "--out", str(soft.stress.out)]) == 0
+    assert f"and the grid run's {soft.dir / 'metrics.json'}" in capsys.readouterr().out
+    metrics = json.loads((soft.dir / "metrics.json").read_text(encoding="utf-8"))
+    assert metrics["bleu"] == 1.5 and metrics["stress"] == fresh
+    # a stress folder that is not a finished run's: no run is held or changed
+    (soft.dir / "DONE").unlink()
+    with runner.finished_run_of_stress(soft.stress.out) as held:
+        assert held is None

@@ -16,21 +16,22 @@ Every request is a frozen dataclass whose fields are the command's options;
 ``request.to_argv()`` gives the equivalent ``scanmt`` arguments (``command_line()``
 the shell line), and ``scanmt.cli.COMMAND.request_from_args`` parses them back.
 
-========================  ============================  ======================================
-function                  takes                         returns
-========================  ============================  ======================================
-:func:`prepare`           :class:`PrepareRequest`       :class:`PrepareResult`
-:func:`train`             ``Config`` + run folder, or   :class:`TrainResult`
-                          :class:`TrainRequest`
-:func:`translate`         lines + checkpoint            list of ``Translation``
-:func:`translate_file`    :class:`TranslateRequest`     :class:`TranslateResult`
-:func:`evaluate`          :class:`EvaluateRequest`      :class:`EvaluateResult`
-:func:`align`             :class:`AlignRequest`         train, apply or gold result
-:func:`fertility`         :class:`FertilityRequest`     predictor, evaluations or split results
-:func:`tune_penalties`    :class:`TunePenaltiesRequest` :class:`TunePenaltiesResult`
-:func:`stress`            :class:`StressRequest`        :class:`StressResult`
-:func:`average`           :class:`AverageRequest`       :class:`AverageResult`
-========================  ============================  ======================================
+============================  ==============================  ======================================
+function                      takes                           returns
+============================  ==============================  ======================================
+:func:`prepare`               :class:`PrepareRequest`         :class:`PrepareResult`
+:func:`train`                 ``Config`` + run folder, or     :class:`TrainResult`
+                              :class:`TrainRequest`
+:func:`translate`             lines + checkpoint              list of ``Translation``
+:func:`translate_file`        :class:`TranslateRequest`       :class:`TranslateResult`
+:func:`evaluate`              :class:`EvaluateRequest`        :class:`EvaluateResult`
+:func:`align`                 :class:`AlignRequest`           train, apply or gold result
+:func:`fertility`             :class:`FertilityRequest`       predictor, evaluations or split results
+:func:`tune_penalties`        :class:`TunePenaltiesRequest`   :class:`TunePenaltiesResult`
+:func:`stress`                :class:`StressRequest`          :class:`StressResult`
+:func:`remeasure_boundary`    a stress output folder          :class:`BoundaryRemeasure`
+:func:`average`               :class:`AverageRequest`         :class:`AverageResult`
+============================  ==============================  ======================================
 
 Heavy modules (torch, the model) are imported when a function runs, not here.
 """
@@ -44,15 +45,15 @@ from scanmt.api.evaluate import EvaluateRequest, EvaluateResult, evaluate
 from scanmt.api.fertility import FertilityRequest, FertilitySplit, PredictorTrainResult, fertility
 from scanmt.api.prepare import PrepareRequest, PrepareResult, prepare
 from scanmt.api.requests import CommandRequest
-from scanmt.api.stress import StressRequest, StressResult, stress
+from scanmt.api.stress import BoundaryRemeasure, StressRequest, StressResult, remeasure_boundary, stress
 from scanmt.api.train import TrainRequest, TrainResult, train
 from scanmt.api.translate import TranslateRequest, TranslateResult, load_translator, translate, translate_file
 from scanmt.api.tune_penalties import TunePenaltiesRequest, TunePenaltiesResult, tune_penalties
 
 __all__ = [
-    "AlignApplyResult", "AlignRequest", "AlignTrainResult", "AverageRequest", "AverageResult", "CommandRequest", "DecodeOverrides", "EvaluateRequest",
+    "AlignApplyResult", "AlignRequest", "AlignTrainResult", "AverageRequest", "BoundaryRemeasure", "AverageResult", "CommandRequest", "DecodeOverrides", "EvaluateRequest",
     "EvaluateResult", "FertilityRequest", "FertilitySplit", "GoldResult", "PredictorTrainResult", "PrepareRequest",
     "PrepareResult", "StressRequest", "StressResult", "TrainRequest", "TrainResult", "TranslateRequest", "TranslateResult", "TunePenaltiesRequest",
-    "TunePenaltiesResult", "align", "average", "evaluate", "fertility", "load_penalties", "load_translator", "prepare", "stress", "train",
+    "TunePenaltiesResult", "align", "average", "evaluate", "fertility", "load_penalties", "load_translator", "prepare", "remeasure_boundary", "stress", "train",
     "translate", "translate_file", "tune_penalties",
 ]

@@ -51,7 +51,7 @@ from scanmt.api.decode import DecodeOverrides
 from scanmt.api.requests import CommandRequest, option
 from scanmt.decoding.boundary import FINE_SCORES
 from scanmt.errors import ConfigError, DataError
-from scanmt.io import atomic_outputs, check_output_dir, check_parallel, read_lines, write_lines
+from scanmt.io import atomic_outputs, check_output_dir, check_parallel, read_json, read_lines, write_lines
 
 if TYPE_CHECKING:
     from scanmt.decoding.translator import Translator
@@ -67,6 +67,8 @@ METRICS = (
     ("boundary_eos", "P</s>@1", "P(</s>) after sentence 1, median\n(teacher-forced)"),
     ("boundary_close", "P.@1", "P(full stop closing sentence 1), median\n(teacher-forced)"),
 )
+#: the boundary scores of every model and K >= 2 (:func:`_score_boundary`; the module docstring)
+BOUNDARY_SCORES = ("boundary_stop", "boundary_eos", "boundary_argmax", "boundary_close", "boundary_close_argmax")
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 JSON_FILE, PNG_FILE = "stress.json", "stress.png"
 
@@ -301,7 +303,7 @@ def _score_boundary(tr: "Translator", side: _Side, k: int, scores: Scores, per_i
     """Add the boundary metrics (module docstring) of model ``tr`` on one joined test set (None at K = 1)."""
     from scanmt.decoding.boundary import boundary_eos
 
-    for key in ("boundary_stop", "boundary_eos", "boundary_argmax", "boundary_close", "boundary_close_argmax"):
+    for key in BOUNDARY_SCORES:
         scores[key] = None
     if k < 2:
         return
@@ -383,17 +385,113 @@ def stress(request: StressRequest) -> StressResult:
 
 def write_stress(request: StressRequest, result: StressResult, texts: dict[str, list[str]]) -> None:
     """Every file of the stress test into ``result.out``, as one unit (:func:`scanmt.io.atomic_outputs`)."""
-    from scanmt.viz.stress_plot import plot_stress
-
     out = result.out
     out.mkdir(parents=True, exist_ok=True)
+    _write_json_and_plot(out, result.to_json(request), texts)
+
+
+def _write_json_and_plot(out: Path, doc: dict[str, Any], texts: dict[str, list[str]]) -> None:
+    """``stress.json`` (``doc``), its figure and the text files ``texts`` (file name -> lines) into ``out``, as one
+    unit (:func:`scanmt.io.atomic_outputs`)."""
+    from scanmt.viz.stress_plot import plot_stress
+
     paths = [out / name for name in texts] + [out / PNG_FILE, out / JSON_FILE]
-    panels = {title: {n: [result.scores[n][k][key] for k in result.ks] for n in result.names}
+    ks = [int(k) for k in doc["k"]]
+    panels = {title: {n: [doc["scores"][n][str(k)].get(key) for k in ks] for n in doc["names"]}
               for key, _, title in METRICS}
     with atomic_outputs(paths) as temp:
         for name, lines in texts.items():
             write_lines(temp[str(out / name)], lines)
-        plot_stress(panels, result.ks, temp[str(out / PNG_FILE)], title=f"coverage stress test: {request.src}")
+        plot_stress(panels, ks, temp[str(out / PNG_FILE)], title=f"coverage stress test: {doc['src']}")
         with open(temp[str(out / JSON_FILE)], "w", encoding="utf-8") as fh:
-            json.dump(result.to_json(request), fh, indent=2, ensure_ascii=False)
+            json.dump(doc, fh, indent=2, ensure_ascii=False)
             fh.write("\n")
+
+
+
+@dataclass
+class BoundaryRemeasure:
+    """What :func:`remeasure_boundary` changed: the boundary scores of each model and K before and after (None:
+    not measured), and the largest difference between the per-input P(``</s>``) stored before and measured now,
+    over the inputs both have (None: none stored; a code change in the boundary measure shows here)."""
+
+    out: Path
+    names: list[str]
+    ks: list[int]
+    #: name -> K -> boundary score -> value
+    before: dict[str, dict[int, Scores]]
+    after: dict[str, dict[int, Scores]]
+    largest_eos_change: float | None
+
+    def summary(self) -> str:
+        lines = [f"scanmt stress --boundary-only: {self.out / JSON_FILE}, {len(self.names)} model(s), "
+                 f"K = {' '.join(map(str, self.ks))} (K = 1 has no boundary)"]
+        for name in self.names:
+            for k in self.ks:
+                cells = [f"{column} {_cell(self.before[name][k].get(key), key, k)} -> "
+                         f"{_cell(self.after[name][k].get(key), key, k)}"
+                         for key, column, _ in METRICS if key in BOUNDARY_SCORES]
+                lines.append(f"  {name} K={k}: " + ", ".join(cells))
+        change = self.largest_eos_change
+        lines.append("per-input P(</s>) after sentence 1: " + (
+            "none stored before" if change is None else f"largest change against the stored values {change:.2g}"))
+        lines.append(f"wrote {self.out / JSON_FILE} and {self.out / PNG_FILE}; the outputs and other scores are "
+                     "unchanged")
+        return "\n".join(lines)
+
+
+def remeasure_boundary(out: Path, *, device: str = "cpu", batch_size: int | None = None) -> BoundaryRemeasure:
+    """Measure the boundary scores again (:func:`_score_boundary`: P(full stop) closing the first sentence,
+    P(``</s>``) after it) for every model and K of the stress output ``out``, with this code, and rewrite its
+    ``stress.json`` and figure with them; the translations and every other score are kept.  For stress tests run
+    before a boundary measure existed (or changed).  The models, test set and K values are those ``stress.json``
+    records; the joined references in ``out`` must still be the test set's (else DataError)."""
+    from scanmt.metrics.stress import join_groups
+
+    out = Path(out)
+    path = out / JSON_FILE
+    doc = read_json(path, missing=f"{path}: no such file; --out must be the folder of an earlier scanmt stress")
+    try:
+        names, ks = list(doc["names"]), [int(k) for k in doc["k"]]
+        request = StressRequest(model=tuple(doc["models"][n] for n in names), src=Path(doc["src"]),
+                                ref=Path(doc["ref"]), out=out, k=tuple(ks), names=tuple(names),
+                                batch_size=batch_size, device=device)
+        scores = {n: doc["scores"][n] for n in names}
+    except (KeyError, TypeError, ValueError) as exc:
+        raise DataError(f"{path}: not a scanmt stress output ({type(exc).__name__}: {exc})") from None
+    unscored = next(((n, k) for n in names for k in ks if str(k) not in scores[n]), None)
+    if unscored is not None:
+        raise DataError(f"{path}: no scores of {unscored[0]} at K = {unscored[1]}; run scanmt stress again")
+    per_input = doc.setdefault("per_input", {})  # (a stress test older than the per-input counts has none)
+    for n in names:
+        for k in ks:
+            per_input.setdefault(n, {}).setdefault(str(k), {})
+    gone = next((m for m in request.model if not Path(m).is_file()), None)
+    if gone is not None:
+        raise DataError(f"{path} records the model {gone}, which is not there any more; the boundary measures need "
+                        "each model's checkpoint")
+    src, ref = _read_test_set(request)
+    models = _load_models(request)
+    sl, tl = models[0].pipeline.src_lang, models[0].pipeline.tgt_lang
+    before = {n: {k: {key: scores[n][str(k)].get(key) for key in BOUNDARY_SCORES} for k in ks} for n in names}
+    largest: float | None = None
+    for k in ks:
+        for joined, lines, what in ((out / f"k{k}.src.{sl}", src, request.src),
+                                    (out / f"k{k}.ref.{tl}", ref, request.ref)):
+            if read_lines(joined, what="joined test set", allow_empty=True) != join_groups(lines, k):
+                raise DataError(f"{joined}: not {what} joined {k} at a time; the test set changed since the stress "
+                                "test (run scanmt stress again)")
+        n = len(src) // k
+        side = _Side(join_groups(src, k), join_groups(ref, k), [], [], [], [ref[g * k] for g in range(n)])
+        for name, tr in zip(names, models):
+            old = per_input[name][str(k)].get("boundary_eos")
+            _score_boundary(tr, side, k, scores[name][str(k)], per_input[name][str(k)])
+            new = per_input[name][str(k)].get("boundary_eos")
+            for a, b in zip(old or [], new or []):
+                if a is not None and b is not None:
+                    largest = max(largest or 0.0, abs(a - b))
+    after = {n: {k: {key: scores[n][str(k)].get(key) for key in BOUNDARY_SCORES} for k in ks} for n in names}
+    doc["notes"] = list(doc.get("notes") or []) + [
+        f"boundary scores measured again by scanmt stress --boundary-only on {time.strftime('%Y-%m-%d %H:%M')}"]
+    _write_json_and_plot(out, doc, {})
+    return BoundaryRemeasure(out, names, ks, before, after, largest)

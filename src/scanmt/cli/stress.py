@@ -6,7 +6,8 @@ import argparse
 from pathlib import Path
 
 from scanmt.api.requests import request_from_namespace
-from scanmt.api.stress import StressRequest, stress
+from scanmt.api.stress import StressRequest, remeasure_boundary, stress
+from scanmt.errors import ConfigError
 
 NAME = "stress"
 HELP = ("coverage stress test: translate K test sentences joined into one input; BLEU, REP, DROP, dropped sentences, "
@@ -38,17 +39,25 @@ metric, one line per model), the joined inputs kK.src.LANG / kK.ref.LANG and eac
 NAME.kK.hyp.LANG (re-check with `scanmt evaluate --hyp ... --ref ... --src ...`).
 
   scanmt stress --model runs/softmax/best.pt runs/csparsemax/best.pt --src DATA/test.raw.de \\
-      --ref DATA/test.raw.en --k 1 2 3 4 --align-model DATA/align --out runs/stress"""
+      --ref DATA/test.raw.en --k 1 2 3 4 --align-model DATA/align --out runs/stress
+
+With --boundary-only, an earlier stress output gets its boundary columns (P.@1, stop@1%, P</s>@1)
+measured again with this version, from the models, test set and K values its stress.json records; its
+translations and other scores are kept (for stress tests run before a boundary measure existed). In a
+grid run's stress folder (RUN/stress), the run's metrics.json follows, for the report and the archive:
+
+  scanmt stress --boundary-only --out runs/stress"""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The options; their values are checked by :class:`StressRequest` (the same for the API)."""
-    p.add_argument("--model", nargs="+", required=True, metavar="CKPT",
-                   help="checkpoints to compare (best.pt of runs), one or more")
-    p.add_argument("--src", type=Path, required=True, metavar="FILE",
-                   help="raw source sentences of a test set, one per line")
-    p.add_argument("--ref", type=Path, required=True, metavar="FILE",
-                   help="raw reference translations, line by line with --src (the same number of lines)")
+    p.add_argument("--model", nargs="+", metavar="CKPT",
+                   help="checkpoints to compare (best.pt of runs), one or more (required, except with --boundary-only)")
+    p.add_argument("--src", type=Path, metavar="FILE",
+                   help="raw source sentences of a test set, one per line (required, except with --boundary-only)")
+    p.add_argument("--ref", type=Path, metavar="FILE",
+                   help="raw reference translations, line by line with --src (the same number of lines; "
+                        "required, except with --boundary-only)")
     p.add_argument("--out", type=Path, required=True, metavar="DIR",
                    help="folder for stress.json, stress.png, the joined inputs and the outputs: new, empty, or "
                         "an earlier stress output (its files are replaced)")
@@ -70,13 +79,38 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="refuse a joined input of more than N subwords (default: each checkpoint's "
                         "decode.max_source_len, 1000 unless trained with another)")
     p.add_argument("--device", default="cpu", help="cpu or cuda[:N]")
+    p.add_argument("--boundary-only", action="store_true",
+                   help="measure only the boundary columns again (P.@1, stop@1%%, P</s>@1) in the earlier stress "
+                        "output --out, with the models, test set and K its stress.json records, and rewrite its "
+                        "stress.json and stress.png; takes --out, --batch-size and --device only")
 
 
 def request_from_args(args: argparse.Namespace) -> StressRequest:
     return request_from_namespace(StressRequest, args)
 
 
+#: the options --boundary-only takes from the stress output's stress.json instead
+RECORDED = ("model", "src", "ref", "names", "beam", "align_model", "max_source_len")
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.boundary_only:
+        given = [name for name in RECORDED if getattr(args, name) not in (None, [])]
+        if given or args.k != [1, 2, 3, 4]:
+            flags = ", ".join("--" + n.replace("_", "-") for n in given + (["k"] if args.k != [1, 2, 3, 4] else []))
+            raise ConfigError(f"--boundary-only takes the models, test set and K values from --out's stress.json; "
+                              f"leave out {flags}")
+        from scanmt.experiments.runner import finished_run_of_stress, refresh_stress_metrics
+
+        with finished_run_of_stress(args.out) as grid_run:
+            print(remeasure_boundary(args.out, device=args.device, batch_size=args.batch_size).summary())
+            if grid_run is not None:
+                print(f"and the grid run's {refresh_stress_metrics(grid_run)} (its stress numbers, which "
+                      "`scanmt experiment report` reads)")
+        return 0
+    missing = [f"--{name}" for name in ("model", "src", "ref") if getattr(args, name) in (None, [])]
+    if missing:
+        raise ConfigError(f"{', '.join(missing)} required (only --boundary-only runs without them)")
     request = request_from_args(args)
     print(stress(request).summary(request))
     return 0

@@ -52,7 +52,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Collection, Sequence
+from typing import Any, Callable, Collection, Iterator, Sequence
 
 from scanmt import api
 from scanmt.api import (CommandRequest, EvaluateRequest, StressRequest, TrainRequest, TranslateRequest,
@@ -61,7 +61,7 @@ from scanmt.allocator import tune_malloc
 from scanmt.api.decode import PENALTY_KEYS
 from scanmt.api.evaluate import check_drop_samples
 from scanmt.config import config_differences, with_defaults
-from scanmt.errors import ConfigError, DataError, ScanmtError
+from scanmt.errors import BusyError, ConfigError, DataError, ScanmtError
 from scanmt.experiments.deadline import Estimate, StepTimes, defer_reason, expected_seconds
 from scanmt.experiments.grid import SPEED_KEYS, Grid, GridError, System
 from scanmt.io import LOCK_FILE, atomic_open, os_error_line, setup_logging
@@ -903,6 +903,41 @@ def stress_metrics(spec: RunSpec) -> dict[str, Any] | None:
     name = spec.stress.names[0]
     return {"k": doc["k"], "inputs": doc["inputs"], "scores": doc["scores"][name],
             "per_input": (doc.get("per_input") or {}).get(name, {})}
+
+
+@contextlib.contextmanager
+def finished_run_of_stress(stress_dir: Path) -> Iterator[RunSpec | None]:
+    """The finished grid run whose stress folder ``stress_dir`` is (``RUN/stress`` of a run with ``spec.json``,
+    ``DONE`` and a readable ``metrics.json``), held locked while the block runs, so that no grid worker runs it
+    meanwhile; None where ``stress_dir`` is no such folder.  Raises BusyError while a worker holds the run."""
+    stress_dir = Path(stress_dir).resolve()
+    run = stress_dir.parent
+    spec_doc = read_json(run / "spec.json")
+    if spec_doc is None or read_json(run / "metrics.json") is None or not (run / "DONE").exists():
+        yield None
+        return
+    spec = RunSpec.from_dict(spec_doc)
+    if spec.stress is None or Path(spec.stress.out).resolve() != stress_dir:
+        yield None
+        return
+    lock = try_lock(run / LOCK_FILE)
+    if lock is None:
+        raise BusyError(f"{run}: {lock_holder(run / LOCK_FILE)} is running it; try again when it ends")
+    with lock:
+        yield spec
+
+
+def refresh_stress_metrics(spec: RunSpec) -> Path:
+    """Copy the numbers of the finished run's ``stress/stress.json`` into its ``metrics.json`` (``stress``:
+    :func:`stress_metrics`), after ``scanmt stress --boundary-only`` measured them again, so that the report and
+    the archive see them; returns that ``metrics.json``.  Hold the run (:func:`finished_run_of_stress`)."""
+    path = spec.dir / "metrics.json"
+    metrics = read_json(path)
+    if metrics is None:
+        raise DataError(f"{path}: missing or unreadable")
+    metrics["stress"] = stress_metrics(spec)
+    write_json(path, metrics)
+    return path
 
 
 def search_metrics(path: Path) -> dict[str, Any] | None:
