@@ -45,6 +45,7 @@ REQUESTS = [
                              beam=3, penalty_mode="step", coverage_eps=0.2, redecode=True, limit=5, batch_size=4,
                              out=Path("p.yaml"), device="cpu"),
     api.StressRequest(model=("m.pt",), src=Path("s.de"), ref=Path("r.en"), out=Path("o")),
+    api.StressRequest(out=Path("o"), boundary_only=True, batch_size=8),
     api.StressRequest(model=("a/best.pt", "b/best.pt"), src=Path("s.de"), ref=Path("r.en"), out=Path("o"), k=(1, 3, 8),
                       names=("soft", "csparse"), beam=2, batch_size=4, align_model=Path("al"), max_source_len=500,
                       device="cuda:0"),

@@ -178,6 +178,8 @@ def test_boundary_only_errors(stress_setup, tmp_path, capsys):
     assert "leave out --model, --k" in _cli_error(capsys, "--boundary-only", "--out", str(out), "--model", str(ckpt),
                                                   "--k", "3")
     assert "--model, --src, --ref required (only --boundary-only" in _cli_error(capsys, "--out", str(out))
+    with pytest.raises(ConfigError, match=r"run by remeasure_boundary\(request.out\), not stress\(\)"):
+        api.stress(api.StressRequest(out=out, boundary_only=True))
     assert "no such file; --out must be the folder of an earlier scanmt stress" in _cli_error(
         capsys, "--boundary-only", "--out", str(tmp_path / "none"))
     doc = json.loads((out / "stress.json").read_text(encoding="utf-8"))

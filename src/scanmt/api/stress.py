@@ -97,11 +97,12 @@ class StressRequest(CommandRequest):
     ``ref`` joined alike, write everything into the folder ``out`` (see the module docstring)."""
 
     COMMAND = "stress"
-    #: checkpoints (``best.pt`` of runs), compared side by side
-    model: tuple[str, ...]
-    src: Path
-    ref: Path
     out: Path
+    #: checkpoints (``best.pt`` of runs), compared side by side (required, except with ``boundary_only``)
+    model: tuple[str, ...] = ()
+    #: the test set, raw text (required, except with ``boundary_only``)
+    src: Path | None = None
+    ref: Path | None = None
     #: sentences joined into one input, one test per value
     k: tuple[int, ...] = (1, 2, 3, 4)
     #: the models' labels (one per model); () : from their paths (:func:`default_names`)
@@ -112,11 +113,23 @@ class StressRequest(CommandRequest):
     align_model: Path | None = None
     max_source_len: int | None = option(None, key="decode.max_source_len")
     device: str = "cpu"
+    #: measure only the boundary scores of the earlier stress output ``out`` again, with the models, test set and
+    #: K values its ``stress.json`` records (:func:`remeasure_boundary`); takes ``out``, ``batch_size``, ``device``
+    boundary_only: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not self.model:
-            raise ConfigError("--model: give at least one checkpoint")
+        if self.boundary_only:
+            recorded = {"model": (), "src": None, "ref": None, "k": (1, 2, 3, 4), "names": (), "beam": None,
+                        "align_model": None, "max_source_len": None}
+            given = [f"--{name.replace('_', '-')}" for name, empty in recorded.items() if getattr(self, name) != empty]
+            if given:
+                raise ConfigError(f"--boundary-only takes the models, test set and K values from --out's "
+                                  f"stress.json; leave out {', '.join(given)}")
+            return
+        missing = [f"--{name}" for name in ("model", "src", "ref") if getattr(self, name) in ((), None)]
+        if missing:
+            raise ConfigError(f"{', '.join(missing)} required (only --boundary-only runs without them)")
         if not self.k:
             raise ConfigError("--k: give at least one K (sentences joined into one input)")
         for k in self.k:
@@ -345,6 +358,8 @@ def stress(request: StressRequest) -> StressResult:
 
     from scanmt.data.tokenize import tokenize_all
 
+    if request.boundary_only:
+        raise ConfigError("a boundary-only request is run by remeasure_boundary(request.out), not stress()")
     t0 = time.time()
     out = check_output_dir(request.out, ours=lambda d: (d / JSON_FILE).is_file(), holds=f"a scanmt stress output "
                            f"({JSON_FILE})")

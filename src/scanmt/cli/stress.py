@@ -7,7 +7,6 @@ from pathlib import Path
 
 from scanmt.api.requests import request_from_namespace
 from scanmt.api.stress import StressRequest, remeasure_boundary, stress
-from scanmt.errors import ConfigError
 
 NAME = "stress"
 HELP = ("coverage stress test: translate K test sentences joined into one input; BLEU, REP, DROP, dropped sentences, "
@@ -51,7 +50,7 @@ grid run's stress folder (RUN/stress), the run's metrics.json follows, for the r
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The options; their values are checked by :class:`StressRequest` (the same for the API)."""
-    p.add_argument("--model", nargs="+", metavar="CKPT",
+    p.add_argument("--model", nargs="+", default=[], metavar="CKPT",
                    help="checkpoints to compare (best.pt of runs), one or more (required, except with --boundary-only)")
     p.add_argument("--src", type=Path, metavar="FILE",
                    help="raw source sentences of a test set, one per line (required, except with --boundary-only)")
@@ -89,28 +88,16 @@ def request_from_args(args: argparse.Namespace) -> StressRequest:
     return request_from_namespace(StressRequest, args)
 
 
-#: the options --boundary-only takes from the stress output's stress.json instead
-RECORDED = ("model", "src", "ref", "names", "beam", "align_model", "max_source_len")
-
-
 def run(args: argparse.Namespace) -> int:
-    if args.boundary_only:
-        given = [name for name in RECORDED if getattr(args, name) not in (None, [])]
-        if given or args.k != [1, 2, 3, 4]:
-            flags = ", ".join("--" + n.replace("_", "-") for n in given + (["k"] if args.k != [1, 2, 3, 4] else []))
-            raise ConfigError(f"--boundary-only takes the models, test set and K values from --out's stress.json; "
-                              f"leave out {flags}")
-        from scanmt.experiments.runner import finished_run_of_stress, refresh_stress_metrics
-
-        with finished_run_of_stress(args.out) as grid_run:
-            print(remeasure_boundary(args.out, device=args.device, batch_size=args.batch_size).summary())
-            if grid_run is not None:
-                print(f"and the grid run's {refresh_stress_metrics(grid_run)} (its stress numbers, which "
-                      "`scanmt experiment report` reads)")
-        return 0
-    missing = [f"--{name}" for name in ("model", "src", "ref") if getattr(args, name) in (None, [])]
-    if missing:
-        raise ConfigError(f"{', '.join(missing)} required (only --boundary-only runs without them)")
     request = request_from_args(args)
-    print(stress(request).summary(request))
+    if not request.boundary_only:
+        print(stress(request).summary(request))
+        return 0
+    from scanmt.experiments.runner import finished_run_of_stress, refresh_stress_metrics
+
+    with finished_run_of_stress(request.out) as grid_run:
+        print(remeasure_boundary(request.out, device=request.device, batch_size=request.batch_size).summary())
+        if grid_run is not None:
+            print(f"and the grid run's {refresh_stress_metrics(grid_run)} (its stress numbers, which "
+                  "`scanmt experiment report` reads)")
     return 0
