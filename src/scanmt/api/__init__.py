@@ -51,7 +51,7 @@ from scanmt.api.translate import TranslateRequest, TranslateResult, load_transla
 from scanmt.api.tune_penalties import TunePenaltiesRequest, TunePenaltiesResult, tune_penalties
 
 __all__ = [
-    "AlignApplyResult", "AlignRequest", "AlignTrainResult", "AverageRequest", "BoundaryRemeasure", "AverageResult", "CommandRequest", "DecodeOverrides", "EvaluateRequest",
+    "AlignApplyResult", "AlignRequest", "AlignTrainResult", "AverageRequest", "AverageResult", "BoundaryRemeasure", "CommandRequest", "DecodeOverrides", "EvaluateRequest",
     "EvaluateResult", "FertilityRequest", "FertilitySplit", "GoldResult", "PredictorTrainResult", "PrepareRequest",
     "PrepareResult", "StressRequest", "StressResult", "TrainRequest", "TrainResult", "TranslateRequest", "TranslateResult", "TunePenaltiesRequest",
     "TunePenaltiesResult", "align", "average", "evaluate", "fertility", "load_penalties", "load_translator", "prepare", "remeasure_boundary", "stress", "train",

@@ -423,7 +423,6 @@ def _write_json_and_plot(out: Path, doc: dict[str, Any], texts: dict[str, list[s
             fh.write("\n")
 
 
-
 @dataclass
 class BoundaryRemeasure:
     """What :func:`remeasure_boundary` changed: the boundary scores of each model and K before and after (None:
@@ -460,7 +459,8 @@ def remeasure_boundary(out: Path, *, device: str = "cpu", batch_size: int | None
     P(``</s>``) after it) for every model and K of the stress output ``out``, with this code, and rewrite its
     ``stress.json`` and figure with them; the translations and every other score are kept.  For stress tests run
     before a boundary measure existed (or changed).  The models, test set and K values are those ``stress.json``
-    records; the joined references in ``out`` must still be the test set's (else DataError)."""
+    records; the joined sources and references in ``out`` must still be that test set's (else DataError), and
+    each checkpoint must still be there."""
     from scanmt.metrics.stress import join_groups
 
     out = Path(out)
