@@ -5,30 +5,34 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from scanmt.api.requests import CommandRequest
-from scanmt.data import multi30k
+from scanmt.api.requests import CommandRequest, option
+from scanmt.config import Range
+from scanmt.data import kftt, multi30k
 from scanmt.data.prepare import SplitFiles, check_languages, prepare as prepare_splits
 from scanmt.errors import DataError
 
 
 @dataclass(frozen=True)
 class PrepareRequest(CommandRequest):
-    """``scanmt prepare``: Multi30k by name (``corpus="multi30k"``) or your own ``(SRC, TGT)`` files."""
+    """``scanmt prepare``: Multi30k or KFTT by name (``corpus="multi30k"``, ``"kftt"``) or your own ``(SRC, TGT)``
+    files."""
 
     COMMAND = "prepare"
     #: language pair SRC-TGT, e.g. ``de-en``
     pair: str
     #: output folder: new, empty, or an earlier preparation
     out: str
-    #: a known corpus to fetch by name (``multi30k``), or None for the files below
+    #: a known corpus to fetch by name (``multi30k``, ``kftt``), or None for the files below
     corpus: str | None = None
-    #: local folder with Multi30k's ``{split}.{lang}.gz`` files
+    #: local folder with the corpus's ``{split}.{lang}.gz`` files
     mirror: str | None = None
     train: tuple[str, str] | None = None
     valid: tuple[str, str] | None = None
     test: tuple[str, str] | None = None
     #: joint BPE vocabulary size
     vocab_size: int = 8000
+    #: keep only training pairs of 1 to this many words on both sides; None: all (``kftt``: 40, the paper's)
+    max_train_words: int | None = option(None, range=Range(1))
     #: replace an earlier preparation made with other settings (only its own files)
     force: bool = False
 
@@ -43,6 +47,9 @@ class PrepareResult:
     vocab: int
     vocab_size: int
     sizes: dict[str, int]
+    #: the length filter (``max_train_words``) and the training pairs read before it; None without it
+    max_train_words: int | None = None
+    train_read: int | None = None
 
 
 def parse_pair(pair: str) -> tuple[str, str]:
@@ -63,9 +70,16 @@ def multi30k_splits(src: str, tgt: str, mirror: str | None) -> dict[str, SplitFi
     }
 
 
+def kftt_splits(src: str, tgt: str, mirror: str | None) -> dict[str, SplitFiles]:
+    """The raw files of KFTT's train, dev (``valid``) and test splits for ``ja-en`` or ``en-ja`` (located)."""
+    kftt.check_pair(src, tgt)
+    return {name: SplitFiles(kftt.locate(split, src, mirror), kftt.locate(split, tgt, mirror))
+            for name, split in kftt.PREPARED_SPLITS.items()}
+
+
 def _file_splits(request: PrepareRequest) -> dict[str, SplitFiles]:
     if not (request.train and request.valid):
-        raise DataError("give --corpus multi30k, or at least --train SRC TGT and --valid SRC TGT")
+        raise DataError("give --corpus multi30k or kftt, or at least --train SRC TGT and --valid SRC TGT")
     splits = {"train": SplitFiles(Path(request.train[0]), Path(request.train[1])),
               "valid": SplitFiles(Path(request.valid[0]), Path(request.valid[1]))}
     if request.test:
@@ -80,9 +94,18 @@ def prepare(request: PrepareRequest) -> PrepareResult:
     (see :func:`scanmt.data.prepare.prepare`).
     """
     src, tgt = parse_pair(request.pair)
+    max_words = request.max_train_words
     if request.corpus == "multi30k":
         splits = multi30k_splits(src, tgt, request.mirror)
-    else:
+    elif request.corpus == "kftt":
+        splits = kftt_splits(src, tgt, request.mirror)
+        max_words = kftt.MAX_TRAIN_WORDS if max_words is None else max_words
+    elif request.corpus is None:
         splits = _file_splits(request)
-    meta = prepare_splits(splits, src, tgt, request.out, vocab_size=request.vocab_size, force=request.force)
-    return PrepareResult(src, tgt, str(request.out), meta["vocab"], meta["vocab_size"], dict(meta["sizes"]))
+    else:
+        raise DataError(f"--corpus {request.corpus!r}: unknown corpus (known: multi30k, kftt)")
+    meta = prepare_splits(splits, src, tgt, request.out, vocab_size=request.vocab_size, max_train_words=max_words,
+                          force=request.force)
+    read = meta.get("train_filter", {}).get("read")
+    return PrepareResult(src, tgt, str(request.out), meta["vocab"], meta["vocab_size"], dict(meta["sizes"]),
+                         meta.get("max_train_words"), read)

@@ -17,6 +17,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from scanmt.data.corpus_dirs import corpus_dirs, mirror_file
 from scanmt.errors import DataError
 from scanmt.io import atomic_open
 
@@ -39,16 +40,8 @@ def prepared_splits(src: str, tgt: str) -> dict[str, str]:
 
 
 def candidate_dirs(mirror: str | Path | None = None) -> list[Path]:
-    dirs: list[Path] = []
-    if mirror:
-        dirs.append(Path(mirror))
-    if os.environ.get("SCANMT_MULTI30K"):
-        dirs.append(Path(os.environ["SCANMT_MULTI30K"]))
-    repo = Path(__file__).resolve().parents[3]
-    for base in (Path.cwd(), repo):
-        dirs.append(base / ".." / "shared" / "data" / "multi30k")
-        dirs.append(base / "shared" / "data" / "multi30k")
-    return dirs
+    """The folders searched before a download (:func:`~scanmt.data.corpus_dirs.corpus_dirs`)."""
+    return corpus_dirs("multi30k", "SCANMT_MULTI30K", mirror)
 
 
 def cache_dir() -> Path:
@@ -63,10 +56,7 @@ def locate(split: str, lang: str, mirror: str | Path | None = None, *, download:
         raise DataError(f"unknown Multi30k language {lang!r} (known: {', '.join(LANGS)})")
     name = f"{split}.{lang}.gz"
     if mirror:  # the user's own copy: all of it, never a file of it from elsewhere
-        if not (Path(mirror) / name).is_file():
-            raise DataError(f"--mirror {mirror}: {name} is not there (a mirror must hold every file of the pair; "
-                            "without --mirror the shared copy or a download is used)")
-        return (Path(mirror) / name).resolve()
+        return mirror_file(mirror, name)
     for d in candidate_dirs(mirror) + [cache_dir()]:
         if (d / name).is_file():
             return (d / name).resolve()

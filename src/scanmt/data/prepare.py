@@ -5,12 +5,14 @@ built under a temporary name, ``.NAME.tmp.PID.*`` beside it, and renamed into
 place; a later run removes the temporary folder of a killed one)::
 
     meta.json                {"src_lang", "tgt_lang", "vocab_size", "splits": [...], "sources": {...},
-                              "files": [every file name written here]}
+                              "files": [every file name written here]}; with --max-train-words also
+                              "max_train_words" and "train_filter": {"read", "kept"}; for a language
+                              not tokenized by Moses "tokenizers": {lang: name}
     spm.model, spm.vocab     joint sentencepiece BPE model (learned on train, both sides)
     vocab.txt                NMT vocabulary (specials first), shared by both sides
-    {split}.raw.{lang}       the original lines
-    {split}.tok.{lang}       Moses-tokenized
-    {split}.bpe.{lang}       space-separated subword pieces
+    {split}.raw.{lang}       the original lines (train: the pairs the filter kept)
+    {split}.tok.{lang}       words (:mod:`scanmt.data.tokenize`: Moses, or the language's own tokenizer)
+    {split}.bpe.{lang}       space-separated subword pieces (never across words)
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from scanmt.data.subword import SubwordModel, train_subword_model
-from scanmt.data.tokenize import tokenize
+from scanmt.data.tokenize import tokenize, tokenizer_name
 from scanmt.data.vocab import Vocab
 from scanmt.errors import DataError
 from scanmt.io import (atomic_open, check_output_dir, check_parallel, make_temp_dir, read_json, read_lines,
@@ -99,6 +101,7 @@ def prepare(
     out_dir: str | Path,
     *,
     vocab_size: int = 8000,
+    max_train_words: int | None = None,
     force: bool = False,
 ) -> dict:
     """Prepare ``splits`` (must include ``train``) into ``out_dir``; returns meta.
@@ -109,6 +112,9 @@ def prepare(
     settings is replaced with ``force`` (only the files it lists; anything else in the
     folder, such as ``align/``, is kept).  Raises DataError for missing or empty
     files, unequal line counts, empty lines or bad UTF-8 before any heavy work starts.
+
+    ``max_train_words``: keep only the training pairs with 1 to that many words (tokenized) on both
+    sides; empty training lines are then dropped with the rest instead of being an error.
     """
     if "train" not in splits:
         raise DataError("prepare needs a train split")
@@ -116,6 +122,15 @@ def prepare(
     out_dir = check_output_dir(out_dir, ours=_is_preparation, holds="a scanmt preparation (meta.json)")
     sources = {k: {"src": str(v.src), "tgt": str(v.tgt)} for k, v in splits.items()}
     wanted = {"src_lang": src_lang, "tgt_lang": tgt_lang, "vocab_size": vocab_size, "sources": sources}
+    # keys that earlier preparations lack enter only when they differ from those preparations' behaviour,
+    # so that an earlier preparation with the same settings is still recognized (and reused)
+    if max_train_words is not None:
+        if max_train_words < 1:
+            raise DataError(f"--max-train-words must be >= 1, got {max_train_words}")
+        wanted["max_train_words"] = max_train_words
+    tokenizers = {lang: tokenizer_name(lang) for lang in (src_lang, tgt_lang)}
+    if set(tokenizers.values()) != {"moses"}:
+        wanted["tokenizers"] = tokenizers
     if (out_dir / "meta.json").exists() and not force:
         meta = read_meta(out_dir)
         if all(meta.get(k) == v for k, v in wanted.items()):
@@ -124,11 +139,12 @@ def prepare(
         raise DataError(
             f"{out_dir} already holds data prepared with other settings; use another --out or --force"
         )
-    raw = _read_splits(splits)
+    raw = _read_splits(splits, allow_empty_train=max_train_words is not None)
     _report_leftovers(out_dir)
     work = make_temp_dir(out_dir.parent, _work_prefix(out_dir), "prepare")
     try:
-        meta = _build(raw, src_lang, tgt_lang, vocab_size, work, wanted, f"{splits['train'].src} and {splits['train'].tgt}")
+        meta = _build(raw, src_lang, tgt_lang, vocab_size, work, wanted, f"{splits['train'].src} and {splits['train'].tgt}",
+                      max_train_words)
         _install(work, out_dir)
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
@@ -136,12 +152,15 @@ def prepare(
     return meta
 
 
-def _read_splits(splits: dict[str, SplitFiles]) -> dict[str, tuple[list[str], list[str]]]:
-    """Every split's lines, validated (cheap), so that bad input fails before the heavy work."""
+def _read_splits(splits: dict[str, SplitFiles], *, allow_empty_train: bool = False
+                 ) -> dict[str, tuple[list[str], list[str]]]:
+    """Every split's lines, validated (cheap), so that bad input fails before the heavy work
+    (``allow_empty_train``: empty training lines are let through, for the length filter to drop)."""
     raw: dict[str, tuple[list[str], list[str]]] = {}
     for name, f in splits.items():
-        s = read_lines(f.src, what="source file")
-        t = read_lines(f.tgt, what="target file")
+        allow_empty = allow_empty_train and name == "train"
+        s = read_lines(f.src, allow_empty=allow_empty, what="source file")
+        t = read_lines(f.tgt, allow_empty=allow_empty, what="target file")
         if not s:
             raise DataError(f"{f.src}: the {name} source file is empty (no sentences)")
         check_parallel(s, t, f.src, f.tgt)
@@ -150,12 +169,22 @@ def _read_splits(splits: dict[str, SplitFiles]) -> dict[str, tuple[list[str], li
 
 
 def _build(raw: dict[str, tuple[list[str], list[str]]], src_lang: str, tgt_lang: str, vocab_size: int, work: Path,
-           wanted: dict, train_files: str) -> dict:
+           wanted: dict, train_files: str, max_train_words: int | None = None) -> dict:
     """Write the whole preparation into the empty folder ``work``; returns its meta (``train_files``: for messages)."""
     tok: dict[str, tuple[list[str], list[str]]] = {}
-    for name, (s, t) in raw.items():
+    train_filter: dict[str, int] = {}
+    for name, (s, t) in list(raw.items()):
         ts = _tokenize_file(s, src_lang, f"tokenize {name}.{src_lang}")
         tt = _tokenize_file(t, tgt_lang, f"tokenize {name}.{tgt_lang}")
+        if name == "train" and max_train_words is not None:
+            keep = [i for i in range(len(ts)) if _words_within(ts[i], tt[i], max_train_words)]
+            train_filter = {"read": len(ts), "kept": len(keep)}
+            log.info("kept %d of %d training pairs with 1 to %d words on both sides", len(keep), len(ts), max_train_words)
+            if not keep:
+                raise DataError(f"{train_files}: no training pair has 1 to {max_train_words} words on both sides "
+                                "(--max-train-words)")
+            s, t, ts, tt = ([xs[i] for i in keep] for xs in (s, t, ts, tt))
+            raw[name] = (s, t)
         tok[name] = (ts, tt)
         write_lines(work / f"{name}.raw.{src_lang}", s)
         write_lines(work / f"{name}.raw.{tgt_lang}", t)
@@ -177,10 +206,17 @@ def _build(raw: dict[str, tuple[list[str], list[str]]], src_lang: str, tgt_lang:
     vocab = Vocab.build(train_pieces)
     vocab.save(work / "vocab.txt")
     meta = {**wanted, "splits": list(raw), "sizes": {k: len(v[0]) for k, v in raw.items()}, "vocab": len(vocab)}
+    if train_filter:
+        meta["train_filter"] = train_filter
     meta["files"] = sorted([p.name for p in work.iterdir()] + ["meta.json"])
     with atomic_open(work / "meta.json") as fh:
         json.dump(meta, fh, indent=2)
     return meta
+
+
+def _words_within(src_tok: str, tgt_tok: str, max_words: int) -> bool:
+    """Whether both tokenized sides have 1 to ``max_words`` words."""
+    return 1 <= len(src_tok.split()) <= max_words and 1 <= len(tgt_tok.split()) <= max_words
 
 
 # --------------------------------------------------------------------------- the output folder

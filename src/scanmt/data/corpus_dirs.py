@@ -1,0 +1,36 @@
+"""Where a known corpus's raw files are looked for: ``--mirror``, an environment variable, ``shared/data``.
+
+Used by :mod:`scanmt.data.multi30k` and :mod:`scanmt.data.kftt`, whose files are ``{split}.{lang}.gz``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from scanmt.errors import DataError
+
+
+def corpus_dirs(folder: str, env_var: str, mirror: str | Path | None = None) -> list[Path]:
+    """The folders searched for corpus ``folder``'s files, in order: ``mirror``, ``$env_var``, then
+    ``../shared/data/FOLDER`` and ``shared/data/FOLDER`` beside the current directory and the repository."""
+    dirs: list[Path] = []
+    if mirror:
+        dirs.append(Path(mirror))
+    if os.environ.get(env_var):
+        dirs.append(Path(os.environ[env_var]))
+    repo = Path(__file__).resolve().parents[3]
+    for base in (Path.cwd(), repo):
+        dirs.append(base / ".." / "shared" / "data" / folder)
+        dirs.append(base / "shared" / "data" / folder)
+    return dirs
+
+
+def mirror_file(mirror: str | Path, name: str, otherwise: str = "the shared copy or a download") -> Path:
+    """``mirror/name``, which must exist: a mirror given by the user holds every file, none is taken from elsewhere
+    (``otherwise``: what is used without ``--mirror``, for the message)."""
+    path = Path(mirror) / name
+    if not path.is_file():
+        raise DataError(f"--mirror {mirror}: {name} is not there (a mirror must hold every file of the pair; "
+                        f"without --mirror {otherwise} is used)")
+    return path.resolve()
