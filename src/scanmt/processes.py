@@ -196,6 +196,12 @@ def try_lock(path: str | Path, *, wait_s: float = 0.0, command: str | None = Non
         time.sleep(0.5)
 
 
+def holds_lock(folder: str | Path) -> bool:
+    """Whether this process holds ``FOLDER/.lock`` (:func:`lock_folder`): it claimed the folder before locking it."""
+    with _HELD_GUARD:
+        return _HELD.get(os.path.realpath(Path(folder) / LOCK_FILE)) is not None
+
+
 def lock_holder(path: str | Path) -> str:
     """Who holds the lock file ``path``, from what it records: ``process PID (COMMAND)``."""
     pid, command = _recorded(path)

@@ -114,12 +114,14 @@ def _train_worker(cfg_dict: dict, out: str, log_path: str, parent: int) -> None:
     import torch
 
     from scanmt.config import Config
-    from scanmt.processes import die_with_parent
+    from scanmt.processes import die_with_parent, lock_folder
     from scanmt.training.trainer import Trainer
 
     die_with_parent(parent)
     torch.set_num_threads(1)
-    with open(log_path, "a", encoding="utf-8") as fh, contextlib.redirect_stdout(fh), contextlib.redirect_stderr(fh):
+    # the folder locked first, so that the Trainer takes it as claimed although train.log is in it already
+    with lock_folder(out, what="the demo's run folder"), open(log_path, "a", encoding="utf-8") as fh, \
+            contextlib.redirect_stdout(fh), contextlib.redirect_stderr(fh):
         logging.basicConfig(stream=fh, level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", force=True)
         cfg = Config.from_dict(cfg_dict)
         trainer = Trainer(cfg, out, resume=(Path(out) / "last.pt").exists())
