@@ -4,7 +4,8 @@ One panel per system, side by side, for the same source sentence: source
 tokens on the x axis (top), output tokens on the y axis, a grey scale where
 white is exactly zero and black is 1.  Subword tokens are shown as pieces,
 with ``@@`` marking a piece that continues into the next one (``Hund@@ e``).
-Rendering uses matplotlib's Agg backend, so no display is needed.
+Rendering uses matplotlib's Agg backend, so no display is needed.  Labels with Japanese (or other
+CJK) characters are drawn with a CJK font as fallback (:mod:`scanmt.viz.cjk_font`).
 
 The figure's pixel size is deterministic, :func:`figure_pixels`; the saved PNG
 has exactly that size (no tight bounding box).
@@ -13,6 +14,7 @@ has exactly that size (no tight bounding box).
 from __future__ import annotations
 
 import textwrap
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -21,6 +23,7 @@ import numpy as np
 
 from scanmt.errors import ConfigError
 from scanmt.io import atomic_open
+from scanmt.viz.cjk_font import font_families
 
 WORD_START = "\u2581"
 CELL_INCHES = 0.28  # size of one attention cell
@@ -114,6 +117,17 @@ def plot_attention_maps(panels: Sequence[Panel], out: str | Path, *, title: str 
     import matplotlib
 
     matplotlib.use("Agg", force=True)
+    texts = [t for p in panels for t in (p.name, *p.src, *p.hyp)] + [title or ""]
+    families = font_families(texts)
+    with matplotlib.rc_context({"font.family": families} if families else {}), warnings.catch_warnings():
+        # without a CJK font, matplotlib would warn once per missing glyph; cjk_font has warned once
+        warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from font", category=UserWarning)
+        _draw(panels, out, title, dpi, w_px, h_px)
+    return w_px, h_px
+
+
+def _draw(panels: Sequence[Panel], out: str | Path, title: str | None, dpi: int, w_px: int, h_px: int) -> None:
+    """Draw the panels into a ``w_px`` x ``h_px`` figure and write it to ``out`` (a PNG, atomically)."""
     from matplotlib.figure import Figure
 
     # matplotlib truncates inches * dpi to whole pixels: a small margin keeps the exact size
@@ -137,4 +151,3 @@ def plot_attention_maps(panels: Sequence[Panel], out: str | Path, *, title: str 
     fig.set_layout_engine("constrained")
     with atomic_open(out, "wb") as fh:
         fig.savefig(fh, format="png", dpi=dpi)
-    return w_px, h_px
