@@ -25,4 +25,15 @@ if ! dpkg -s wordnet-base >/dev/null 2>&1; then
   fi
 fi
 python -m scanmt.metrics.wordnet_setup || echo "warning: WordNet set-up failed; METEOR will run without synonyms" >&2
+# A font with Japanese glyphs for attention maps of Japanese sentences (scanmt.viz.cjk_font): Debian's fonts-noto-cjk.
+if ! dpkg -s fonts-noto-cjk >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=600 fonts-noto-cjk >/dev/null 2>&1 \
+      || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=600 \
+          fonts-noto-cjk) >/dev/null 2>&1 \
+      || echo "warning: could not install fonts-noto-cjk; attention maps will draw Japanese labels as boxes" >&2
+  else
+    echo "warning: fonts-noto-cjk not installed (needs root apt-get); attention maps will draw Japanese labels as boxes" >&2
+  fi
+fi
 echo "scanmt installed in $(pwd)/.venv"
