@@ -22,7 +22,8 @@ decayed to zero (train.lr_schedule: inverse_sqrt).
   scanmt translate --model runs/t/average5.pt --input test.de --output test.hyp.en
 
 A run keeps the checkpoints to average with train.keep_checkpoints: N (RUN/checkpoints/stepS.pt, the
-weights of its last N validations). The averaged checkpoint takes its config, vocabulary, fertility
+weights of its last N validations). --run averages only the checkpoints that run saved (each records its
+run's id, told by RUN/last.pt or best.pt): another run's files in that folder are left out, and named. The averaged checkpoint takes its config, vocabulary, fertility
 provider and progress from the checkpoint of the latest step, records its sources (averaged_from), and
 has no optimizer state, so it cannot resume training."""
 
@@ -32,8 +33,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--models", nargs="+", default=(), metavar="CKPT",
                    help="checkpoint files to average (two or more; not with --run)")
     p.add_argument("--run", type=Path, metavar="DIR",
-                   help="a training run trained with train.keep_checkpoints=N: average its kept checkpoints "
-                        "(DIR/checkpoints/stepS.pt)")
+                   help="a training run trained with train.keep_checkpoints=N: average the checkpoints it kept "
+                        "(DIR/checkpoints/stepS.pt; another run's there are left out)")
     p.add_argument("--last", type=int, default=0, metavar="N",
                    help="with --run: average only the newest N kept checkpoints (0 = all of them)")
     p.add_argument("--out", type=Path, required=True, help="the averaged checkpoint to write (atomically)")

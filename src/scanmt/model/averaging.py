@@ -3,7 +3,8 @@
 The mean of the weights of the last few validations of one run usually translates better than any of
 them, most of all when the learning rate has not decayed to zero (an inverse square-root schedule), as
 fairseq's ``scripts/average_checkpoints.py`` does for its users.  A training run keeps
-the checkpoints to average with ``train.keep_checkpoints: N`` (``RUN/checkpoints/stepS.pt``, weights only);
+the checkpoints to average with ``train.keep_checkpoints: N`` (``RUN/checkpoints/stepS.pt``, weights only; each
+records the id of the run that saved it, :func:`run_of`, so that a run's own are told from another run's there);
 ``scanmt average`` writes the mean as an ordinary checkpoint that ``translate``, ``evaluate`` and
 ``tune-penalties`` take.
 
@@ -24,7 +25,7 @@ from typing import Any, Sequence
 import torch
 
 from scanmt.config import config_differences, with_defaults
-from scanmt.errors import ConfigError, DataError
+from scanmt.errors import ConfigError, DataError, ScanmtError
 from scanmt.model.checkpoint import Checkpoint
 
 #: the folder of a run where ``train.keep_checkpoints`` puts its checkpoints
@@ -44,6 +45,21 @@ def kept_checkpoints(run_dir: str | Path) -> list[Path]:
         return []
     found = [(int(m.group(1)), p) for p in folder.iterdir() if (m := _KEPT.fullmatch(p.name)) and p.is_file()]
     return [p for _, p in sorted(found)]
+
+
+def run_of(ckpt: Checkpoint) -> str:
+    """The id of the training run that saved ``ckpt`` (its ``progress["run"]``, the same in all the checkpoints of
+    one run, across ``--resume``); "" for a checkpoint saved before runs had ids."""
+    return str((ckpt.progress or {}).get("run") or "")
+
+
+def saved_by(path: Path, run: str) -> bool:
+    """Whether the file ``path`` is a checkpoint that the run ``run`` saved (False for another run's, or a file
+    that is not a readable checkpoint)."""
+    try:
+        return run_of(Checkpoint.load(path)) == run
+    except ScanmtError:
+        return False
 
 
 def step_of(ckpt: Checkpoint) -> int:

@@ -11,7 +11,8 @@ except the weights, stored as ``model``)::
     data_digest   digest of the prepared data trained on (resuming on other data is refused)
     vocab, kind   the predictor's vocabulary and "fertility-predictor"       (predictor)
     optimizer     optimizer.state_dict()                                 (training checkpoints)
-    progress      {"step", "epoch", "batch_in_epoch", "lr", "best_bleu", "bad_validations", ...}
+    progress      {"step", "epoch", "batch_in_epoch", "lr", "best_bleu", "bad_validations", ..., "run" (the run's
+                  id), "kept" (the steps of its kept checkpoints)}   (scanmt.training.loop.Progress)
     rng           {"torch", "python"}       (so a resumed run continues identically)
     version       format version
 

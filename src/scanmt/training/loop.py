@@ -22,6 +22,7 @@ import random
 import signal
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Protocol
@@ -32,7 +33,7 @@ from tqdm import tqdm
 
 from scanmt.config import TrainConfig, check_train_config
 from scanmt.errors import ConfigError, DataError
-from scanmt.model.averaging import kept_checkpoints, kept_path
+from scanmt.model.averaging import kept_path, saved_by
 from scanmt.model.checkpoint import Checkpoint
 from scanmt.processes import Interrupted, second_sigterm, signal_name, sigterm_interrupts
 from scanmt.training import distributed
@@ -106,6 +107,10 @@ class Progress:
     window_loss: float = 0.0
     window_units: int = 0
     window_seconds: float = 0.0
+    #: the id of this run (random), in every checkpoint it saves, kept ones included, and kept by ``--resume``
+    run: str = ""
+    #: the steps of the checkpoints this run kept (``train.keep_checkpoints``) and has not removed, oldest first
+    kept: list[int] = field(default_factory=list)
 
 
 def progress_postfix(vals: dict[str, float], unit: str) -> dict[str, str]:
@@ -135,7 +140,7 @@ class TrainLoop:
         check_train_config(cfg)
         self.model = task.model.to(self.dist.device)
         self.optimizer = build_optimizer(self.model.parameters(), cfg)
-        self.progress = Progress(lr=cfg.lr)
+        self.progress = Progress(lr=cfg.lr, run=uuid.uuid4().hex)
         if resume:
             self._restore(Checkpoint.load(last, map_location=self.dist.device))
         self.net: torch.nn.Module = self.model
@@ -191,6 +196,8 @@ class TrainLoop:
         self.model.load_state_dict(ckpt.weights)
         self.optimizer.load_state_dict(ckpt.optimizer)
         self.progress = Progress(**ckpt.progress)
+        if not self.progress.run:  # saved before runs had ids: this run has none of the kept checkpoints there
+            self.progress.run = uuid.uuid4().hex
         torch.set_rng_state(ckpt.rng["torch"])
         random.setstate(ckpt.rng["python"])
         p = self.progress
@@ -287,17 +294,30 @@ class TrainLoop:
 
     def _keep_checkpoint(self) -> None:
         """With ``keep_checkpoints`` N > 0: this validation's weights (no optimizer state) as
-        ``RUN/checkpoints/stepS.pt``, for checkpoint averaging; the oldest beyond N are removed."""
-        n = self.cfg.keep_checkpoints
+        ``RUN/checkpoints/stepS.pt``, for checkpoint averaging; the oldest beyond N that this run kept are removed.
+
+        ``progress.kept`` records what this run kept (in ``last.pt`` too, so a resumed run goes on with it);
+        nothing else in ``checkpoints/`` is ever removed or replaced.  A file at this step's path that this run
+        wrote after its last ``last.pt`` (it was killed before the next one) is its own and replaced; one that
+        another run saved is left as it is, and this validation's weights are then not kept (a warning says so).
+        """
+        n, p = self.cfg.keep_checkpoints, self.progress
         if not n or not self.dist.is_main:
             return
+        path = kept_path(self.out, p.step)
+        if p.step not in p.kept and path.exists() and not saved_by(path, p.run):
+            log.warning("%s was saved by another run: left as it is, and the weights of step %d are not kept",
+                        path, p.step)
+            return
+        if p.step not in p.kept:
+            p.kept.append(p.step)
         ckpt = self._payload()
         ckpt.optimizer = ckpt.rng = None
-        path = kept_path(self.out, self.progress.step)
         path.parent.mkdir(parents=True, exist_ok=True)
         ckpt.save(path)
-        for old in kept_checkpoints(self.out)[:-n]:
-            old.unlink(missing_ok=True)
+        for step in p.kept[:-n]:
+            kept_path(self.out, step).unlink(missing_ok=True)
+        p.kept = p.kept[-n:]
 
     def _should_stop(self, t0: float) -> str | None:
         c, p = self.cfg, self.progress
