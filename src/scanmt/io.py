@@ -79,7 +79,7 @@ def atomic_open(path: str | Path, mode: str = "w", encoding: str | None = "utf-8
         yield fh
 
 
-_DESCRIPTOR = re.compile(r"^/(?:proc/(?:self|\d+)/fd|dev/fd)/(\d+)$")
+_DESCRIPTOR = re.compile(r"/(?:proc/(?:self|\d+)/fd|dev/fd)/(\d+)")
 
 
 def _open_descriptor(path: str | Path) -> int | None:
@@ -87,7 +87,7 @@ def _open_descriptor(path: str | Path) -> int | None:
     (``/dev/stdout`` is such a link); reopening it would truncate a file the shell appends to."""
     current = os.path.abspath(path)
     for _ in range(40):  # the kernel's limit on nested links
-        match = _DESCRIPTOR.match(current)
+        match = _DESCRIPTOR.fullmatch(current)
         if match and (current.startswith(("/proc/self/", "/dev/fd/")) or current.split("/")[2] == str(os.getpid())):
             return int(match.group(1))
         if not os.path.islink(current):

@@ -178,14 +178,14 @@ def fertility_stats(fertilities: Sequence[Sequence[float]]) -> dict:
 
 # --------------------------------------------------------------------------- cache
 
-_SAFE = re.compile(r"^[A-Za-z0-9.+_]{1,24}$")
+_SAFE = re.compile(r"[A-Za-z0-9.+_]{1,24}")
 
 
 def _param_tag(params: Mapping[str, object]) -> str:
     if len(params) == 1:
         (v,) = params.values()
         s = format_value(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
-        if _SAFE.match(s):
+        if _SAFE.fullmatch(s):
             return s
     blob = json.dumps(params, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:10]
@@ -202,7 +202,7 @@ def fertility_cache_path(data_dir: str | Path, split: str, strategy: str, params
     """
     if strategy not in STRATEGIES:
         raise ConfigError(f"unknown fertility strategy {strategy!r}; choose one of: {', '.join(STRATEGIES)}")
-    if not re.match(r"^[A-Za-z0-9_.-]+$", split):
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", split):
         raise ConfigError(f"bad split name {split!r}")
     return Path(data_dir) / CACHE_DIR / f"{split}.{strategy}-{_param_tag(params)}.fert"
 

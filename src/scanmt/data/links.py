@@ -22,7 +22,7 @@ from scanmt.io import read_lines
 Link = tuple[int, int]
 LinkSet = set[Link]
 
-_LINK_RE = re.compile(r"^(\d+)([-p])(\d+)$")
+_LINK_RE = re.compile(r"(\d+)([-p])(\d+)")
 
 
 def parse_links(text: str, *, one_indexed: bool = False) -> tuple[LinkSet, LinkSet]:
@@ -45,7 +45,7 @@ def parse_links(text: str, *, one_indexed: bool = False) -> tuple[LinkSet, LinkS
     possible: LinkSet = set()
     offset = 1 if one_indexed else 0
     for tok in text.split():
-        m = _LINK_RE.match(tok)
+        m = _LINK_RE.fullmatch(tok)
         if m is None:
             raise DataError(f"bad alignment link {tok!r}: expected 'i-j' (sure) or 'ipj' (possible)")
         i, kind, j = int(m.group(1)) - offset, m.group(2), int(m.group(3)) - offset

@@ -34,10 +34,10 @@ from datetime import datetime, timedelta
 from scanmt.errors import ConfigError
 
 #: ``+2h30m``, ``+90m``, ``+1.5h``, ``+45s``: a span from now (hours, minutes, seconds, each at most once)
-_SPAN = re.compile(r"^\+((?:\d+(?:\.\d+)?[hms])+)$")
+_SPAN = re.compile(r"\+((?:\d+(?:\.\d+)?[hms])+)")
 _SPAN_PART = re.compile(r"(\d+(?:\.\d+)?)([hms])")
 _UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0}
-_CLOCK = re.compile(r"^(\d{1,2}):(\d{2})$")
+_CLOCK = re.compile(r"(\d{1,2}):(\d{2})")
 _FORMS = "+DURATION (+2h30m, +90m, +45s), HH:MM (its next occurrence) or YYYY-MM-DD HH:MM[:SS]"
 
 
@@ -49,7 +49,7 @@ def parse_deadline(text: str, now: float | None = None) -> float:
     """
     now = time.time() if now is None else now
     t = text.strip()
-    span = _SPAN.match(t.replace(" ", ""))
+    span = _SPAN.fullmatch(t.replace(" ", ""))
     if span:
         parts = _SPAN_PART.findall(span.group(1))
         units = [unit for _, unit in parts]
@@ -59,7 +59,7 @@ def parse_deadline(text: str, now: float | None = None) -> float:
         if seconds <= 0:
             raise ConfigError(f"--deadline {text!r}: a span of zero; expected {_FORMS}")
         return now + seconds
-    clock = _CLOCK.match(t)
+    clock = _CLOCK.fullmatch(t)
     if clock:
         hour, minute = int(clock.group(1)), int(clock.group(2))
         if hour > 23 or minute > 59:

@@ -49,8 +49,10 @@ import yaml
 from scanmt.errors import ConfigError
 from scanmt.io import load_yaml, read_text
 
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")
+#: a name that becomes a folder or file name (grid, system, report): matched whole (``fullmatch``; ``$`` would
+#: take a name ending in a newline)
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+KEY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+")
 
 #: keys the runner sets itself (from --data, --pair and --seeds)
 RUNNER_KEYS: dict[str, str] = {
@@ -188,7 +190,7 @@ def check_override(item: str, where: str, *, allow_runner_keys: bool = False) ->
     if "=" not in item:
         raise GridError(f"{where}: {item!r}: expected key=value, e.g. train.lr=0.5")
     key = item.partition("=")[0].strip()
-    if not KEY_RE.match(key):
+    if not KEY_RE.fullmatch(key):
         raise GridError(f"{where}: {item!r}: {key!r} is not a dotted config key such as model.attention.transform")
     if not allow_runner_keys and key in RUNNER_KEYS:
         raise GridError(f"{where}: {item!r}: {key} is set by `scanmt experiment run` itself (from {RUNNER_KEYS[key]})")
@@ -206,11 +208,13 @@ def _str(value: Any, where: str, *, required: bool = False) -> str:
     return value
 
 
-def _name(value: Any, where: str) -> str:
+def check_name(value: Any, where: str) -> str:
+    """``value`` as a name that becomes a folder or file name (:data:`NAME_RE`); a :class:`GridError` after
+    ``where`` (a file and key, or an option) otherwise."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         value = str(value)
     name = _str(value, where, required=True)
-    if not NAME_RE.match(name):
+    if not NAME_RE.fullmatch(name):
         raise GridError(f"{where}: {name!r}: use letters, digits, '_', '.' and '-' only (it names a directory)")
     return name
 
@@ -221,7 +225,7 @@ def _load_system(raw: Any, k: int, path: Path) -> System:
         raise GridError(f"{where}: expected a mapping with name, set, ..., got {raw!r}")
     if "name" not in raw:
         raise GridError(f"{where}: missing 'name'")
-    name = _name(raw["name"], f"{where}.name")
+    name = check_name(raw["name"], f"{where}.name")
     where = f"{path}: system {name!r}"
     unknown = sorted(set(raw) - set(SYSTEM_KEYS))
     if unknown:
@@ -231,10 +235,10 @@ def _load_system(raw: Any, k: int, path: Path) -> System:
         raise GridError(f"{where}: tune_penalties: expected true/false, got {tune!r}")
     reuse = raw.get("reuse_model")
     if reuse is not None:
-        reuse = _name(reuse, f"{where}: reuse_model")
+        reuse = check_name(reuse, f"{where}: reuse_model")
     baseline = raw.get("baseline")
     if baseline is not None:
-        baseline = _name(baseline, f"{where}: baseline")
+        baseline = check_name(baseline, f"{where}: baseline")
     return System(
         name=name,
         label=_str(raw.get("label"), f"{where}: label") or name,
@@ -303,7 +307,7 @@ def _baseline_and_figure(raw: dict, names: set[str], path: Path) -> tuple[str | 
     """``baseline`` (a system name or ``None``) and ``figure`` (``[]`` or two system names)."""
     baseline = raw.get("baseline")
     if baseline is not None:
-        baseline = _name(baseline, f"{path}: baseline")
+        baseline = check_name(baseline, f"{path}: baseline")
         if baseline not in names:
             raise GridError(f"{path}: baseline {baseline!r} is not a system of this grid")
     figure = raw.get("figure") or []
@@ -322,7 +326,7 @@ def _reference_arm(raw: dict, grid: Grid) -> str | None:
     ref, path = raw.get("reference_arm"), grid.path
     if ref is None:
         return None
-    ref = _name(ref, f"{path}: reference_arm")
+    ref = check_name(ref, f"{path}: reference_arm")
     if ref not in grid.names:
         raise GridError(f"{path}: reference_arm {ref!r} is not a system of this grid")
     if ref == grid.baseline_name:
@@ -363,7 +367,7 @@ def load_grid(path: str | Path) -> Grid:
     raw, text = _read_mapping(path)
     if "name" not in raw:
         raise GridError(f"{path}: missing 'name' (it names the report, e.g. name: table1)")
-    name = _name(raw["name"], f"{path}: name")
+    name = check_name(raw["name"], f"{path}: name")
     systems = _load_systems(raw, path)
     baseline, figure = _baseline_and_figure(raw, {s.name for s in systems}, path)
     align = _align_options(raw, path)

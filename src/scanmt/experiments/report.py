@@ -60,7 +60,7 @@ from scanmt.experiments.baselines import (
     single_baseline,
 )
 from scanmt.experiments.drop_noise import drop_noise, drop_noise_section, has_aligner_samples
-from scanmt.experiments.grid import SPEED_KEYS
+from scanmt.experiments.grid import SPEED_KEYS, check_name
 from scanmt.experiments.results_json import (
     extra_splits,
     read_meta_lenient,
@@ -905,7 +905,13 @@ def render(out: Path, rec: dict[str, Any], docs: Path, stem: str, opts: ReportOp
 
 def write_reports(out: Path, docs: Path, *, grid: str | None = None, name: str | None = None,
                   opts: ReportOptions | None = None) -> list[Path]:
-    """Write one Markdown report and its JSON per recorded grid (or only ``grid``); returns the files written."""
+    """Write one Markdown report and its JSON per recorded grid (or only ``grid``); returns the files written.
+
+    ``name`` (the files' stem, default ``experiments-GRID``) is a name as a grid's (:data:`~scanmt.experiments.grid.NAME_RE`),
+    so that the report and its figure folder stay in ``docs``: ``../x`` or ``/abs`` is refused before anything is read.
+    """
+    if name is not None:
+        check_name(name, "--name")
     opts = opts or ReportOptions()
     recs = grid_records(out)
     if grid is not None:
