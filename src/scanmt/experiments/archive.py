@@ -30,8 +30,17 @@ Packing again adds the runs finished since, and packs a run again only when its 
 changed (a new test split, a stress test, a redecode).  Packing runs whose shared work differs from the
 archive's (another session aligned afresh, since eflomal cannot be seeded, or its predictor predicts other
 fertilities) is refused, since their fertilities, and the DROP aligner, would not be those of the archived
-runs.  Every file is written atomically and ``manifest.json`` last, so an interrupted pack leaves the archive
-as it was.
+runs.  ``DEST`` must be missing, empty or an archive: a folder with other files is refused, since packing
+replaces them.  A pack writes the new archive beside ``DEST`` (hard links of its unchanged files, so an
+unchanged run keeps its bytes) and swaps it in as a whole (:func:`scanmt.folder_swap.replacing_folder`), so a
+pack interrupted at any point, ``kill -9`` included, leaves the archive as it was or complete, never a new run
+tarball beside the old manifest.
+
+Restore checks the whole archive before it writes anything: the run keys of the manifest (``SYSTEM/seedK``),
+every tarball's members (:mod:`scanmt.experiments.archive_unpack`: relative regular files, and in
+``shared.tar.gz`` only the mirrored data links ``data/NAME -> DIR/NAME``, so nothing is written outside
+``OUT``), and each run's ``metrics.json`` against its digest.  It unpacks into temporary folders, checks them
+again, renames them into place, and on a failure removes all it made: no run it unpacked is left ``DONE``.
 """
 
 from __future__ import annotations
@@ -40,6 +49,7 @@ import gzip
 import hashlib
 import json
 import os
+import re
 import shutil
 import tarfile
 import time
@@ -49,6 +59,9 @@ from typing import Callable
 
 from scanmt.data.fertility import file_digest
 from scanmt.errors import ConfigError, DataError
+from scanmt.experiments.archive_unpack import check_tarball, unpack
+from scanmt.experiments.grid import NAME_RE
+from scanmt.folder_swap import replacing_folder
 from scanmt.io import LOCK_FILE, atomic_open
 from scanmt.processes import lock_folder
 
@@ -299,29 +312,6 @@ def _files(root: Path, skip: Callable[[Path], bool]) -> list[tuple[str, Path, os
     return out
 
 
-def _unpack(tar_path: Path, into: Path) -> None:
-    """Extract ``tar_path`` into the new folder ``into`` (made through a temporary name, then renamed)."""
-    tmp = into.parent / f".{into.name}.restoring"
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    if not tar_path.is_file():
-        raise DataError(f"{tar_path}: missing, though {MANIFEST} lists it (an incomplete copy of the archive?)")
-    tmp.mkdir(parents=True)
-    try:
-        with tarfile.open(tar_path, "r:gz") as tar:
-            for m in tar.getmembers():
-                if m.name.startswith("/") or ".." in Path(m.name).parts or not (m.isfile() or m.issym()):
-                    raise DataError(f"{tar_path}: unexpected member {m.name!r}: not an archive of scanmt's")
-            tar.extractall(tmp, filter="fully_trusted")
-        os.replace(tmp, into)
-    except (tarfile.TarError, EOFError, OSError) as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise DataError(f"{tar_path}: cannot be unpacked ({type(exc).__name__}: {exc})") from None
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-
-
 # --------------------------------------------------------------------------- manifest
 
 
@@ -374,25 +364,54 @@ def _run_key(run: Path) -> str:
 
 
 def pack(out: Path, dest: Path) -> ArchiveSummary:
-    """Add the finished runs of the experiment folder ``out`` to the archive ``dest`` (made if missing).
+    """Add the finished runs of the experiment folder ``out`` to the archive ``dest`` (made if missing), as a
+    whole: the new archive is written beside ``dest`` and swapped in (:func:`scanmt.folder_swap.replacing_folder`).
 
     Raises:
-        DataError: ``out`` is not an experiment folder, its shared work differs from the archive's, or it
-            was packed from another folder than the archive's.
+        ConfigError: ``dest`` is not a folder, or a folder with files that is not an archive (no manifest.json).
+        DataError: ``out`` is not an experiment folder, its shared work differs from the archive's, it was packed
+            from another folder than the archive's, or the archive holds a symbolic link.
+        BusyError: another process has been packing an archive beside ``dest`` for 10 minutes.
     """
     out = out.resolve()
     shared = out / "shared"
     if not shared.is_dir() or not (out / "grids").is_dir():
         raise DataError(f"{out}: not a scanmt experiment folder (no shared/ and grids/)")
+    with replacing_folder(dest, what="--to", check=_check_archive_folder) as staging:
+        return _pack_into(out, dest, staging)
+
+
+def _check_archive_folder(dest: Path) -> None:
+    """Refuse to pack into ``dest`` unless it is missing, an empty folder, or an archive (a readable manifest)
+    without symbolic links (the new archive's files would be written through them)."""
+    if not dest.is_dir():
+        if os.path.lexists(dest):
+            raise ConfigError(f"--to {dest}: not a folder")
+        return
+    if not (dest / MANIFEST).exists():
+        if any(dest.iterdir()):
+            raise ConfigError(f"--to {dest}: a folder with files but no {MANIFEST}, so not an archive of `scanmt "
+                              f"experiment archive`; packing would replace what it holds ({SHARED_TAR}, grids/, "
+                              "runs/): name a new or an empty folder")
+        return
+    read_manifest(dest)
+    for root, dirs, files in os.walk(dest):
+        for name in (n for n in dirs + files if os.path.islink(os.path.join(root, n))):
+            raise DataError(f"{os.path.join(root, name)}: a symbolic link in the archive {dest}, which holds none "
+                            "(packing would write through it): remove it")
+
+
+def _pack_into(out: Path, dest: Path, staging: Path) -> ArchiveSummary:
+    """:func:`pack`, reading the archive ``dest`` and writing its new version into ``staging`` (a copy of it)."""
+    shared = out / "shared"
     manifest = read_manifest(dest) or {"format": FORMAT, "out": str(out), "runs": {}}
     if manifest["out"] != str(out):
         raise DataError(f"{dest} archives the experiment {manifest['out']}, not {out}: its runs name that folder "
                         "in their files; restore it there (`scanmt experiment restore`) and run the grid there")
     summary = ArchiveSummary()
-    dest.mkdir(parents=True, exist_ok=True)
     if manifest.get("shared") is None:
-        _deterministic_tar(dest / SHARED_TAR, list(_files(shared, _shared_left_behind)))
-        manifest["shared"] = shared_record(shared, dest)
+        _deterministic_tar(staging / SHARED_TAR, list(_files(shared, _shared_left_behind)))
+        manifest["shared"] = shared_record(shared, staging)
         summary.shared = "packed"
     else:
         difference, note = compare_shared(shared, manifest["shared"], dest)
@@ -403,24 +422,23 @@ def pack(out: Path, dest: Path) -> ArchiveSummary:
                 f"(`scanmt experiment restore {dest} --out {out}`)")
         summary.shared = "same" + (f" (fertility predictor: {note})" if note.startswith("other") else "")
         if manifest["format"] != FORMAT:  # format 1, the same shared work: record it the new way
-            record = shared_record(shared, dest)
+            record = shared_record(shared, staging)
             manifest["shared"] = {**record, "data": manifest["shared"]["data"]}
             manifest["format"] = FORMAT
             summary.shared += f", manifest upgraded to format {FORMAT}"
     for grid in sorted((out / "grids").glob("*")):
         if grid.suffix in (".json", ".yaml"):
-            (dest / "grids").mkdir(parents=True, exist_ok=True)
-            with atomic_open(dest / "grids" / grid.name) as fh:
+            (staging / "grids").mkdir(parents=True, exist_ok=True)
+            with atomic_open(staging / "grids" / grid.name) as fh:
                 fh.write(grid.read_text(encoding="utf-8"))
     for run in finished_runs(out):
         key = _run_key(run)
-        metrics = run / "metrics.json"
-        digest = file_digest(metrics) if metrics.exists() else ""
+        digest = _metrics_digest(run)
         known = manifest["runs"].get(key)
         if known is not None and known["metrics"] == digest:
             summary.kept.append(key)
             continue
-        tar = dest / "runs" / run.parent.name / f"{run.name}.tar.gz"
+        tar = _run_tar(staging, key)
         tar.parent.mkdir(parents=True, exist_ok=True)
         _deterministic_tar(tar, list(_files(run, _left_behind(run))))
         manifest["runs"][key] = {"metrics": digest, "size": tar.stat().st_size,
@@ -428,8 +446,18 @@ def pack(out: Path, dest: Path) -> ArchiveSummary:
         (summary.updated if known is not None else summary.added).append(key)
     summary.unfinished = sorted(_run_key(p) for p in (out / "runs").glob("*/seed*")
                                 if p.is_dir() and not (p / "DONE").exists()) if (out / "runs").is_dir() else []
-    _write_manifest(dest, manifest)
+    _write_manifest(staging, manifest)
     return summary
+
+
+def _metrics_digest(run: Path) -> str:
+    """The digest of a run folder's ``metrics.json`` ("" when it has none), as the manifest records it."""
+    return file_digest(run / "metrics.json") if (run / "metrics.json").exists() else ""
+
+
+def _run_tar(dest: Path, key: str) -> Path:
+    system, seed = key.split("/")
+    return dest / "runs" / system / f"{seed}.tar.gz"
 
 
 # --------------------------------------------------------------------------- restore
@@ -441,11 +469,14 @@ def restore(dest: Path, out: Path, say: Callable[[str], None] = print,
     grid's fertility predictor from the archived alignments (``train_predictor``: default
     :func:`scanmt.experiments.shared.train_predictor`; about 40 s on one CPU thread for Multi30k).
 
-    Runs already finished in ``out`` are kept; shared work already in ``out`` must be the archive's.
+    Runs already finished in ``out`` are kept; shared work already in ``out`` must be the archive's.  The whole
+    archive is checked before anything is written (:func:`check_archive`); a restore that fails removes all it
+    made.
 
     Raises:
         DataError: no archive, another folder than the archive's, prepared data missing or changed,
-            shared work that differs, or an unfinished run where an archived one would go.
+            a damaged or crafted archive, shared work that differs, or an unfinished run where an archived one
+            would go.
     """
     manifest = read_manifest(dest)
     if manifest is None:
@@ -454,54 +485,139 @@ def restore(dest: Path, out: Path, say: Callable[[str], None] = print,
     if manifest["out"] != str(out):
         raise ConfigError(f"--out {out}: {dest} archives the experiment {manifest['out']}; its runs name that "
                           f"folder in their commands and specs, so restore it with --out {manifest['out']}")
-    if manifest.get("shared") is None:
+    if not isinstance(manifest.get("shared"), dict):
         raise DataError(f"{dest}/{MANIFEST}: records no shared work")
     if manifest["shared"].get("data"):
         check_data(manifest["shared"]["data"], str(dest))
+    keys = check_archive(dest, manifest)
     out.mkdir(parents=True, exist_ok=True)
     with lock_folder(out, what="--out"):
-        return _restore_into(dest, out, manifest, say, train_predictor)
+        return _restore_into(dest, out, manifest, keys, say, train_predictor)
 
 
-def _restore_into(dest: Path, out: Path, manifest: dict, say: Callable[[str], None],
+#: a run's key in the manifest: its system's name (a grid's, :data:`scanmt.experiments.grid.NAME_RE`) and seed
+SEED_RE = re.compile(r"seed[0-9]+")
+
+
+def check_archive(dest: Path, manifest: dict) -> list[str]:
+    """The run keys of the archive ``dest`` (sorted), after reading all of it and writing nothing: each key is
+    ``SYSTEM/seedK``, each tarball holds only what :func:`scanmt.experiments.archive_unpack.check_members`
+    allows, each run's ``metrics.json`` has the manifest's digest, and the grid records are files.
+
+    Raises:
+        DataError: naming the first key, tarball, member or file that is not as ``pack`` writes it.
+    """
+    runs = manifest.get("runs")
+    if not isinstance(runs, dict):
+        raise DataError(f"{dest}/{MANIFEST}: no table of runs (a damaged manifest); nothing was restored")
+    for key, entry in runs.items():
+        system, _, seed = key.partition("/")
+        if not (NAME_RE.match(system) and SEED_RE.fullmatch(seed)):
+            raise DataError(f"{dest}/{MANIFEST}: run {key!r} is not SYSTEM/seedK (a damaged or crafted manifest); "
+                            "nothing was restored")
+        if not isinstance(entry, dict) or not isinstance(entry.get("metrics"), str):
+            raise DataError(f"{dest}/{MANIFEST}: run {key!r} records no digest of its metrics.json (a damaged "
+                            "manifest); nothing was restored")
+    check_tarball(dest / SHARED_TAR, _mirror_links(manifest["shared"].get("data")))
+    for key in sorted(runs):
+        if (check_tarball(_run_tar(dest, key), {}, "metrics.json") or "") != runs[key]["metrics"]:
+            raise DataError(f"{_run_tar(dest, key)}: its metrics.json does not match {MANIFEST} (a tarball of "
+                            "another pack?); nothing was restored")
+    for grid in sorted((dest / "grids").glob("*")):
+        if grid.is_symlink() or not grid.is_file():
+            raise DataError(f"{grid}: not a file, as a grid record of an archive is; nothing was restored")
+    return sorted(runs)
+
+
+def _mirror_links(data: dict | None) -> dict[str, str]:
+    """The symbolic links ``shared.tar.gz`` may hold: ``data/NAME -> DIR/NAME`` for each file NAME of the mirrored
+    prepared data ``DIR`` (none when the data was prepared inside the experiment)."""
+    if not data:
+        return {}
+    src = str(data["dir"])
+    return {f"data/{p.name}": os.path.join(src, p.name) for p in Path(src).iterdir() if p.is_file()}
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    elif os.path.lexists(path):
+        path.unlink()
+
+
+def _unpack_beside(tar_path: Path, final: Path, links: dict[str, str], made: list[Path]) -> Path:
+    """Unpack ``tar_path`` into ``.NAME.restoring`` beside ``final`` (one a killed restore left is replaced),
+    recorded in ``made``; returns it."""
+    tmp = final.parent / f".{final.name}.restoring"
+    _remove(tmp)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    made.append(tmp)
+    unpack(tar_path, tmp, links)
+    return tmp
+
+
+def _restore_into(dest: Path, out: Path, manifest: dict, keys: list[str], say: Callable[[str], None],
                   train_predictor: Callable[..., object] | None) -> ArchiveSummary:
     summary = ArchiveSummary()
+    todo = []
+    for key in keys:
+        run = out / "runs" / key
+        if (run / "DONE").exists():
+            summary.kept.append(key)
+        elif os.path.lexists(run):
+            raise DataError(f"{run}: an unfinished run where {dest} has a finished one; move it aside, then restore")
+        else:
+            todo.append(key)
     shared = out / "shared"
     if shared.exists():
-        difference, note = compare_shared(shared, manifest["shared"], dest)
+        difference, _ = compare_shared(shared, manifest["shared"], dest)
         if difference is not None:
             raise DataError(f"{shared} differs from the shared work archived in {dest} ({difference}): restore into "
                             "an empty folder (move this one aside)")
         summary.shared = "same"
-    else:
-        _unpack(dest / SHARED_TAR, shared)
-        overrides = manifest["shared"].get("predictor_set")
-        if overrides is not None:
-            from scanmt.experiments import shared as shared_steps
-
-            (train_predictor or shared_steps.train_predictor)(shared_steps.SharedPaths(out), overrides, say)
-        difference, note = compare_shared(shared, manifest["shared"], dest)
-        if difference is not None:
-            shutil.rmtree(shared)
-            raise DataError(f"{dest}: the alignments unpacked from {SHARED_TAR}, or the fertility predictor retrained "
-                            f"from them, differ from those of the archived runs: {difference}; nothing was restored")
-        summary.shared = "restored" + (f", fertility predictor retrained: {note}" if overrides is not None else "")
-    (out / "grids").mkdir(parents=True, exist_ok=True)
-    for grid in sorted((dest / "grids").glob("*")):
-        if not (out / "grids" / grid.name).exists():
-            with atomic_open(out / "grids" / grid.name) as fh:
-                fh.write(grid.read_text(encoding="utf-8"))
-    for key in sorted(manifest["runs"]):
-        system, seed = key.split("/")
-        run = out / "runs" / system / seed
-        if (run / "DONE").exists():
-            summary.kept.append(key)
-            continue
-        if run.exists():
-            raise DataError(f"{run}: an unfinished run where {dest} has a finished one; move it aside, then restore")
-        run.parent.mkdir(parents=True, exist_ok=True)
-        _unpack(dest / "runs" / system / f"{seed}.tar.gz", run)
-        if file_digest(run / "metrics.json") != manifest["runs"][key]["metrics"]:
-            raise DataError(f"{dest}/runs/{key}.tar.gz: its metrics.json does not match {MANIFEST}")
-        summary.added.append(key)
+    made: list[Path] = []  # what this restore wrote, removed if it fails
+    try:
+        if not shared.exists():
+            summary.shared = _restore_shared(dest, out, manifest, made, say, train_predictor)
+        unpacked = []
+        for key in todo:
+            tmp = _unpack_beside(_run_tar(dest, key), out / "runs" / key, {}, made)
+            if _metrics_digest(tmp) != manifest["runs"][key]["metrics"]:
+                raise DataError(f"{_run_tar(dest, key)}: its metrics.json does not match {MANIFEST} (the archive "
+                                "changed during the restore?); nothing was restored")
+            unpacked.append((key, tmp))
+        for key, tmp in unpacked:
+            made.append(out / "runs" / key)
+            os.replace(tmp, out / "runs" / key)
+            summary.added.append(key)
+        (out / "grids").mkdir(parents=True, exist_ok=True)
+        for grid in sorted((dest / "grids").glob("*")):
+            if not os.path.lexists(out / "grids" / grid.name):
+                made.append(out / "grids" / grid.name)
+                with atomic_open(out / "grids" / grid.name) as fh:
+                    fh.write(grid.read_text(encoding="utf-8"))
+    except BaseException:
+        for path in reversed(made):
+            _remove(path)
+        raise
     return summary
+
+
+def _restore_shared(dest: Path, out: Path, manifest: dict, made: list[Path], say: Callable[[str], None],
+                    train_predictor: Callable[..., object] | None) -> str:
+    """Unpack ``shared.tar.gz`` into ``out/shared`` (recorded in ``made``), retrain the fertility predictor and
+    check both against the manifest; returns the summary's ``shared``."""
+    shared = out / "shared"
+    tmp = _unpack_beside(dest / SHARED_TAR, shared, _mirror_links(manifest["shared"].get("data")), made)
+    made.append(shared)
+    os.replace(tmp, shared)
+    overrides = manifest["shared"].get("predictor_set")
+    if overrides is not None:
+        from scanmt.experiments import shared as shared_steps
+
+        (train_predictor or shared_steps.train_predictor)(shared_steps.SharedPaths(out), overrides, say)
+    difference, note = compare_shared(shared, manifest["shared"], dest)
+    if difference is not None:
+        raise DataError(f"{dest}: the alignments unpacked from {SHARED_TAR}, or the fertility predictor retrained "
+                        f"from them, differ from those of the archived runs: {difference}; nothing was restored")
+    return "restored" + (f", fertility predictor retrained: {note}" if overrides is not None else "")
