@@ -35,11 +35,14 @@ at the end (:func:`scanmt.io.atomic_outputs`): ``stress.json`` (every number, th
 models), ``stress.png`` (one panel per metric, x = K, one line per model), the joined inputs
 ``k{K}.src.{src}`` and ``k{K}.ref.{tgt}``, and each model's output ``{name}.k{K}.hyp.{tgt}``, so that
 ``scanmt evaluate --hyp DIR/NAME.kK.hyp.en --ref DIR/kK.ref.en --src DIR/kK.src.de --align-model A``
-gives the same BLEU and REP (and DROP up to the aligner's randomness).
+gives the same BLEU and REP (and DROP up to the aligner's randomness).  The folder is locked
+(:func:`scanmt.processes.lock_folder`) from the end of the input checks on, so that a second stress test into
+it fails naming the first instead of replacing ``stress.json`` and orphaning the first one's files.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import time
@@ -52,6 +55,7 @@ from scanmt.api.requests import CommandRequest, option
 from scanmt.decoding.boundary import FINE_SCORES
 from scanmt.errors import ConfigError, DataError
 from scanmt.io import atomic_outputs, check_output_dir, check_parallel, read_json, read_lines, write_lines
+from scanmt.processes import lock_folder
 
 if TYPE_CHECKING:
     from scanmt.decoding.translator import Translator
@@ -377,7 +381,7 @@ def stress(request: StressRequest) -> StressResult:
     scores: dict[str, dict[int, Scores]] = {n: {} for n in names}
     per_input: dict[str, dict[int, PerInput]] = {n: {} for n in names}
     texts: dict[str, list[str]] = {}
-    with tqdm(total=len(request.k) * len(models), desc="stress", unit="test") as bar:
+    with lock_folder(out, what="--out"), tqdm(total=len(request.k) * len(models), desc="stress", unit="test") as bar:
         for k in request.k:
             side = _join(src, ref, src_tok, ref_tok, k)
             if aligner is not None:
@@ -392,9 +396,9 @@ def stress(request: StressRequest) -> StressResult:
                 scores[name][k], per_input[name][k] = score_output(side, hyps, tl, aligner)
                 _score_boundary(tr, side, k, scores[name][k], per_input[name][k])
                 bar.update()
-    inputs = {k: len(src) // k for k in request.k}
-    result = StressResult(names, list(request.k), scores, inputs, out, notes, time.time() - t0, per_input)
-    write_stress(request, result, texts)
+        inputs = {k: len(src) // k for k in request.k}
+        result = StressResult(names, list(request.k), scores, inputs, out, notes, time.time() - t0, per_input)
+        write_stress(request, result, texts)
     return result
 
 
@@ -461,9 +465,16 @@ def remeasure_boundary(out: Path, *, device: str = "cpu", batch_size: int | None
     before a boundary measure existed (or changed).  The models, test set and K values are those ``stress.json``
     records; the joined sources and references in ``out`` must still be that test set's (else DataError), and
     each checkpoint must still be there."""
+    out = Path(out)
+    # locked while it reads and rewrites stress.json (no folder is made for a lock where there is none: an error)
+    with lock_folder(out, what="--out") if out.is_dir() else contextlib.nullcontext():
+        return _remeasure_boundary(out, device, batch_size)
+
+
+def _remeasure_boundary(out: Path, device: str, batch_size: int | None) -> BoundaryRemeasure:
+    """:func:`remeasure_boundary` of the folder ``out``, locked."""
     from scanmt.metrics.stress import join_groups
 
-    out = Path(out)
     path = out / JSON_FILE
     doc = read_json(path, missing=f"{path}: no such file; --out must be the folder of an earlier scanmt stress")
     try:
