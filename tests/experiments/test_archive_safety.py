@@ -111,7 +111,8 @@ def test_the_mirrored_data_links_still_restore(packed, tmp_path):
 
 
 @pytest.mark.parametrize("key", ["softmax/seed1/extra", "../seed1", "softmax/..", "softmax/../../victim",
-                                 "softmax", "softmax/seed1/../seed2", ".hidden/seed1", "softmax/seedx"])
+                                 "softmax", "softmax/seed1/../seed2", ".hidden/seed1", "softmax/seedx",
+                                 "softmax\n/seed1", "softmax/seed1\n"])
 def test_a_crafted_run_key_is_refused_before_anything_is_written(packed, key):
     out, dest = packed
     shutil.rmtree(out)

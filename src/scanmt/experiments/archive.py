@@ -512,7 +512,7 @@ def check_archive(dest: Path, manifest: dict) -> list[str]:
         raise DataError(f"{dest}/{MANIFEST}: no table of runs (a damaged manifest); nothing was restored")
     for key, entry in runs.items():
         system, _, seed = key.partition("/")
-        if not (NAME_RE.match(system) and SEED_RE.fullmatch(seed)):
+        if not (NAME_RE.fullmatch(system) and SEED_RE.fullmatch(seed)):
             raise DataError(f"{dest}/{MANIFEST}: run {key!r} is not SYSTEM/seedK (a damaged or crafted manifest); "
                             "nothing was restored")
         if not isinstance(entry, dict) or not isinstance(entry.get("metrics"), str):
