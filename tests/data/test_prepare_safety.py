@@ -101,7 +101,7 @@ def test_force_replaces_only_the_files_of_the_preparation(raw, tmp_path):
     assert json.loads((out / "meta.json").read_text())["vocab_size"] == VOCAB + 10 == meta["vocab_size"]
     assert (out / "notes.txt").read_text() == "keep\n" and (out / "align" / "train.subword.align").exists()
     assert not list(out.glob("test.*")), "the old preparation's test split was left behind"
-    assert sorted(p.name for p in out.iterdir()) == sorted(meta["files"] + ["notes.txt", "align"])
+    assert sorted(p.name for p in out.iterdir()) == sorted(meta["files"] + ["notes.txt", "align", ".lock"])
     assert not list(tmp_path.glob(".data.tmp.*"))
 
 
@@ -158,7 +158,8 @@ def test_kill_9_during_prepare_then_rerun(raw, tmp_path):
     proc.kill()
     proc.wait()
     left = list(tmp_path.glob(".data.tmp.*"))
-    assert left and not out.exists(), "expected the killed run to leave its temporary folder"
+    assert left, "expected the killed run to leave its temporary folder"
+    assert sorted(p.name for p in out.iterdir()) == [".lock"]  # its lock, taken after the input checks
     assert main(_cli(raw, out)) == 0
     assert not list(tmp_path.glob(".data.tmp.*")) and (out / "meta.json").exists()
 

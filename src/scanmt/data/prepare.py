@@ -1,8 +1,10 @@
 """``scanmt prepare``: raw parallel text -> tokenized text, joint BPE, vocabulary, encoded splits.
 
-Output directory layout (all files written atomically; the directory itself is
-built under a temporary name, ``.NAME.tmp.PID.*`` beside it, and renamed into
-place; a later run removes the temporary folder of a killed one)::
+Output directory layout (all files written atomically; they are built in a temporary folder,
+``.NAME.tmp.PID.*`` beside it, and moved in, ``meta.json`` last; a later run removes the temporary
+folder of a killed one).  A prepare holds the folder's lock (``.lock``, :func:`scanmt.processes.lock_folder`)
+from the end of its input checks until its files are in place, so that a second one into the same
+folder, or one that would reuse the preparation being written, fails naming it::
 
     meta.json                {"src_lang", "tgt_lang", "vocab_size", "splits": [...], "sources": {...},
                               "files": [every file name written here]}; with --max-train-words also
@@ -33,6 +35,7 @@ from scanmt.data.subword import SubwordModel, train_subword_model
 from scanmt.data.tokenize import tokenize, tokenizer_name
 from scanmt.data.vocab import Vocab
 from scanmt.errors import DataError
+from scanmt.processes import check_unlocked, lock_folder
 from scanmt.io import (atomic_open, check_output_dir, check_parallel, make_temp_dir, read_json, read_lines,
                        remove_stale_temp_dirs, write_lines)
 
@@ -131,25 +134,38 @@ def prepare(
     tokenizers = {lang: tokenizer_name(lang) for lang in (src_lang, tgt_lang)}
     if set(tokenizers.values()) != {"moses"}:
         wanted["tokenizers"] = tokenizers
-    if (out_dir / "meta.json").exists() and not force:
-        meta = read_meta(out_dir)
-        if all(meta.get(k) == v for k, v in wanted.items()):
-            log.info("reusing prepared data in %s", out_dir)
-            return meta
-        raise DataError(
-            f"{out_dir} already holds data prepared with other settings; use another --out or --force"
-        )
+    reused = _earlier_preparation(out_dir, wanted, force)
+    if reused is not None:
+        return reused
     raw = _read_splits(splits, allow_empty_train=max_train_words is not None)
-    _report_leftovers(out_dir)
-    work = make_temp_dir(out_dir.parent, _work_prefix(out_dir), "prepare")
-    try:
-        meta = _build(raw, src_lang, tgt_lang, vocab_size, work, wanted, f"{splits['train'].src} and {splits['train'].tgt}",
-                      max_train_words)
-        _install(work, out_dir)
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
+    with lock_folder(out_dir, what="--out"):  # a second prepare into the same folder fails naming this one
+        reused = _earlier_preparation(out_dir, wanted, force)  # one that ended between the first look and the lock
+        if reused is not None:
+            return reused
+        _report_leftovers(out_dir)
+        work = make_temp_dir(out_dir.parent, _work_prefix(out_dir), "prepare")
+        try:
+            meta = _build(raw, src_lang, tgt_lang, vocab_size, work, wanted,
+                          f"{splits['train'].src} and {splits['train'].tgt}", max_train_words)
+            _install(work, out_dir)
+        except BaseException:
+            shutil.rmtree(work, ignore_errors=True)
+            raise
     return meta
+
+
+def _earlier_preparation(out_dir: Path, wanted: dict, force: bool) -> dict | None:
+    """The meta of the preparation in ``out_dir`` when it has the settings ``wanted`` (it is reused); None when
+    there is none, or with ``force``.  Raises :class:`DataError` for one with other settings, and
+    :class:`~scanmt.errors.BusyError` naming the prepare that is writing it (its files may be half replaced)."""
+    if force or not (out_dir / "meta.json").exists():
+        return None
+    check_unlocked(out_dir, what="--out")
+    meta = read_meta(out_dir)
+    if all(meta.get(k) == v for k, v in wanted.items()):
+        log.info("reusing prepared data in %s", out_dir)
+        return meta
+    raise DataError(f"{out_dir} already holds data prepared with other settings; use another --out or --force")
 
 
 def _read_splits(splits: dict[str, SplitFiles], *, allow_empty_train: bool = False
@@ -240,11 +256,9 @@ def owned_files(meta: dict) -> set[str]:
 
 
 def _install(work: Path, out_dir: Path) -> None:
-    """Move the finished preparation ``work`` to ``out_dir``, replacing only what a preparation wrote there."""
-    os.chmod(work, 0o755)
-    if not out_dir.exists() or not any(out_dir.iterdir()):
-        os.replace(work, out_dir)  # a new name, or over an empty folder: one rename
-        return
+    """Move the files of the finished preparation ``work`` into ``out_dir`` (the folder this prepare has locked),
+    replacing only what a preparation wrote there; ``meta.json`` last, as it marks a complete preparation, and
+    under the :data:`PARTIAL` marker, so that a rerun finishes a move that was interrupted."""
     marker = out_dir / PARTIAL
     old = _previous_files(out_dir)
     new = {p.name for p in work.iterdir()}
@@ -259,7 +273,8 @@ def _install(work: Path, out_dir: Path) -> None:
         os.replace(work / name, out_dir / name)
     marker.unlink()
     work.rmdir()
-    log.info("replaced the earlier preparation in %s", out_dir)
+    if old:
+        log.info("replaced the earlier preparation in %s", out_dir)
 
 
 def _previous_files(out_dir: Path) -> set[str]:

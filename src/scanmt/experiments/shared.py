@@ -32,7 +32,7 @@ from scanmt import api
 from scanmt.api.prepare import parse_pair
 from scanmt.errors import ConfigError, DataError, ScanmtError
 from scanmt.fertility.rules import NO_STRATEGY, ORACLE
-from scanmt.io import atomic_open
+from scanmt.io import LOCK_FILE, atomic_open
 
 log = logging.getLogger(__name__)
 
@@ -122,8 +122,8 @@ def mirror_prepared(src: Path, dst: Path) -> None:
             f"{dst} mirrors {origin.read_text(encoding='utf-8').strip()}, not {src}: use another --out for other data"
         )
     for f in sorted(src.iterdir()):
-        if not f.is_file():
-            continue  # align/, fertility/ of the source are not used: ours are built under OUT
+        if not f.is_file() or f.name == LOCK_FILE:
+            continue  # align/, fertility/ of the source are not used: ours are built under OUT; nor is its lock
         link = dst / f.name
         if link.is_symlink() or link.exists():
             if link.is_symlink() and Path(os.readlink(link)) == f:
