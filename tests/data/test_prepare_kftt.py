@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import importlib
 import json
 
 import pytest
@@ -195,3 +196,30 @@ def test_settings_of_earlier_preparations_still_match(tmp_path):
     before = (tmp_path / "o" / "meta.json").stat().st_mtime_ns
     prepare(request)
     assert (tmp_path / "o" / "meta.json").stat().st_mtime_ns == before
+
+
+@pytest.mark.parametrize("corpus, given, expected", [
+    ("kftt", {}, {"vocab_size": 16000, "max_train_words": 40}),
+    ("kftt", {"vocab_size": 32000, "max_train_words": 50}, {"vocab_size": 32000, "max_train_words": 50}),
+    ("multi30k", {}, {"vocab_size": 8000, "max_train_words": None}),
+    (None, {}, {"vocab_size": 8000, "max_train_words": None}),
+])
+def test_default_settings_per_corpus(tmp_path, monkeypatch, corpus, given, expected):
+    """KFTT: the paper's 1-40 word cleaning and the measured 16k subwords; the others keep their old defaults."""
+    api_prepare = importlib.import_module("scanmt.api.prepare")  # the module (scanmt.api.prepare is the function)
+
+    seen = {}
+
+    def fake(splits, src, tgt, out, **kwargs):
+        seen.update(kwargs)
+        return {"vocab": 1, "vocab_size": kwargs["vocab_size"], "sizes": {}}
+
+    monkeypatch.setattr(api_prepare, "prepare_splits", fake)
+    mirror = tiny_mirror(tmp_path / "m", 2) if corpus == "kftt" else None
+    if corpus == "multi30k":
+        monkeypatch.setattr(api_prepare, "multi30k_splits", lambda *a: {})
+    pair = "ja-en" if corpus == "kftt" else "de-en"
+    files = {} if corpus else {"train": ("a", "b"), "valid": ("a", "b")}
+    prepare(PrepareRequest(pair=pair, out=str(tmp_path / "o"), corpus=corpus, mirror=str(mirror) if mirror else None,
+                           **files, **given))
+    assert {k: seen[k] for k in expected} == expected

@@ -29,8 +29,8 @@ class PrepareRequest(CommandRequest):
     train: tuple[str, str] | None = None
     valid: tuple[str, str] | None = None
     test: tuple[str, str] | None = None
-    #: joint BPE vocabulary size
-    vocab_size: int = 8000
+    #: joint BPE vocabulary size; None: :data:`DEFAULT_VOCAB_SIZE` (``kftt``: :data:`~scanmt.data.kftt.VOCAB_SIZE`)
+    vocab_size: int | None = option(None, range=Range(1))
     #: keep only training pairs of 1 to this many words on both sides; None: all (``kftt``: 40, the paper's)
     max_train_words: int | None = option(None, range=Range(1))
     #: replace an earlier preparation made with other settings (only its own files)
@@ -50,6 +50,10 @@ class PrepareResult:
     #: the length filter (``max_train_words``) and the training pairs read before it; None without it
     max_train_words: int | None = None
     train_read: int | None = None
+
+
+#: the joint BPE vocabulary size of a preparation that names none (Multi30k, the user's files)
+DEFAULT_VOCAB_SIZE = 8000
 
 
 def parse_pair(pair: str) -> tuple[str, str]:
@@ -94,17 +98,19 @@ def prepare(request: PrepareRequest) -> PrepareResult:
     (see :func:`scanmt.data.prepare.prepare`).
     """
     src, tgt = parse_pair(request.pair)
-    max_words = request.max_train_words
+    max_words, vocab_size = request.max_train_words, request.vocab_size
     if request.corpus == "multi30k":
         splits = multi30k_splits(src, tgt, request.mirror)
     elif request.corpus == "kftt":
         splits = kftt_splits(src, tgt, request.mirror)
         max_words = kftt.MAX_TRAIN_WORDS if max_words is None else max_words
+        vocab_size = kftt.VOCAB_SIZE if vocab_size is None else vocab_size
     elif request.corpus is None:
         splits = _file_splits(request)
     else:
         raise DataError(f"--corpus {request.corpus!r}: unknown corpus (known: multi30k, kftt)")
-    meta = prepare_splits(splits, src, tgt, request.out, vocab_size=request.vocab_size, max_train_words=max_words,
+    vocab_size = DEFAULT_VOCAB_SIZE if vocab_size is None else vocab_size
+    meta = prepare_splits(splits, src, tgt, request.out, vocab_size=vocab_size, max_train_words=max_words,
                           force=request.force)
     read = meta.get("train_filter", {}).get("read")
     return PrepareResult(src, tgt, str(request.out), meta["vocab"], meta["vocab_size"], dict(meta["sizes"]),

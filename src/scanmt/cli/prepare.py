@@ -21,7 +21,8 @@ Multi30k files are looked up in --mirror, $SCANMT_MULTI30K and ../shared/data/mu
 before anything is downloaded from github.com/multi30k/dataset.  KFTT (the Kyoto Free
 Translation Task, Japanese-English: --pair ja-en or en-ja) is looked up in --mirror,
 $SCANMT_KFTT and ../shared/data/kftt ({train,dev,test}.{ja,en}.gz; dev becomes valid) and
-never downloaded; it keeps training pairs of 1-40 words on both sides, as the paper did.
+never downloaded; it keeps training pairs of 1-40 words on both sides, as the paper did,
+and learns 16000 joint subwords (docs/japanese.md).
 
 Words come from the language's tokenizer (scanmt.data.tokenize): MeCab with unidic-lite
 for Japanese (ja), Moses for the others."""
@@ -37,7 +38,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--test", nargs=2, metavar=("SRC", "TGT"), help="raw test files")
     p.add_argument("--out", required=True,
                    help="output folder for the prepared data: new, empty, or an earlier preparation")
-    p.add_argument("--vocab-size", type=positive_int, default=8000, help="joint BPE vocabulary size")
+    p.add_argument("--vocab-size", type=positive_int, default=None,
+                   help="joint BPE vocabulary size (default: 8000; 16000 for --corpus kftt)")
     p.add_argument("--max-train-words", type=positive_int, default=None, metavar="N",
                    help="keep only training pairs with 1 to N words (tokenized) on both sides, dropping empty lines "
                         "too (default: all pairs; 40 for --corpus kftt)")
