@@ -42,6 +42,13 @@ cannot be attended to more than ``f`` times in total.
     the derivation of the forward pass, the backward pass and the gradient to ``alpha`` is in
     :mod:`scanmt.ops.entmax`.  No native kernels (the PyTorch algorithms run everywhere).
 
+``bounded_recurrence(z, fertility, transform, *, mask=None, exhaustion=0.0, attention_sum=None, alpha=None, shared=False, backend="auto")``
+    fertility-bounded attention over ``T`` consecutive positions as one op: ``u = max(0, f - attention_sum)``,
+    ``p_t = transform(z_t + c u, u)``, ``attention_sum += p_t``, for csoftmax, csparsemax and centmax;
+    returns every ``p_t`` and the final ``attention_sum``.  ``backend="torch"`` loops over the positions with
+    the ops above; ``"triton"`` (optional extra ``scanmt[gpu]``) runs one kernel program per row with the
+    closed-form backward pass (:mod:`scanmt.ops.recurrence`).
+
 ``Sparsemax(dim)``, ``CSoftmax(dim)`` and ``CSparsemax(dim)`` (and ``Softmax``, ``Entmax15``,
 ``EntmaxBisect(alpha)``, ``CEntmax(alpha)``) are
 ``nn.Module`` wrappers: ``Sparsemax()(z, mask=None)``,
@@ -167,6 +174,7 @@ from .csoftmax import csoftmax
 from .csparsemax import csparsemax
 from .entmax import centmax, entmax15, entmax_bisect
 from .modules import CEntmax, CSoftmax, CSparsemax, Entmax15, EntmaxBisect, Softmax, Sparsemax
+from .recurrence import bounded_recurrence
 from .softmax import softmax
 from .sparsemax import sparsemax
 
@@ -188,6 +196,7 @@ __all__ = [
     "entmax15",
     "entmax_bisect",
     "centmax",
+    "bounded_recurrence",
     "Softmax",
     "Sparsemax",
     "CSoftmax",

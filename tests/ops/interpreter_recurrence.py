@@ -1,0 +1,44 @@
+"""``bounded_recurrence``'s Triton kernels on the CPU, through Triton's interpreter.
+
+Not collected by the suite (no ``test_`` prefix): ``test_recurrence_triton.py`` runs this file in a child
+process with ``TRITON_INTERPRET=1`` set before Triton is imported.  The interpreter patches
+``triton.language`` while a kernel runs and leaves some of it patched (nested ``@triton.jit`` calls), which
+would break compiled Triton (CUDA tests, ``torch.compile``) in the same process; the child keeps it apart.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+from .recurrence_cases import CASES, Case, compare, inputs
+from scanmt.ops import bounded_recurrence
+
+if os.environ.get("TRITON_INTERPRET") != "1":  # pragma: no cover - only reached when run by hand
+    raise RuntimeError("run this file with TRITON_INTERPRET=1 (tests/ops/test_recurrence_triton.py does)")
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_triton_matches_torch(case: Case) -> None:
+    compare(case, "cpu")
+
+
+def test_infeasible_bounds_raise() -> None:
+    """Without a sink, a row whose bounds run out raises, as the torch backend's transforms do."""
+    x = inputs(Case("csparsemax", sink=False, T=2), "cpu")
+    f = torch.full_like(x["fertility"], 0.2)  # 6 columns x 0.2 = 1.2: the second position is infeasible
+    with pytest.raises(ValueError, match="infeasible upper bounds"):
+        bounded_recurrence(x["z"], f, "csparsemax", mask=x["mask"], backend="triton")
+
+
+def test_nan_scores_raise_unless_masked() -> None:
+    x = inputs(Case("csoftmax"), "cpu")
+    z = x["z"].clone()
+    z[0, :, :, Case("csoftmax").S // 2] = float("nan")  # masked: ignored
+    p, _ = bounded_recurrence(z, x["fertility"], "csoftmax", mask=x["mask"], backend="triton")
+    assert bool(torch.isfinite(p).all())
+    z[1, 0, 1, 0] = float("nan")
+    with pytest.raises(ValueError, match="NaN"):
+        bounded_recurrence(z, x["fertility"], "csoftmax", mask=x["mask"], backend="triton")
