@@ -111,7 +111,8 @@ class Attention(nn.Module):
         keys: torch.Tensor,
         memory: torch.Tensor,
         mask: torch.Tensor,
-        bounds: torch.Tensor | None = None,
+        fertility: torch.Tensor | None,
+        attention_sum: torch.Tensor,
         coverage: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """One decoder step.
@@ -121,11 +122,13 @@ class Attention(nn.Module):
             keys: ``[B, S, Hq]`` from :meth:`keys`.
             memory: ``[B, S, Hm]`` encoder states.
             mask: ``[B, S]`` bool, True for real tokens (and the sink).
-            bounds: ``[B, S]`` upper bounds ``u = f - beta`` (``inf`` for the sink), or None.
+            fertility: ``[B, S]`` bounds ``f`` (``inf`` for the sink) of a constrained transform, or None.
+            attention_sum: ``[B, S]`` cumulative attention ``beta`` before this step.
             coverage: ``[B, S, Hq]`` coverage term ``V C_{t-1}`` added to the keys, or None.
 
         Returns:
-            context ``[B, Hm]`` and attention ``[B, S]`` (exactly 0 at padding).
+            context ``[B, Hm]`` and attention ``[B, S]`` (exactly 0 at padding): the bounded recurrence of one
+            position (:meth:`BoundedTransform.step`; the caller adds it to ``attention_sum``).
         """
         if coverage is not None:
             keys = keys + coverage
@@ -133,6 +136,6 @@ class Attention(nn.Module):
         if self.probe is not None and z.requires_grad:
             z.retain_grad()
             self.probe.append(z)
-        attention = self.bounded(z, mask, bounds, self.alpha() if self.alpha is not None else None)
+        attention = self.bounded.step(z, mask, fertility, attention_sum, self.alpha() if self.alpha is not None else None)
         context = torch.bmm(attention.unsqueeze(1), memory).squeeze(1)
         return context, attention

@@ -8,6 +8,12 @@ and the attention paid so far ``attention_sum`` (the paper's cumulative attentio
     p     = transform(z', u, mask)           # csoftmax / csparsemax: 0 <= p_j <= u_j, sum 1
     attention_sum' = attention_sum + p
 
+The recurrence over target positions is one op, :func:`scanmt.ops.bounded_recurrence`
+(:meth:`BoundedTransform.recurrence`): the Transformer's bounded heads call it over all ``T`` positions of
+teacher forcing at once, and over one position per step of incremental decoding; the LSTM once per step
+(:meth:`BoundedTransform.step`).  On the CPU it loops over the positions with the transform ops, as this
+module did before it; on a GPU it runs Triton kernels (``scanmt[gpu]``).
+
 Unconstrained transforms (softmax, sparsemax, entmax15, entmax) take no bounds: ``u`` is None and
 ``p = transform(z, mask)``.
 
@@ -29,6 +35,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from scanmt import ops
 from scanmt.fertility.rules import check_exhaustion
 from scanmt.model.transforms import get_transform
 
@@ -78,16 +85,10 @@ class BoundedTransform(nn.Module):
     def constrained(self) -> bool:
         return self.transform.constrained
 
-    def bounds(self, fertility: torch.Tensor | None, attention_sum: torch.Tensor) -> torch.Tensor | None:
-        """``u = max(0, f - attention_sum)``, or None without fertilities."""
-        if fertility is None:
-            return None
-        return (fertility - attention_sum).clamp_min(0.0)
-
     def forward(
         self, z: torch.Tensor, mask: torch.Tensor, bounds: torch.Tensor | None, alpha: torch.Tensor | None = None
     ) -> torch.Tensor:
-        """``z [..., S]`` scores, ``mask [..., S]``, ``bounds`` from :meth:`bounds` -> attention ``[..., S]``
+        """``z [..., S]`` scores, ``mask [..., S]``, bounds ``u [..., S]`` (or None) -> attention ``[..., S]``
         (exactly 0 at masked columns).  ``alpha``: a learned alpha of an alpha transform (one value per row:
         broadcastable to ``z`` with size 1 along the last dimension), else the fixed one is used."""
         if bounds is not None and self.exhaustion:
@@ -101,3 +102,38 @@ class BoundedTransform(nn.Module):
     def accumulate(attention_sum: torch.Tensor, attention: torch.Tensor) -> torch.Tensor:
         """``attention_sum + attention``: the cumulative attention after one more output word."""
         return attention_sum + attention
+
+    def recurrence(
+        self, z: torch.Tensor, mask: torch.Tensor, fertility: torch.Tensor | None, attention_sum: torch.Tensor,
+        alpha: torch.Tensor | None = None, shared: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The bounded transform over ``T`` consecutive positions (:func:`scanmt.ops.bounded_recurrence`).
+
+        Args:
+            z: ``[..., T, S]`` scores.
+            mask: ``[..., S]`` (broadcastable), True at real tokens and the sink.
+            fertility: ``[..., S]`` (broadcastable) bounds ``f`` (``inf`` at the sink, 0 at padding).
+            attention_sum: ``[..., S]`` cumulative attention before the first position (``[..., 1, S]``
+                with ``shared``: the heads at dimension -3 of ``z`` share it).
+            alpha: a learned alpha of an alpha transform (one per row: broadcastable to ``[..., 1]``), else
+                the fixed one.
+
+        Returns:
+            the attention ``[..., T, S]`` and the cumulative attention after the last position.
+        """
+        a = (self.alpha if alpha is None else alpha) if self.transform.alpha else None
+        return ops.bounded_recurrence(z, fertility, self.transform.name, mask=mask, exhaustion=self.exhaustion,
+                                      attention_sum=attention_sum, alpha=a, shared=shared)
+
+    def step(
+        self, z: torch.Tensor, mask: torch.Tensor, fertility: torch.Tensor | None, attention_sum: torch.Tensor,
+        alpha: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """One position: ``z [..., S]`` -> attention ``[..., S]``: the bounded recurrence with ``T = 1`` for a
+        constrained transform with fertilities, else the transform.  The caller adds it to the cumulative
+        attention (:meth:`accumulate`) once everything else has used it: the op's own, equal sum would
+        change the order in which autograd adds the gradients of the attention's consumers (the LSTM's
+        gradients would differ from the loop this replaced by rounding)."""
+        if self.constrained and fertility is not None:
+            return self.recurrence(z.unsqueeze(-2), mask, fertility, attention_sum, alpha)[0].squeeze(-2)
+        return self(z, mask, None, alpha)

@@ -4,7 +4,7 @@ One step, for the previous output word ``y`` and state ``(h, c, feed, attention_
 
     s        = LSTM([emb(y); feed], (h, c))          # stacked LSTM cells
     u        = max(0, f - attention_sum)             # fertility bounds (constrained only; scanmt.model.bounds)
-    ctx, a   = attention(s, memory, mask, u)
+    ctx, a   = attention(s, memory, mask, u)         # with the line above: one bounded_recurrence step, T = 1
     h~       = tanh(W_c [ctx; s])                    # attentional state, fed to the generator
     feed'    = h~;  attention_sum' = attention_sum + a
     C'       = covvector.update(C, a, s)             # CovVector only; V C enters the next scores
@@ -131,15 +131,13 @@ class Decoder(nn.Module):
             y_gates = self.input_gates(y_emb)
         hs, cs = self.rnn(y_gates, state.feed, state.h, state.c, linears.rnn if linears is not None else None)
         x = hs[-1]
-        bounded = self.attention.bounded
-        bounds = bounded.bounds(enc.fertility, state.attention_sum)
         cov_term, cov = None, None
         if self.coverage is not None:
             cov_term = self.coverage.score_term(state.covvector)
-        ctx, alpha = self.attention(x, enc.keys, enc.memory, enc.mask, bounds, cov_term)
+        ctx, alpha = self.attention(x, enc.keys, enc.memory, enc.mask, enc.fertility, state.attention_sum, cov_term)
         if self.coverage is not None:
             cov = self.coverage.update(state.covvector, alpha, enc.covvector_features, x, enc.mask)
         out = linears.out if linears is not None else self.W_c
         h_tilde = self.dropout(torch.tanh(out(torch.cat([ctx, x], dim=1))))
-        new = LSTMState(bounded.accumulate(state.attention_sum, alpha), hs, cs, h_tilde, cov)
+        new = LSTMState(self.attention.bounded.accumulate(state.attention_sum, alpha), hs, cs, h_tilde, cov)
         return h_tilde, alpha, new

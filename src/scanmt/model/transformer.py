@@ -70,8 +70,10 @@ Computation
   is switched off there, so under ``train.precision=bf16`` the transforms and the cumulative attention
   stay float32), and apply their transform.
 * Teacher forcing (:meth:`TransformerModel.forward`) runs every layer in parallel over time (causal
-  mask), scores included.  Only the transform of bounded heads loops over the ``T`` steps, since the
-  bounds of step ``t`` depend on the attention of steps ``< t``: exact, and equal to step-by-step decoding.
+  mask), scores included.  Only the transform of bounded heads is sequential over the ``T`` steps, since
+  the bounds of step ``t`` depend on the attention of steps ``< t``: one call of
+  :func:`scanmt.ops.bounded_recurrence` over all ``T`` (a loop over the steps on the CPU, one Triton kernel
+  on a GPU with ``scanmt[gpu]``), exact, and equal to step-by-step decoding (the same op with ``T = 1``).
 * Incremental decoding (:meth:`TransformerModel.step`): the state caches every decoder layer's
   self-attention keys/values (one more position per step; the step's position is the cache length)
   and the cumulative attention of the bounded heads; the cross-attention keys/values are computed once
@@ -293,19 +295,14 @@ class CrossAttention(nn.Module):
             parts = []
             nb = self.n_bounded
             a_bounded = a_free = alpha
-            if alpha is not None and alpha.dim():  # one per head: [h] -> [1, h, 1] (bounded, per step), [1, h, 1, 1]
+            if alpha is not None and alpha.dim():  # one per head: [h] -> [1, h, 1] (bounded: per row), [1, h, 1, 1]
                 a_bounded = alpha[:nb].to(ct).view(1, -1, 1)
                 a_free = alpha[nb:].to(ct).view(1, -1, 1, 1)
-            if nb:
+            if nb:  # the bounds of step t depend on the steps before it: one bounded_recurrence over all T
                 assert self.bounded is not None and sums is not None
                 f = fertility.to(ct).unsqueeze(1) if fertility is not None else None
-                mask3 = mask.unsqueeze(1)
-                rows = []
-                for z_t in z[:, :nb].unbind(2):  # the bounds of step t depend on the steps before it
-                    p_t = self.bounded(z_t, mask3, self.bounded.bounds(f, sums), a_bounded)  # [N, nb, S']
-                    sums = self.bounded.accumulate(sums, p_t.mean(1, keepdim=True) if self.shared else p_t)
-                    rows.append(p_t)
-                parts.append(torch.stack(rows, dim=2))
+                p_b, sums = self.bounded.recurrence(z[:, :nb], mask.unsqueeze(1), f, sums, a_bounded, self.shared)
+                parts.append(p_b)  # [N, nb, T, S']
             if nb < self.heads:
                 parts.append(self.free(z[:, nb:], mask4, None, a_free))
             p = torch.cat(parts, dim=1) if len(parts) > 1 else parts[0]
