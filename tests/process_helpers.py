@@ -66,3 +66,54 @@ def lock_held_elsewhere(folder: Path) -> Iterator[subprocess.Popen]:
         yield proc
     finally:
         stop(proc)
+
+
+#: a demo's training step alone (``scanmt.cli.demo._train_all``), endless, two tiny systems; it exits as
+#: ``scanmt demo`` does when interrupted (128 + the signal)
+DEMO_TRAINERS = """
+import sys
+from pathlib import Path
+from scanmt.cli.demo import _train_all
+from scanmt.processes import exit_status, sigterm_interrupts
+from tests.conftest import tiny_config
+
+data, out = Path(sys.argv[1]), Path(sys.argv[2])
+endless = dict(train__max_steps=100000, train__epochs=1000, train__log_every=1, train__checkpoint_every=100000,
+               train__valid_every=100000, train__logger="csv")
+try:
+    with sigterm_interrupts():
+        _train_all({name: tiny_config(data, **endless) for name in ("softmax", "sparsemax")}, out, 100000)
+except KeyboardInterrupt as exc:
+    sys.exit(exit_status(exc))
+"""
+
+#: the systems :data:`DEMO_TRAINERS` trains
+DEMO_SYSTEMS = ("softmax", "sparsemax")
+
+
+def _logged_updates(metrics: Path) -> bool:
+    """Whether a trainer's ``metrics.csv`` holds a logged update (a line after the header)."""
+    try:
+        return len(metrics.read_text(encoding="utf-8").splitlines()) > 1
+    except OSError:
+        return False
+
+
+def start_demo_trainers(data: Path, out: Path, **popen) -> tuple[subprocess.Popen, list[int]]:
+    """:data:`DEMO_TRAINERS` on ``data`` into ``out`` (``popen``: more :class:`subprocess.Popen` arguments),
+    once both trainers have logged an update; the process and its two trainers' PIDs."""
+    from tests.conftest import REPO
+
+    parent = subprocess.Popen([sys.executable, "-c", DEMO_TRAINERS, str(data), str(out)], cwd=REPO,
+                              stdout=subprocess.DEVNULL, **popen)
+    try:
+        # a logged update (log_every=1), not just the header: a trainer killed before its first update has
+        # nothing to save, and one still setting up has not installed its SIGTERM handler yet
+        wait_for(lambda: all(_logged_updates(out / n / "metrics.csv") for n in DEMO_SYSTEMS), 180,
+                 "both trainers to train")
+        trainers = children(parent.pid, "spawn_main")
+        assert len(trainers) == 2, trainers
+    except BaseException:
+        stop(parent)
+        raise
+    return parent, trainers

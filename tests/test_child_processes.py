@@ -16,7 +16,7 @@ import pytest
 
 from scanmt.data.align import TEMP_PREFIX, Aligner, AlignerSettings
 from tests.conftest import REPO
-from tests.process_helpers import alive, children, stop, wait_for
+from tests.process_helpers import alive, children, start_demo_trainers, stop, wait_for
 
 
 def _start_align(data: Path, tmp_path: Path) -> tuple[subprocess.Popen, int, Path]:
@@ -68,40 +68,11 @@ def test_kill_9_during_align_takes_eflomal_along_and_the_next_run_removes_its_fo
     assert f"left behind by an interrupted alignment (eflomal) (process {proc.pid})" in caplog.text
 
 
-DEMO_TRAINERS = """
-import sys
-from pathlib import Path
-from scanmt.cli.demo import _train_all
-from tests.conftest import tiny_config
-
-data, out = Path(sys.argv[1]), Path(sys.argv[2])
-endless = dict(train__max_steps=100000, train__epochs=1000, train__log_every=1, train__checkpoint_every=100000,
-               train__valid_every=100000, train__logger="csv")
-_train_all({name: tiny_config(data, **endless) for name in ("softmax", "sparsemax")}, out, 100000)
-"""
-
-
-def _logged_updates(metrics: Path) -> bool:
-    """Whether a trainer's ``metrics.csv`` holds a logged update (a line after the header)."""
-    try:
-        return len(metrics.read_text(encoding="utf-8").splitlines()) > 1
-    except OSError:
-        return False
-
-
 def test_kill_9_of_the_demo_takes_its_trainers_along_and_they_save(small_data_dir, tmp_path):
     """Both trainers of a demo killed by SIGKILL kept running and writing into the output folder."""
     out = tmp_path / "demo"
-    parent = subprocess.Popen([sys.executable, "-c", DEMO_TRAINERS, str(small_data_dir), str(out)], cwd=REPO,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    trainers: list[int] = []
+    parent, trainers = start_demo_trainers(small_data_dir, out, stderr=subprocess.DEVNULL)
     try:
-        # a logged update (log_every=1), not just the header: a trainer killed before its first update has
-        # nothing to save, and one still setting up has not installed its SIGTERM handler yet
-        wait_for(lambda: all(_logged_updates(out / n / "metrics.csv") for n in ("softmax", "sparsemax")), 180,
-                 "both trainers to train")
-        trainers = children(parent.pid, "spawn_main")
-        assert len(trainers) == 2, trainers
         parent.kill()
         parent.wait(timeout=30)
         wait_for(lambda: not any(alive(pid) for pid in trainers), 60, "the trainers to stop with the demo")

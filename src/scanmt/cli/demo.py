@@ -16,6 +16,8 @@ import io
 import json
 import multiprocessing as mp
 import os
+import signal
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,17 +108,22 @@ class SystemResult:
 def _train_worker(cfg_dict: dict, out: str, log_path: str, parent: int) -> None:
     """Child process: train one system with one thread, everything it prints going to ``log_path``.
 
-    It gets SIGTERM when the demo (``parent``) dies, even by ``kill -9``, and then stops after the
-    current update with ``last.pt`` saved; it holds the lock of its run folder while it trains.
+    It runs in a process group of its own, so that a terminal's Ctrl-C reaches the demo alone, which
+    stops each trainer with one SIGTERM (a trainer that got Ctrl-C too would take that SIGTERM as a
+    second interrupt and quit without saving).  It gets SIGTERM when the demo (``parent``) dies, even
+    by ``kill -9``, and then stops after the current update with ``last.pt`` saved; it holds the lock
+    of its run folder while it trains.  Interrupted, it exits with 128 + the signal (130, 143) and no
+    traceback; orphaned by a killed demo, it says on the terminal where it saved and how to continue.
     """
     import logging
 
     import torch
 
     from scanmt.config import Config
-    from scanmt.processes import die_with_parent, lock_folder
+    from scanmt.processes import die_with_parent, exit_status, lock_folder
     from scanmt.training.trainer import Trainer
 
+    os.setpgrp()
     die_with_parent(parent)
     torch.set_num_threads(1)
     # the folder locked first, so that the Trainer takes it as claimed although train.log is in it already
@@ -125,8 +132,28 @@ def _train_worker(cfg_dict: dict, out: str, log_path: str, parent: int) -> None:
         logging.basicConfig(stream=fh, level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", force=True)
         cfg = Config.from_dict(cfg_dict)
         trainer = Trainer(cfg, out, resume=(Path(out) / "last.pt").exists())
-        trainer.train()
+        try:
+            trainer.train()
+        except KeyboardInterrupt as exc:  # logged in train.log; the demo tells the user, unless it is gone
+            if os.getppid() != parent:
+                print(f"scanmt demo: {Path(out).name}: interrupted by the demo's end: {_saved(Path(out))}; "
+                      f"{CONTINUE}", file=sys.__stderr__, flush=True)
+            sys.exit(exit_status(exc))
         Path(out, "DONE").write_text(f"{cfg.train.max_steps}\n{trainer.stop_reason}\n", encoding="utf-8")
+
+
+#: how to go on after an interrupted demo
+CONTINUE = "run the same scanmt demo command again to continue (each system resumes from its last.pt)"
+
+
+def _saved(run_dir: Path) -> str:
+    """Where an interrupted system stands: ``saved RUN/last.pt at update N``, or that nothing is saved yet."""
+    from scanmt.model.checkpoint import Checkpoint
+
+    last = run_dir / "last.pt"
+    if not last.exists():
+        return "nothing saved yet"
+    return f"saved {last} at update {int(Checkpoint.load(last).progress['step'])}"
 
 
 def _finished(run_dir: Path, updates: int) -> bool:
@@ -151,10 +178,12 @@ def _train_all(configs: dict, out: Path, updates: int) -> None:
     """Train every system in its own process; one progress bar (with ETA) over all their updates.
 
     A system whose folder another process is training into (a demo killed before this fix left such
-    trainers running) is refused before anything starts; the children die with this process.
+    trainers running) is refused before anything starts; the children die with this process.  Ctrl-C or
+    SIGTERM stops every trainer after its current update with ``last.pt`` saved; then this prints where
+    each system stands and how to continue, and raises KeyboardInterrupt (:class:`Interrupted` for SIGTERM).
     """
     from scanmt.errors import DataError
-    from scanmt.processes import check_unlocked
+    from scanmt.processes import Interrupted, check_unlocked
 
     todo = [name for name in configs if not _finished(out / name, updates)]
     for name in todo:
@@ -171,15 +200,38 @@ def _train_all(configs: dict, out: Path, updates: int) -> None:
             p.start()
             procs[name] = p
         _watch(procs, configs, out, updates)
-    except BaseException:  # Ctrl-C, SIGTERM: the trainers save last.pt and stop
-        for p in procs.values():
-            p.terminate()
-        for p in procs.values():
-            p.join()
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM: the trainers save last.pt and stop
+        _stop(procs)
+        _tell_interrupted(procs, out)
         raise
-    failed = [n for n, p in procs.items() if p.exitcode != 0]
+    except BaseException:
+        _stop(procs)
+        raise
+    failed = [n for n, p in procs.items() if p.exitcode not in (0, *INTERRUPTED)]
     if failed:
         raise DataError(f"training {', '.join(failed)} failed; see {', '.join(str(out / n / 'train.log') for n in failed)}")
+    stopped = [p.exitcode for p in procs.values() if p.exitcode in INTERRUPTED]
+    if stopped:  # a trainer signalled directly
+        _tell_interrupted(procs, out)
+        raise KeyboardInterrupt if stopped[0] == INTERRUPTED[0] else Interrupted(signal.SIGTERM)
+
+
+#: the exit statuses of an interrupted trainer: Ctrl-C (130), SIGTERM (143)
+INTERRUPTED = (128 + signal.SIGINT, 128 + signal.SIGTERM)
+
+
+def _stop(procs: dict) -> None:
+    """SIGTERM every trainer still running (each stops after its current update, saving ``last.pt``); wait."""
+    for p in procs.values():
+        p.terminate()
+    for p in procs.values():
+        p.join()
+
+
+def _tell_interrupted(procs: dict, out: Path) -> None:
+    """Where each interrupted system stands, and how to continue (on stderr, after the progress bar)."""
+    stood = "; ".join(f"{n}: {_saved(out / n)}" for n in procs)
+    print(f"training interrupted ({stood}); {CONTINUE}", file=sys.stderr, flush=True)
 
 
 def _watch(procs: dict, configs: dict, out: Path, updates: int) -> None:
