@@ -32,11 +32,13 @@ class Case:
     H: int = 2
     T: int = 3
     S: int = 6
+    #: the scores' standard deviation (20: peaked rows, most of the mass capped at the top)
+    scale: float = 2.0
 
     def __str__(self) -> str:
         return "-".join(str(v) for v in (self.transform, "shared" if self.shared else "own", f"c{self.exhaustion}",
                                           str(self.dtype).split(".")[-1], self.alpha, "sink" if self.sink else "nosink",
-                                          f"{self.N}x{self.H}x{self.T}x{self.S}"))
+                                          f"{self.N}x{self.H}x{self.T}x{self.S}", f"sd{self.scale:g}"))
 
 
 def _alpha(case: Case, device: str):
@@ -52,7 +54,7 @@ def inputs(case: Case, device: str, seed: int = 0) -> dict:
     """``z [N, H, T, S]``, ``fertility [N, 1, S]``, ``mask [N, 1, S]``, ``attention_sum`` and ``alpha``."""
     g = torch.Generator().manual_seed(seed)
     N, H, T, S = case.N, case.H, case.T, case.S
-    z = (torch.randn(N, H, T, S, generator=g) * 2.0).to(case.dtype)
+    z = (torch.randn(N, H, T, S, generator=g) * case.scale).to(case.dtype)
     if case.sink:
         f = torch.rand(N, 1, S, generator=g) * 1.5 + 0.1
         f[..., -1] = float("inf")
@@ -106,6 +108,8 @@ def compare(case: Case, device: str) -> None:
     assert bool((p[0, :, :, case.S // 2] == 0).all())
 
 
+TRANSFORMS = ("csoftmax", "csparsemax", "centmax")
+
 #: the interpreter's cases (small: each kernel program runs in Python)
 CASES = [
     *(Case(t) for t in ("csoftmax", "csparsemax")),
@@ -119,4 +123,5 @@ CASES = [
     Case("centmax", alpha="one"),  # a head at alpha = 1: solved (and differentiated) as csoftmax
     Case("csoftmax", T=1, N=3, H=3),  # one position: the LSTM's and beam search's step
     Case("csparsemax", N=1, H=1, T=2, S=1030),  # a row longer than 1,024 columns
+    *(Case(t, scale=20.0, T=4, alpha="head" if t == "centmax" else "none") for t in TRANSFORMS),
 ]
