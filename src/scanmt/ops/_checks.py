@@ -145,6 +145,15 @@ def require_bounds(name: str, u: Optional[object]) -> None:
         )
 
 
+def check_mask(name: str, mask: object, z: Tensor) -> None:
+    """``TypeError`` for a mask that is not a bool tensor, ``ValueError`` for one on another device than ``z``."""
+    if not isinstance(mask, Tensor) or mask.dtype != torch.bool:
+        what = f"dtype {mask.dtype}" if isinstance(mask, Tensor) else type(mask).__name__
+        raise TypeError(f"{name}: mask must be a bool tensor (True = may receive attention), got {what}")
+    if mask.device != z.device:
+        raise ValueError(f"{name}: z is on {z.device} but mask is on {mask.device}")
+
+
 def broadcast_inputs(
     name: str,
     z: Tensor,
@@ -175,11 +184,7 @@ def broadcast_inputs(
         if u.dtype.is_floating_point:
             out_dtype = torch.promote_types(z.dtype, u.dtype)
     if mask is not None:
-        if not isinstance(mask, Tensor) or mask.dtype != torch.bool:
-            what = f"dtype {mask.dtype}" if isinstance(mask, Tensor) else type(mask).__name__
-            raise TypeError(f"{name}: mask must be a bool tensor (True = may receive attention), got {what}")
-        if mask.device != z.device:
-            raise ValueError(f"{name}: z is on {z.device} but mask is on {mask.device}")
+        check_mask(name, mask, z)
 
     shape = z.shape
     if u is not None and u.shape != shape:

@@ -56,7 +56,7 @@ from typing import Any, Iterator, Optional, Tuple
 import torch
 from torch import Tensor
 
-from . import _triton
+from . import _checks, _triton
 from .csoftmax import csoftmax
 from .csparsemax import csparsemax
 from .entmax import centmax
@@ -228,11 +228,7 @@ def bounded_recurrence(
     state_shape = row_shape[:-2] + (1,) + row_shape[-1:] if shared else row_shape
     _broadcast(name, "fertility", fertility, row_shape)
     if mask is not None:
-        if not isinstance(mask, Tensor) or mask.dtype != torch.bool:
-            what = f"dtype {mask.dtype}" if isinstance(mask, Tensor) else type(mask).__name__
-            raise TypeError(f"{name}: mask must be a bool tensor (True = may receive attention), got {what}")
-        if mask.device != z.device:
-            raise ValueError(f"{name}: z is on {z.device} but mask is on {mask.device}")
+        _checks.check_mask(name, mask, z)
         _broadcast(name, "mask", mask, row_shape)
     dtypes = [z.dtype, fertility.dtype, torch.float32]
     if attention_sum is not None:

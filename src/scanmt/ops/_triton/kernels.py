@@ -235,9 +235,12 @@ def _step_inputs(z_ptr, f, allowed, hist_t, offs_t, m2, exhaustion, CAP: tl.cons
 
 
 @triton.jit
-def _offsets(pid, H, BLOCK_G: tl.constexpr, BLOCK_S: tl.constexpr, S, SHARED: tl.constexpr):
-    """The tile's rows (int64), the columns, the valid entries, the rows of the cumulative attention
-    (the group's with SHARED) and the entries that write it (the group's first row with SHARED)."""
+def _tile(pid, f_ptr, mask_ptr, H, S, SHARED: tl.constexpr, HAS_MASK: tl.constexpr, BLOCK_G: tl.constexpr,
+          BLOCK_S: tl.constexpr):
+    """The tile of program ``pid``: its rows (int64), the columns, the valid entries, the rows of the
+    cumulative attention (the group's with SHARED), the entries that write it (the group's first row with
+    SHARED), the offsets of ``[R, S]`` and of cumulative-attention tensors, the fertility (float32) and the
+    unmasked entries."""
     g = tl.arange(0, BLOCK_G)
     cols = tl.arange(0, BLOCK_S)
     row = (pid * H + g).to(tl.int64)
@@ -248,7 +251,13 @@ def _offsets(pid, H, BLOCK_G: tl.constexpr, BLOCK_S: tl.constexpr, S, SHARED: tl
     else:
         srow = row
         own = m2
-    return g, cols, row, m2, srow, own
+    rs = row[:, None] * S + cols[None, :]
+    ss = srow[:, None] * S + cols[None, :]
+    f = tl.load(f_ptr + rs, mask=m2, other=0.0)
+    allowed = m2
+    if HAS_MASK:
+        allowed = allowed & (tl.load(mask_ptr + rs, mask=m2, other=0) != 0)
+    return g, cols, row, m2, srow, own, rs, ss, f, allowed
 
 
 @triton.jit
@@ -259,14 +268,8 @@ def bounded_forward(
     TRANSFORM: tl.constexpr, SHARED: tl.constexpr, HAS_MASK: tl.constexpr, SAVE: tl.constexpr,
     HAS_ONE: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_S: tl.constexpr, MAX_ITER: tl.constexpr,
 ):
-    pid = tl.program_id(0)
-    g, cols, row, m2, srow, own = _offsets(pid, H, BLOCK_G, BLOCK_S, S, SHARED)
-    rs = row[:, None] * S + cols[None, :]
-    ss = srow[:, None] * S + cols[None, :]
-    f = tl.load(f_ptr + rs, mask=m2, other=0.0)
-    allowed = m2
-    if HAS_MASK:
-        allowed = allowed & (tl.load(mask_ptr + rs, mask=m2, other=0) != 0)
+    g, cols, row, m2, srow, own, rs, ss, f, allowed = _tile(tl.program_id(0), f_ptr, mask_ptr, H, S, SHARED,
+                                                            HAS_MASK, BLOCK_G, BLOCK_S)
     acc = tl.load(s0_ptr + ss, mask=m2, other=0.0)
     if TRANSFORM == 2:
         beta_raw = tl.load(alpha_ptr + row, mask=g < H, other=2.0) - 1.0
@@ -350,14 +353,8 @@ def bounded_backward(
     TRANSFORM: tl.constexpr, SHARED: tl.constexpr, HAS_MASK: tl.constexpr, HAS_DP: tl.constexpr,
     BLOCK_G: tl.constexpr, BLOCK_S: tl.constexpr,
 ):
-    pid = tl.program_id(0)
-    g, cols, row, m2, srow, own = _offsets(pid, H, BLOCK_G, BLOCK_S, S, SHARED)
-    rs = row[:, None] * S + cols[None, :]
-    ss = srow[:, None] * S + cols[None, :]
-    f = tl.load(f_ptr + rs, mask=m2, other=0.0)
-    allowed = m2
-    if HAS_MASK:
-        allowed = allowed & (tl.load(mask_ptr + rs, mask=m2, other=0) != 0)
+    g, cols, row, m2, srow, own, rs, ss, f, allowed = _tile(tl.program_id(0), f_ptr, mask_ptr, H, S, SHARED,
+                                                            HAS_MASK, BLOCK_G, BLOCK_S)
     adj = tl.load(ds_out_ptr + ss, mask=m2, other=0.0)  # the adjoint of the cumulative attention after step t
     df = tl.zeros([BLOCK_G, BLOCK_S], dtype=tl.float32)
     if TRANSFORM == 2:
