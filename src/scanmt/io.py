@@ -20,7 +20,7 @@ import stat
 import sys
 import tempfile
 from pathlib import Path
-from typing import IO, Callable, Iterator, Sequence
+from typing import IO, Callable, Iterator, Mapping, Sequence
 
 import yaml
 import yaml.constructor
@@ -189,6 +189,8 @@ def atomic_outputs(paths: Sequence[str | Path]) -> Iterator[dict[str, Path]]:
         for tmp, key in special:
             with open(tmp, "rb") as src, atomic_open(key, "wb") as dst:
                 shutil.copyfileobj(src, dst)
+    except OSError as exc:  # a full disk names the output, not its temporary file beside it
+        raise at_destination(exc, dict(regular)) from None
     finally:
         for tmp in temps.values():
             with contextlib.suppress(FileNotFoundError):
@@ -215,6 +217,26 @@ def _rename_all(pairs: list[tuple[Path, Path]]) -> None:
 def os_error_line(exc: OSError) -> str:
     """An ``OSError`` as one line of a message: what went wrong and the file (``No space left on device: FILE``)."""
     return f"{exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else "")
+
+
+def at_destination(exc: OSError, places: Mapping[Path, Path]) -> OSError:
+    """``exc`` naming destinations instead of temporary files: a file name that is a temporary path of ``places``
+    (temporary -> destination), or lies under one (a temporary folder), becomes the destination, or the same
+    file under it; ``exc`` itself when it names none (a full disk then reads ``No space left on device: OUT/spm.model``,
+    not ``OUT/../.data.tmp.123.x/spm.model``)."""
+
+    def named(name: object) -> object:
+        if not isinstance(name, str):
+            return name
+        for temp, dest in places.items():
+            if Path(name).is_relative_to(temp):
+                return str(dest / Path(name).relative_to(temp))
+        return name
+
+    filename, filename2 = named(exc.filename), named(exc.filename2)
+    if (filename, filename2) == (exc.filename, exc.filename2):
+        return exc
+    return OSError(exc.errno, exc.strerror or str(exc), filename, None, filename2)
 
 
 def write_error(path: str | Path, exc: BaseException, writer: str) -> OSError:

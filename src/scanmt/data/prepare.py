@@ -36,8 +36,8 @@ from scanmt.data.tokenize import tokenize, tokenizer_name
 from scanmt.data.vocab import Vocab
 from scanmt.errors import DataError
 from scanmt.processes import check_unlocked, lock_folder
-from scanmt.io import (atomic_open, check_output_dir, check_parallel, make_temp_dir, read_json, read_lines,
-                       remove_stale_temp_dirs, write_lines)
+from scanmt.io import (at_destination, atomic_open, check_output_dir, check_parallel, make_temp_dir, read_json,
+                       read_lines, remove_stale_temp_dirs, write_lines)
 
 log = logging.getLogger(__name__)
 
@@ -148,8 +148,10 @@ def prepare(
             meta = _build(raw, src_lang, tgt_lang, vocab_size, work, wanted,
                           f"{splits['train'].src} and {splits['train'].tgt}", max_train_words)
             _install(work, out_dir)
-        except BaseException:
+        except BaseException as exc:
             shutil.rmtree(work, ignore_errors=True)
+            if isinstance(exc, OSError):  # a full disk names the file of --out, not of the work folder
+                raise at_destination(exc, {work: out_dir}) from None
             raise
     return meta
 

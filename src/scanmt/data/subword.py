@@ -99,7 +99,8 @@ def train_subword_model(
 
 
 #: sentencepiece's words for a model it could not write (or read back, truncated), e.g. on a full disk
-WRITE_FAILURES: tuple[str, ...] = ("ParseFromArray", "No space left", "write failed", "Failed to write", "cannot write")
+WRITE_FAILURES: tuple[str, ...] = ("ParseFromArray", "No space left", "write failed", "Failed to write", "cannot write",
+                                   "output->Write")
 
 
 def subword_error(message: str, vocab_size: int, where: str) -> str:
