@@ -234,16 +234,31 @@ def _tell_interrupted(procs: dict, out: Path) -> None:
     print(f"training interrupted ({stood}); {CONTINUE}", file=sys.stderr, flush=True)
 
 
+def _done(configs: dict, out: Path, updates: int) -> int:
+    """The updates all systems have logged (a finished system: its budget)."""
+    return sum(updates if _finished(out / n, updates) else _logged_step(out / n) for n in configs)
+
+
 def _watch(procs: dict, configs: dict, out: Path, updates: int) -> None:
-    """One progress bar over the updates of all systems until their trainers end."""
+    """One progress bar over the updates of all systems until their trainers end.
+
+    The trainers log their step every ``train.log_every`` updates, so the count moves in jumps.  The bar is
+    moved only when the count does: tqdm's rate is the updates over the time since the bar last moved, and a
+    move of zero would start that time again, making a jump of 50 updates look 2 s long (an ETA 30x too
+    short); it counts from the updates done before this run, which are not this run's speed.
+    """
     from tqdm import tqdm
 
     total = updates * len(configs)
-    with tqdm(total=total, desc="training", unit="upd", smoothing=0.1) as bar:
+    with tqdm(total=total, initial=_done(configs, out, updates), desc="training", unit="upd", smoothing=0.1,
+              miniters=1, mininterval=0) as bar:
         while any(p.is_alive() for p in procs.values()):
             time.sleep(2.0)
-            done = sum(updates if _finished(out / n, updates) else _logged_step(out / n) for n in configs)
-            bar.update(done - bar.n)
+            done = _done(configs, out, updates)
+            if done > bar.n:
+                bar.update(done - bar.n)
+            else:
+                bar.refresh()  # the elapsed time
         bar.update(total - bar.n)
 
 
@@ -303,9 +318,10 @@ def _figure_index(out: Path, names: list[str], src: str, data_dir: Path, tgt: st
 
 
 def _print_summary(results: list[SystemResult], out: Path, figure: Path | None, updates: int, elapsed: float,
-                   samples: list[tuple[str, str, dict[str, str]]], comparable: bool) -> None:
+                   samples: list[tuple[str, str, dict[str, str]]], comparable: bool, preset: Path) -> None:
     """Samples, the table of systems, and a warning for a result below the default demo's (``comparable``:
-    the default pair and preset with at least the default budget)."""
+    the default pair and preset with at least the default budget); where the prepared data is, and how to
+    train on it with the systems' ``preset``."""
     print("\nsample translations (test_2016_flickr)")
     for source, ref, mts in samples:
         print(f"  SRC  {source}\n  REF  {ref}")
@@ -329,6 +345,8 @@ def _print_summary(results: list[SystemResult], out: Path, figure: Path | None, 
     if figure is not None:
         print(f"  attention map: {figure}")
     print(f"  outputs:       {out}/SYSTEM/test.hyp.*, test.attn.npz, test.eval.json, train.log")
+    print(f"  data:          {out / 'data'} (prepared and word-aligned): train more systems on it with "
+          f"scanmt train --config {preset} --set data.dir={out / 'data'} --out DIR")
     print(f"  total time:    {elapsed / 60:.1f} min")
 
 
@@ -386,5 +404,6 @@ def _demo(args: argparse.Namespace, out: Path, t_start: float) -> int:
     picks = [index] + [i for i in range(args.samples) if i != index][: max(args.samples - 1, 0)]
     samples = [(sources[i], refs[i], {n: h[i] for n, h in hyps.items()}) for i in picks[: args.samples]]
     comparable = args.pair == "de-en" and args.preset == "cpu-small" and args.updates >= DEFAULT_UPDATES
-    _print_summary(results, out, figure, args.updates, time.time() - t_start, samples, comparable)
+    _print_summary(results, out, figure, args.updates, time.time() - t_start, samples, comparable,
+                   preset_path(args.preset))
     return 0
