@@ -42,3 +42,14 @@ def test_nan_scores_raise_unless_masked() -> None:
     z[1, 0, 1, 0] = float("nan")
     with pytest.raises(ValueError, match="NaN"):
         bounded_recurrence(z, x["fertility"], "csoftmax", mask=x["mask"], backend="triton")
+
+
+def test_inputs_broadcast_to_the_rows() -> None:
+    """One fertility, mask and initial sum for every row, alpha a number: as the torch backend."""
+    x = inputs(Case("centmax", T=2), "cpu")
+    kw = dict(mask=x["mask"][:1, 0], attention_sum=x["attention_sum"][0, 0], alpha=1.3, exhaustion=0.1)
+    ref = bounded_recurrence(x["z"], x["fertility"][0, 0], "centmax", backend="torch", **kw)
+    got = bounded_recurrence(x["z"], x["fertility"][0, 0], "centmax", backend="triton", **kw)
+    for a, b in zip(ref, got):
+        assert a.shape == b.shape
+        torch.testing.assert_close(b, a, atol=1e-5, rtol=0)

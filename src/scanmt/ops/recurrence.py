@@ -215,54 +215,71 @@ def bounded_recurrence(
     name = "bounded_recurrence"
     if transform not in TRANSFORMS:
         raise ValueError(f"{name}: transform must be one of {', '.join(TRANSFORMS)}, got {transform!r}")
-    if not isinstance(z, Tensor):
-        raise TypeError(f"{name}: z must be a torch.Tensor, got {type(z).__name__}")
-    z = _check_tensor(name, "z", z, z)
-    if z.dim() < (3 if shared else 2):
-        raise ValueError(f"{name}: z must be [..., T, S]" + (" with the heads at dimension -3 (shared)" if shared
-                         else "") + f", got shape {tuple(z.shape)}")
-    if fertility is None:
-        raise TypeError(f"{name}: fertility (the bounds f) is required, got None")
-    fertility = _check_tensor(name, "fertility", fertility, z)
-    row_shape = z.shape[:-2] + z.shape[-1:]
-    state_shape = row_shape[:-2] + (1,) + row_shape[-1:] if shared else row_shape
-    _broadcast(name, "fertility", fertility, row_shape)
-    if mask is not None:
-        _checks.check_mask(name, mask, z)
-        _broadcast(name, "mask", mask, row_shape)
-    dtypes = [z.dtype, fertility.dtype, torch.float32]
-    if attention_sum is not None:
-        attention_sum = _check_tensor(name, "attention_sum", attention_sum, z)
-        _broadcast(name, "attention_sum" + (" (shared: size 1 at the heads)" if shared else ""), attention_sum,
-                   state_shape)
-        dtypes.append(attention_sum.dtype)
+    row_shape, state_shape, ct = _check_shapes(name, z, fertility, mask, attention_sum, shared)
     if not isinstance(exhaustion, numbers.Real) or isinstance(exhaustion, bool):
         raise TypeError(f"{name}: exhaustion must be a real number, got {type(exhaustion).__name__}")
     a = _alpha(name, transform, alpha, z, row_shape)
-    ct = dtypes[0]
-    for dt in dtypes[1:]:
-        ct = torch.promote_types(ct, dt)
     s0 = attention_sum.to(ct) if attention_sum is not None else torch.zeros(state_shape, dtype=ct, device=z.device)
     if z.numel() == 0:  # no position (or no row, or no column): nothing changes
         return z.to(ct) * 0, s0
     if _pick(backend, z, ct, name) == "torch":
         return _torch_loop(z.to(ct), fertility.to(ct), s0, transform, mask, float(exhaustion), a, shared, validate)
     _check_triton(name, z, ct)
+    return _triton_apply(name, z, fertility, s0, transform, mask, float(exhaustion), a, shared, validate, ct)
+
+
+def _check_shapes(
+    name: str, z: Any, fertility: Any, mask: Any, attention_sum: Any, shared: bool
+) -> Tuple[torch.Size, torch.Size, torch.dtype]:
+    """Check the tensors; returns the rows' shape ``[..., S]``, the attention sum's (size 1 at the heads
+    with ``shared``) and the compute dtype."""
+    if not isinstance(z, Tensor):
+        raise TypeError(f"{name}: z must be a torch.Tensor, got {type(z).__name__}")
+    _check_tensor(name, "z", z, z)
+    if z.dim() < (3 if shared else 2):
+        raise ValueError(f"{name}: z must be [..., T, S]" + (" with the heads at dimension -3 (shared)" if shared
+                         else "") + f", got shape {tuple(z.shape)}")
+    if fertility is None:
+        raise TypeError(f"{name}: fertility (the bounds f) is required, got None")
+    _check_tensor(name, "fertility", fertility, z)
+    row_shape = z.shape[:-2] + z.shape[-1:]
+    state_shape = row_shape[:-2] + (1,) + row_shape[-1:] if shared else row_shape
+    _broadcast(name, "fertility", fertility, row_shape)
+    if mask is not None:
+        _checks.check_mask(name, mask, z)
+        _broadcast(name, "mask", mask, row_shape)
+    ct = torch.promote_types(torch.promote_types(z.dtype, fertility.dtype), torch.float32)
+    if attention_sum is not None:
+        _check_tensor(name, "attention_sum", attention_sum, z)
+        _broadcast(name, "attention_sum" + (" (shared: size 1 at the heads)" if shared else ""), attention_sum,
+                   state_shape)
+        ct = torch.promote_types(ct, attention_sum.dtype)
+    return row_shape, state_shape, ct
+
+
+def _triton_apply(
+    name: str, z: Tensor, fertility: Tensor, s0: Tensor, transform: str, mask: Optional[Tensor],
+    exhaustion: float, alpha: Any, shared: bool, validate: bool, ct: torch.dtype,
+) -> Tuple[Tensor, Tensor]:
+    """The triton backend: centmax's alpha as one float64 value per row (a number of exactly 1 or 2 is
+    csoftmax / csparsemax, as :func:`centmax` does), checked, then the kernels."""
     from ._triton.function import BoundedRecurrenceFunction
 
-    if transform == "centmax" and not isinstance(a, Tensor):
-        if a in (1.0, 2.0):  # centmax calls csoftmax / csparsemax at these (scanmt.ops.centmax)
-            transform, a = ("csoftmax" if a == 1.0 else "csparsemax"), None
+    row_shape = z.shape[:-2] + z.shape[-1:]
+    state_shape = row_shape[:-2] + (1,) + row_shape[-1:] if shared else row_shape
+    if transform == "centmax" and not isinstance(alpha, Tensor):
+        if alpha in (1.0, 2.0):
+            transform, alpha = ("csoftmax" if alpha == 1.0 else "csparsemax"), None
         else:
-            a = torch.full(row_shape[:-1] + (1,), a, dtype=torch.float64, device=z.device)
-    if isinstance(a, Tensor) and validate:
-        bad = ~(torch.ge(a, 1.0) & torch.lt(a, float("inf")))
-        if bool(bad.any()):
-            raise ValueError(f"{name}: alpha must be finite and >= 1, got {float(a[bad].reshape(-1)[0]):.6g}")
-    if isinstance(a, Tensor):
-        a = a.expand(row_shape[:-1] + (1,))
-    out = BoundedRecurrenceFunction.apply(
-        z, fertility.expand(row_shape), s0.expand(state_shape), a, None if mask is None else mask.expand(row_shape),
-        transform, float(exhaustion), shared, validate,
+            alpha = torch.full(row_shape[:-1] + (1,), alpha, dtype=torch.float64, device=z.device)
+    if isinstance(alpha, Tensor):
+        if validate:
+            bad = ~(torch.ge(alpha, 1.0) & torch.lt(alpha, float("inf")))
+            if bool(bad.any()):
+                raise ValueError(f"{name}: alpha must be finite and >= 1, got {float(alpha[bad].reshape(-1)[0]):.6g}")
+        alpha = alpha.expand(row_shape[:-1] + (1,))
+    p, s = BoundedRecurrenceFunction.apply(
+        z, fertility.expand(row_shape), s0.expand(state_shape), alpha, None if mask is None else mask.expand(row_shape),
+        transform, exhaustion, shared, validate,
     )
-    return out[0].to(ct), out[1].to(ct)
+    return p.to(ct), s.to(ct)
