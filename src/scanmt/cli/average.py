@@ -23,9 +23,10 @@ decayed to zero (train.lr_schedule: inverse_sqrt).
 
 A run keeps the checkpoints to average with train.keep_checkpoints: N (RUN/checkpoints/stepS.pt, the
 weights of its last N validations). --run averages only the checkpoints that run saved (each records its
-run's id, told by RUN/last.pt or best.pt): another run's files in that folder are left out, and named. The averaged checkpoint takes its config, vocabulary, fertility
-provider and progress from the checkpoint of the latest step, records its sources (averaged_from), and
-has no optimizer state, so it cannot resume training."""
+run's id, told by RUN/last.pt or best.pt): another run's files in that folder are left out, and named.
+The averaged checkpoint takes its config, vocabulary, fertility provider and progress from the checkpoint
+of the latest step, records its sources (averaged_from), and has no optimizer state, so it cannot resume
+training."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

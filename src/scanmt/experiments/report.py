@@ -907,8 +907,9 @@ def write_reports(out: Path, docs: Path, *, grid: str | None = None, name: str |
                   opts: ReportOptions | None = None) -> list[Path]:
     """Write one Markdown report and its JSON per recorded grid (or only ``grid``); returns the files written.
 
-    ``name`` (the files' stem, default ``experiments-GRID``) is a name as a grid's (:data:`~scanmt.experiments.grid.NAME_RE`),
-    so that the report and its figure folder stay in ``docs``: ``../x`` or ``/abs`` is refused before anything is read.
+    ``name`` (the files' stem, default ``experiments-GRID``) is a name as a grid's
+    (:data:`~scanmt.experiments.grid.NAME_RE`), so that the report and its figure folder stay in ``docs``:
+    ``../x`` or ``/abs`` is refused before anything is read.
     """
     if name is not None:
         check_name(name, "--name")
