@@ -565,6 +565,15 @@ class ProgressBarSafeHandler(logging.StreamHandler):
             self.handleError(record)
 
 
+def close_progress_bars() -> None:
+    """Close every open progress bar (each clears its line, or leaves its last state on a line of its own), so
+    that an error printed next starts its own line instead of following a bar that an exception left open."""
+    from tqdm import tqdm
+
+    for bar in list(getattr(tqdm, "_instances", ())):
+        bar.close()
+
+
 def setup_logging(verbose: bool) -> None:
     """Log to stderr through :class:`ProgressBarSafeHandler` (unless the root logger has handlers already).
 

@@ -11,6 +11,7 @@ from scanmt.allocator import tune_malloc
 from scanmt.cli import HelpFormatter
 from scanmt.errors import ScanmtError
 from scanmt.io import ProgressBarSafeHandler, os_error_line, setup_logging  # noqa: F401 - where they were defined before
+from scanmt.io import close_progress_bars
 from scanmt.processes import exit_status, sigterm_interrupts
 
 # command modules under scanmt.cli, in the order ``--help`` lists them
@@ -93,16 +94,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         with sigterm_interrupts():  # SIGTERM cleans up like Ctrl-C (temporary files, children, last.pt)
             return int(args._run(args) or 0)
     except ScanmtError as exc:
-        print(f"scanmt {args.command}: error: {exc}", file=sys.stderr)
+        _tell(args.command, f"error: {exc}")
         return 2
     except OSError as exc:  # a disk that is full, a folder that is not writable, ...
         if args.verbose:
             raise
-        print(f"scanmt {args.command}: error: {os_error_line(exc)}", file=sys.stderr)
+        _tell(args.command, f"error: {os_error_line(exc)}")
         return 1
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (processes.Interrupted)
-        print(f"scanmt {args.command}: interrupted", file=sys.stderr)
+        _tell(args.command, "interrupted")
         return exit_status(exc)
+
+
+def _tell(command: str, what: str) -> None:
+    """``scanmt COMMAND: WHAT`` on stderr, on a line of its own (after the progress bars it ends)."""
+    close_progress_bars()
+    print(f"scanmt {command}: {what}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -46,6 +46,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -64,7 +65,7 @@ from scanmt.config import config_differences, with_defaults
 from scanmt.errors import BusyError, ConfigError, DataError, ScanmtError
 from scanmt.experiments.deadline import Estimate, StepTimes, defer_reason, expected_seconds
 from scanmt.experiments.grid import SPEED_KEYS, Grid, GridError, System
-from scanmt.io import LOCK_FILE, atomic_open, os_error_line, setup_logging
+from scanmt.io import LOCK_FILE, atomic_open, close_progress_bars, os_error_line, setup_logging
 from scanmt.processes import die_with_parent, exit_status, lock_holder, sigterm_interrupts, try_lock
 
 #: decode keys the translate request sets when they differ from the checkpoint's config (beam: always)
@@ -982,18 +983,25 @@ def worker_main(argv: Sequence[str]) -> int:
         try:
             run_one(spec, threads)
         except ScanmtError as exc:
-            print(f"{spec.key}: error: {exc}", file=sys.stderr, flush=True)
+            _tell(spec.key, f"error: {exc}")
             return 2
         except KeyboardInterrupt as exc:
-            print(f"{spec.key}: interrupted", file=sys.stderr, flush=True)
+            _tell(spec.key, "interrupted")
             return exit_status(exc)
         except OSError as exc:  # a full disk, a folder that is not writable: one line naming the file
-            print(f"{spec.key}: error: {os_error_line(exc)}", file=sys.stderr, flush=True)
+            _tell(spec.key, f"error: {os_error_line(exc)}")
             return 1
         except Exception:  # noqa: BLE001 - a bug: keep the traceback in the run's log
+            close_progress_bars()
             traceback.print_exc()
             return 1
     return 0
+
+
+def _tell(key: str, what: str) -> None:
+    """``KEY: WHAT`` on the worker's stderr (the run's log), on a line of its own after the progress bars it ends."""
+    close_progress_bars()
+    print(f"{key}: {what}", file=sys.stderr, flush=True)
 
 
 # --------------------------------------------------------------------------- pool
@@ -1028,11 +1036,19 @@ def cpu_count() -> int:
         return os.cpu_count() or 1
 
 
+#: a progress bar's frame in a log, up to its end (tqdm's ``... [elapsed<remaining, rate, postfix]`` or
+#: ``... [elapsed, rate]``): what follows it on the line was written after the bar
+PROGRESS_FRAME = re.compile(r"^.*\[(\d+:)?\d\d:\d\d(<|, )[^\]]*\]")
+
+
 def _tail(path: Path, n: int = 3) -> str:
+    """The last ``n`` lines of the log ``path`` that say something: progress bars' frames (each ends in ``\\r``,
+    a line to :meth:`str.splitlines`) left out, so that a failed run's reason is not a bar's fragment."""
     try:
-        lines = [ln for ln in path.read_text(encoding="utf-8", errors="replace").splitlines() if ln.strip()]
+        text = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return ""
+    lines = [ln for ln in (PROGRESS_FRAME.sub("", ln).strip() for ln in text.splitlines()) if ln]
     return " | ".join(ln.strip()[-200:] for ln in lines[-n:])
 
 

@@ -335,12 +335,14 @@ class TrainLoop:
 
     # ----------------------------------------------------------- loop
     def _progress_bar(self) -> tqdm:
-        """One bar over the whole run (its ETA is the run's): ``train.max_steps``, else all epochs' batches."""
+        """One bar over the whole run (its ETA is the run's): ``train.max_steps``, else all epochs' batches.
+        Only on a terminal: in a log file (the demo's ``train.log``, a grid run's ``log.txt``) its frames
+        would bury the log lines."""
         c, p = self.cfg, self.progress
         planned = p.step + len(self._batches(p.epoch)) * (c.epochs - p.epoch + 1) - p.batch_in_epoch
         total = min(c.max_steps, planned) if c.max_steps else planned
         return tqdm(total=max(total, p.step), initial=p.step, desc=f"epoch {p.epoch}", unit="upd",
-                    disable=not self.dist.is_main, leave=False, mininterval=2.0)
+                    disable=None if self.dist.is_main else True, leave=False, mininterval=2.0)
 
     def run(self) -> Progress:
         """Train until a stop condition (:meth:`_should_stop`); the folder's lock is released at the end.

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import math
 import random
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -88,6 +89,8 @@ class NMTTask:
 
     score_key = "valid/bleu"
     decay_key = "valid/ppl"
+    #: whether validation's greedy decoding shows a progress bar on a terminal (the main process only)
+    show_progress = True
 
     def __init__(self, cfg: Config, data: TrainData, fertility: FertilitySetup | None):
         self.cfg = cfg
@@ -160,7 +163,8 @@ class NMTTask:
                 total += float(nmt_loss(out.logits, batch.tgt_out))
             n_tok += batch.n_tgt_tokens
         translator = Translator(self.model, self.data.pipeline, self.cfg.decode, device=device)
-        hyps = translator.search(valid, beam=1)
+        log.info("validation: greedy decoding of %d sentences for BLEU", len(valid))  # minutes for a Transformer
+        hyps = translator.search(valid, beam=1, progress=self.show_progress and sys.stderr.isatty())
         pipe = self.data.pipeline
         texts = [pipe.detokenize_target(pipe.target_pieces(h.tokens)) for h in hyps]
         bleu = sacrebleu.corpus_bleu(texts, [self.data.valid_refs]).score
@@ -206,6 +210,7 @@ class Trainer:
             torch.manual_seed(cfg.train.seed)
             random.seed(cfg.train.seed)
             self.task = NMTTask(cfg, self.data, fert)
+            self.task.show_progress = self.dist.is_main
             sparse = cfg.model.attention.transform != "softmax" or is_sparse(cfg.model.output)
             if sparse and self.dist.device.type == "cpu":
                 load_native_kernels()  # a first-run build happens here, not inside the timed training
