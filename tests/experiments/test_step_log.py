@@ -72,8 +72,10 @@ def test_evaluate_step_logs_the_table(tmp_path, capsys):
     assert lines[-1] == f"results written to {tmp_path / 'eval.json'}" and (tmp_path / "eval.json").exists()
 
 
-@pytest.mark.parametrize("force", [False, True])
-def test_translate_summary(force):
+@pytest.mark.parametrize("force, output", [(False, "sparsemax"), (True, "sparsemax"), (False, "softmax")])
+def test_translate_summary(force, output):
+    """A sparse output's support and exact searches; nothing of them for a softmax (every word has a
+    probability: the vocabulary is its support) or forced decoding (issue 52, item 18)."""
     from scanmt.decoding.search import Hypothesis
 
     class T:  # a translation as far as the summary reads it
@@ -83,13 +85,13 @@ def test_translate_summary(force):
     decode = DecodeConfig()
     request = api.TranslateRequest(model="m.pt", input="-", output="o.en", attention_out="o.npz",
                                    force_target="t.en" if force else None)
-    text = api.TranslateResult([T(), T()], 0 if force else 5, decode, 2.0).summary(request)
+    text = api.TranslateResult([T(), T()], 0 if force else 5, decode, 2.0, output).summary(request)
     lines = text.splitlines()
     assert lines[0] == "translated 2 sentences from <stdin> -> o.en"
     assert lines[1] == ("  decoding: forced (log-probabilities written)" if force else
                         f"  decoding: beam 5, length alpha {decode.length_alpha:g}, coverage beta "
                         f"{decode.coverage_beta:g} (eps {decode.coverage_eps:g}), penalties: {decode.penalty_mode}, "
                         f"output length 1 to 2 x source + 10")
-    search = [] if force else ["  output softmax: mean support 2.00 words per step; search exact for 2/2 sentences "
-                               "(100.0%)"]
+    search = [] if force or output == "softmax" else [
+        "  output sparsemax: mean support 2.00 words per step; search exact for 2/2 sentences (100.0%)"]
     assert lines[2:] == ["  time: 2.0 s, 1.0 sentences/s, 3 tokens/s", *search, "  attention: o.npz"]

@@ -103,7 +103,10 @@ class TranslateResult:
         return {"output": self.output, "beam": self.beam, **self.search_stats.to_dict()}
 
     def summary(self, request: TranslateRequest) -> str:
-        """The lines ``scanmt translate`` prints at its end: sentences, decoding settings, speed, attention file."""
+        """The lines ``scanmt translate`` prints at its end: sentences, decoding settings, speed, a sparse output's
+        support and exact searches, attention file."""
+        from scanmt.model.output import is_sparse
+
         out, beam, dt, d = self.translations, self.beam, self.seconds, self.decode
         n_tok = sum(len(t.pieces) + 1 for t in out)
         mode = "forced (log-probabilities written)" if request.force_target else ("greedy" if beam <= 1 else f"beam {beam}")
@@ -118,7 +121,7 @@ class TranslateResult:
             f"  decoding: {mode}{pen}",
             f"  time: {dt:.1f} s, {len(out) / max(dt, 1e-9):.1f} sentences/s, {n_tok / max(dt, 1e-9):.0f} tokens/s",
         ]
-        if not request.force_target:
+        if not request.force_target and is_sparse(self.output):  # a softmax gives every word a probability
             lines.append(f"  {self.search_stats.describe(self.output)}")
         if request.attention_out:
             lines.append(f"  attention: {request.attention_out}")

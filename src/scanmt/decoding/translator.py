@@ -383,8 +383,11 @@ class Translator:
         src_pieces = self.pipeline.source_pieces_all(lines)
         if fertility is not None:
             check_fertility_rows(fertility, [len(p) for p in src_pieces])
-        src_pieces, fertility = self._limit_lengths(src_pieces, fertility, max_len, source)
+        if max_len:
+            src_pieces, fertility = self._cut_lengths(src_pieces, fertility, max_len, source)
         self.check_source_lengths(src_pieces, source)
+        if not max_len:  # after the check: a line refused as too long is not "translated in full"
+            self._warn_longer_than_trained(src_pieces, source)
         todo = [i for i, pieces in enumerate(src_pieces) if pieces]
         out = [self._empty_translation() for _ in src_pieces]
         if todo:
@@ -415,27 +418,32 @@ class Translator:
                     "--max-len N, or raise the limit with --max-source-len N"
                 )
 
-    def _limit_lengths(
-        self, src_pieces: list[list[str]], fertility: Sequence[Sequence[float]] | None, max_len: int | None,
-        source: str,
+    def _cut_lengths(
+        self, src_pieces: list[list[str]], fertility: Sequence[Sequence[float]] | None, max_len: int, source: str,
     ) -> tuple[list[list[str]], Sequence[Sequence[float]] | None]:
-        """Cut sentences to ``max_len`` subwords (and their fertilities), or warn about long ones."""
-        limit = max_len or self.max_len
-        long = [i for i, pieces in enumerate(src_pieces) if limit and len(pieces) > limit]
+        """Cut sentences to ``max_len`` subwords (and their fertilities), with a warning that counts them."""
+        long = [i for i, pieces in enumerate(src_pieces) if len(pieces) > max_len]
         if not long:
             return src_pieces, fertility
-        lines = ", ".join(str(i + 1) for i in long[:5]) + (", ..." if len(long) > 5 else "")
-        if not max_len:
-            log.warning("%s: %d line(s) have more than %d subwords, the longest the model was trained on "
-                        "(data.max_len); translated in full (lines %s; --max-len N cuts them)",
-                        source, len(long), limit, lines)
-            return src_pieces, fertility
         log.warning("%s: %d line(s) have more than --max-len %d subwords and were cut to their first %d (lines %s)",
-                    source, len(long), max_len, max_len, lines)
+                    source, len(long), max_len, max_len, _first_lines(long))
         cut = [pieces[:max_len] for pieces in src_pieces]
         return cut, None if fertility is None else [list(f)[:max_len] for f in fertility]
+
+    def _warn_longer_than_trained(self, src_pieces: Sequence[Sequence[str]], source: str) -> None:
+        """Warn about (and count) sentences longer than the model was trained on (``data.max_len``)."""
+        long = [i for i, pieces in enumerate(src_pieces) if self.max_len and len(pieces) > self.max_len]
+        if long:
+            log.warning("%s: %d line(s) have more than %d subwords, the longest the model was trained on "
+                        "(data.max_len); translated in full (lines %s; --max-len N cuts them)",
+                        source, len(long), self.max_len, _first_lines(long))
 
     def _empty_translation(self) -> Translation:
         """The translation of an empty line: no words, ``</s>`` attending to the sink (if any)."""
         hyp = Hypothesis([], 0.0, 0.0, torch.ones(1, sink_convention.columns(0, self.model.sink)))
         return Translation("", [], [], hyp, [] if self.model.constrained else None, self.model.sink)
+
+
+def _first_lines(indices: Sequence[int]) -> str:
+    """The first five of 0-based line ``indices`` as 1-based line numbers (``3, 8, ...``)."""
+    return ", ".join(str(i + 1) for i in indices[:5]) + (", ..." if len(indices) > 5 else "")
