@@ -52,3 +52,23 @@ def test_a_file_where_the_figure_folder_goes_is_refused_before_any_report_is_wri
     assert f"{docs / 'experiments-table1'}: is a file, but the report puts its figures in a folder" in capsys.readouterr().err
     assert (docs / "experiments-table1").read_text(encoding="utf-8") == "mine\n"
     assert not (docs / "experiments-table1.md").exists() and not (docs / "experiments-table1.json").exists()
+
+
+def test_out_naming_a_file_is_refused_before_the_report_is_computed(tmp_path, capsys, monkeypatch):
+    """``experiment report --out FILE`` failed with "File exists" only after computing the whole report
+    (issue 52, item 16)."""
+    from scanmt.cli.main import main
+    from scanmt.experiments import report as report_module
+
+    def computed(*args, **kwargs):
+        raise AssertionError("the report was computed before --out was checked")
+
+    out, docs = tmp_path / "exp", tmp_path / "report.md"
+    fake_experiment(out, SEEDS)
+    docs.write_text("mine\n", encoding="utf-8")
+    monkeypatch.setattr(report_module, "collect", computed)
+    assert main(["experiment", "report", str(out), "--out", str(docs), "--figures", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"scanmt experiment: error: --out {docs / 'experiments-table1.md'}: {docs} is a file, "
+                   "not a folder\n")
+    assert docs.read_text(encoding="utf-8") == "mine\n"

@@ -77,7 +77,7 @@ from scanmt.experiments.stress_report import (
     draw_stress_figure,
     stress_section,
 )
-from scanmt.io import atomic_open, read_lines
+from scanmt.io import atomic_open, check_output_file, read_lines
 
 #: (metric key, column title, higher is better)
 COLUMNS: tuple[tuple[str, str, bool], ...] = (
@@ -922,12 +922,11 @@ def write_reports(out: Path, docs: Path, *, grid: str | None = None, name: str |
             raise ConfigError(f"--grid {grid}: not recorded in {out} (recorded: {known})")
     if name is not None and len(recs) > 1:
         raise ConfigError(f"--name needs a single grid, but {out} holds {len(recs)}: add --grid NAME")
+    stems = [name or f"experiments-{rec['name']}" for rec in recs]
+    for stem in stems:  # every report's files, before any report is computed
+        check_report_files(docs, stem)
     written = []
-    for rec in recs:
-        stem = name or f"experiments-{rec['name']}"
-        if (docs / stem).exists() and not (docs / stem).is_dir():
-            raise ConfigError(f"{docs / stem}: is a file, but the report puts its figures in a folder of that "
-                              "name; move the file away or give another --name")
+    for rec, stem in zip(recs, stems):
         systems = collect(out, rec)
         table = results_table({s.name: s.runs for s in systems}, rec["split"],
                               read_meta_lenient(out / "shared" / "data"),
@@ -942,6 +941,16 @@ def write_reports(out: Path, docs: Path, *, grid: str | None = None, name: str |
             log.info("removed %s: a figure of the previous report that this one no longer shows", f)
         written += [md, write_results_json(docs / f"{stem}.json", table), *files]
     return written
+
+
+def check_report_files(docs: Path, stem: str) -> None:
+    """Refuse a report that could not be written, before it is computed: ``--out`` (``docs``) a file, below one,
+    or in a folder this user cannot write; a file where the report's figure folder ``docs/stem`` goes."""
+    for f in (docs / f"{stem}.md", docs / f"{stem}.json"):
+        check_output_file(f, "--out")
+    if (docs / stem).exists() and not (docs / stem).is_dir():
+        raise ConfigError(f"{docs / stem}: is a file, but the report puts its figures in a folder of that "
+                          "name; move the file away or give another --name")
 
 
 def stale_figures(md: Path, keep: Sequence[Path]) -> list[Path]:
