@@ -72,7 +72,7 @@ def text_metrics(request: EvaluateRequest, metrics: list[str], rows: list[Row], 
         out["bleu"] = {"score": r.score, "signature": r.signature, "details": r.details}
     if "tok-bleu" in metrics:
         r = bleu_mod.tokenized_bleu(texts.hyp_tok, texts.ref_tok)
-        rows.append(("BLEU (tokenized, lc)", f"{r.score:.2f}", f"Moses-tokenized; {r.signature}"))
+        rows.append(("BLEU (tokenized, lc)", f"{r.score:.2f}", f"tokenized (scanmt.data.tokenize); {r.signature}"))
         out["tok_bleu"] = {"score": r.score, "signature": r.signature, "details": r.details}
     if texts.hyp2 is not None:
         tokenized = "bleu" not in metrics and "tok-bleu" in metrics

@@ -21,8 +21,8 @@ Score any system's output against a reference; prints a table (and JSON with --j
   scanmt evaluate --hyp a.hyp.en --hyp2 b.hyp.en --ref test.en        # paired bootstrap a vs b
   scanmt evaluate --attention rwth.attn.npz --gold-align test.talp --gold-one-indexed   # AER/SAER
 
-Text metrics: bleu (sacrebleu, detokenized, cased), tok-bleu (Moses-tokenized, lowercased, like
-multi-bleu -lc), meteor (nltk, WordNet synonyms), rep (REP-score), drop (DROP-score, needs --src
+Text metrics: bleu (sacrebleu, detokenized, cased), tok-bleu (tokenized: Moses, MeCab for
+Japanese; lowercased, like multi-bleu -lc), meteor (nltk, WordNet synonyms), rep (REP-score), drop (DROP-score, needs --src
 and --align-model). Attention metrics need --attention: attn-stats, and aer/saer with --gold-align
 (attention from forced decoding of the gold targets). Metrics whose inputs are given run by default.
 """
@@ -37,11 +37,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--tokenized",
         action="store_true",
-        help="--src/--hyp/--ref/--hyp2 are already Moses-tokenized (they are detokenized for sacrebleu BLEU); "
+        help="--src/--hyp/--ref/--hyp2 are already tokenized (they are detokenized for sacrebleu BLEU); "
         "by default they are detokenized text and are tokenized here",
     )
-    g.add_argument("--src-lang", default="de", metavar="LANG", help="source language (Moses tokenizer rules)")
-    g.add_argument("--tgt-lang", default="en", metavar="LANG", help="target language (Moses tokenizer rules)")
+    g.add_argument("--src-lang", default="de", metavar="LANG", help="source language (its tokenizer: MeCab for ja, Moses rules otherwise)")
+    g.add_argument("--tgt-lang", default="en", metavar="LANG", help="target language (its tokenizer: MeCab for ja, Moses rules otherwise)")
     g.add_argument(
         "--align-model",
         type=Path,

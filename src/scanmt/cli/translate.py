@@ -51,7 +51,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-size", type=int, default=None,
                    help="sentences per decoding batch (default: the checkpoint's decode.batch_size)")
     p.add_argument("--attention-out", help="write attention matrices (.npz, one entry per sentence)")
-    p.add_argument("--tokenized-out", help="also write the Moses-tokenized output (for tokenized BLEU, REP)")
+    p.add_argument("--tokenized-out", help="also write the tokenized output (for tokenized BLEU, REP)")
     p.add_argument("--fertility", metavar="FILE",
                    help="fertility bounds for a constrained model, one line per input sentence with one positive "
                         "number per source subword (overrides the checkpoint's fertility strategy)")

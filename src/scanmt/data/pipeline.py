@@ -1,4 +1,4 @@
-"""Raw text <-> model ids: Moses tokenization, subwords, vocabulary.
+"""Raw text <-> model ids: word tokenization (:mod:`scanmt.data.tokenize`), subwords, vocabulary.
 
 A :class:`TextPipeline` is stored inside every checkpoint (languages, the
 sentencepiece model bytes and the vocabulary), so a checkpoint alone can

@@ -1,4 +1,4 @@
-"""Joint subword model (sentencepiece BPE) over Moses-tokenized text.
+"""Joint subword model (sentencepiece BPE) over tokenized text (words: :mod:`scanmt.data.tokenize`).
 
 Pieces carry sentencepiece's word-start marker ``▁`` (U+2581).  A piece that
 starts with ``▁`` opens a new tokenized word; :func:`word_index` maps each
@@ -41,7 +41,7 @@ def word_index(pieces: Sequence[str]) -> list[int]:
 
 
 def merge_pieces(pieces: Sequence[str]) -> str:
-    """Join pieces back into Moses-tokenized text (``▁`` becomes a space)."""
+    """Join pieces back into tokenized text (``▁`` becomes a space)."""
     return "".join(pieces).replace(WORD_START, " ").strip()
 
 
