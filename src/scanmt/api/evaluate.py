@@ -28,7 +28,7 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from scanmt.api.evaluate_attention import attention_metrics
 from scanmt.api.evaluate_text import Row, text_metrics
@@ -148,6 +148,19 @@ def select_metrics(request: EvaluateRequest) -> list[str]:
 
 
 
+def missing_drop(request: EvaluateRequest, metrics: Sequence[str]) -> list[Row]:
+    """A DROP row that says why DROP was not computed, when the metrics were not named and only one of the two
+    inputs it needs besides the texts was given (``--src`` without ``--align-model``, or the reverse)."""
+    if "drop" in metrics or request.metrics or request.hyp is None:
+        return []
+    missing = [option for option, value in (("--src", request.src), ("--align-model", request.align_model))
+               if value is None]
+    if len(missing) != 1:
+        return []
+    return [("DROP", "-", f"not computed: it needs {missing[0]} too (the source text and a word-level aligner "
+                          "of `scanmt align`)")]
+
+
 def score(request: EvaluateRequest) -> EvaluateResult:
     """Compute the metrics of ``request`` (no file written; :func:`evaluate` also writes ``request.json``)."""
     metrics = select_metrics(request)
@@ -168,6 +181,7 @@ def score(request: EvaluateRequest) -> EvaluateResult:
         text_metrics(request, metrics, rows, results)
     if any(m in ATTN_METRICS for m in metrics):
         attention_metrics(request, metrics, rows, results)
+    rows += missing_drop(request, metrics)
     results["seconds"] = time.perf_counter() - t0
     title = f"scanmt evaluate: {request.hyp or request.attention}"
     if "sentences" in results:

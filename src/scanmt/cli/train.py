@@ -9,7 +9,8 @@ from scanmt.api.train import TrainRequest, train
 
 NAME = "train"
 HELP = "train a model (also under torchrun for DistributedDataParallel)"
-DESCRIPTION = """Train an attentional LSTM NMT model.
+DESCRIPTION = """Train an attentional NMT model: an LSTM (model.arch: lstm, the default) or a Transformer
+(model.arch: transformer, e.g. --config configs/transformer-small.yaml).
 
   scanmt train --config configs/cpu-small.yaml --set data.dir=runs/data/multi30k-de-en --out runs/softmax
   scanmt train --config ... --out runs/softmax --resume           # continue a killed run
