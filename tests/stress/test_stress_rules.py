@@ -68,3 +68,19 @@ def test_dropped_sentences_refuses_mismatched_inputs():
         dropped_sentences([set(), set()], [[1]])
     with pytest.raises(DataError, match="joined input 1: link 4-0 outside a source of 4 words"):
         dropped_sentences([{(4, 0)}], [[2, 2]])
+
+
+def test_the_stress_table_fits_100_columns():
+    """Issue 52, item 18: the table put every model's metric columns side by side, about 150 columns for two."""
+    from types import SimpleNamespace
+
+    from scanmt.api.stress import METRICS, _cell, format_table
+
+    names = ["softmax-seed1", "csparsemax-seed1", "csoftmax-seed1"]
+    scores = {n: {k: {key: 12.345 for key, _, _ in METRICS} for k in (1, 2, 5)} for n in names}
+    result = SimpleNamespace(names=names, ks=[1, 2, 5], inputs={1: 1000, 2: 500, 5: 200}, scores=scores)
+    lines = format_table(result).splitlines()
+    assert max(map(len, lines)) <= 100, "\n".join(lines)
+    cells = [_cell(12.345, key, 2) for key, _, _ in METRICS]
+    assert sum(ln.split()[-len(METRICS):] == cells for ln in lines) == 9  # a row per K and model: every value
+    assert lines[1].split()[:3] == ["1", "1000", "softmax-seed1"] and lines[2].split()[0] == "csparsemax-seed1"

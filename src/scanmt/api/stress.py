@@ -242,20 +242,25 @@ def _cell(value: float | None, key: str, k: int) -> str:
     return f"{value:.3f}" if key == "length_ratio" or key in FINE_SCORES else f"{value:.2f}"
 
 
+#: what the table's short column names mean
+LEGEND = ("len: output / reference length; dropS%: inputs that drop a whole sentence",
+          "at K >= 2, teacher-forced after sentence 1: stop@1%: inputs with P(</s>) >= 0.5;",
+          "  P</s>@1: median P(</s>); P.@1: median P of the full stop that closes sentence 1")
+
+
 def format_table(result: StressResult) -> str:
-    """Rows K (with the number of joined inputs), one group of metric columns per model."""
+    """One row per K (with the number of joined inputs) and model, a column per metric, and a :data:`LEGEND`:
+    about 90 characters wide whatever the number of models."""
     heads = [c for _, c, _ in METRICS]
     width = max(7, *(len(h) for h in heads))
-    group = len(heads) * (width + 1) - 1
-    names = "".join(f"  {n[:group]:<{group}}" for n in result.names)
-    lines = [f"{'':>3} {'':>6}{names}",
-             f"{'K':>3} {'inputs':>6}" + "".join("  " + " ".join(f"{h:>{width}}" for h in heads) for _ in result.names)]
+    name_width = max(len("model"), *(len(n) for n in result.names))
+    lines = [f"{'K':>3} {'inputs':>6}  {'model':<{name_width}}" + "".join(f" {h:>{width}}" for h in heads)]
     for k in result.ks:
-        row = f"{k:>3} {result.inputs[k]:>6}"
-        for n in result.names:
-            row += "  " + " ".join(f"{_cell(result.scores[n][k].get(key), key, k):>{width}}" for key, _, _ in METRICS)
-        lines.append(row)
-    return "\n".join(lines)
+        for i, n in enumerate(result.names):
+            first = f"{k:>3} {result.inputs[k]:>6}" if i == 0 else " " * 10
+            lines.append(f"{first}  {n:<{name_width}}" + "".join(
+                f" {_cell(result.scores[n][k].get(key), key, k):>{width}}" for key, _, _ in METRICS))
+    return "\n".join([*lines, *LEGEND])
 
 
 @dataclass
