@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Sequence
 
 from scanmt.errors import DataError
 
@@ -26,7 +27,24 @@ def corpus_dirs(folder: str, env_var: str, mirror: str | Path | None = None) -> 
     return dirs
 
 
-def mirror_file(mirror: str | Path, name: str, otherwise: str = "the shared copy or a download") -> Path:
+def local_file(corpus: str, split: str, lang: str, known: tuple[Sequence[str], Sequence[str]],
+               mirror: str | Path | None, dirs: Sequence[Path], otherwise: str) -> Path | None:
+    """``{split}.{lang}.gz`` of ``corpus`` (a name for messages): from ``mirror`` when one is given (it must be
+    there: :func:`mirror_file`), else the first of ``dirs`` holding it, else None.  ``known``: the corpus's
+    (splits, languages), anything else a :class:`DataError`; ``otherwise``: what is used without ``--mirror``."""
+    for what, value, names in (("split", split, known[0]), ("language", lang, known[1])):
+        if value not in names:
+            raise DataError(f"unknown {corpus} {what} {value!r} (known: {', '.join(names)})")
+    name = f"{split}.{lang}.gz"
+    if mirror:  # the user's own copy: all of it, never a file of it from elsewhere
+        return mirror_file(mirror, name, otherwise)
+    for d in dirs:
+        if (d / name).is_file():
+            return (d / name).resolve()
+    return None
+
+
+def mirror_file(mirror: str | Path, name: str, otherwise: str) -> Path:
     """``mirror/name``, which must exist: a mirror given by the user holds every file, none is taken from elsewhere
     (``otherwise``: what is used without ``--mirror``, for the message)."""
     path = Path(mirror) / name

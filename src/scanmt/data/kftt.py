@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scanmt.data.corpus_dirs import corpus_dirs, mirror_file
+from scanmt.data.corpus_dirs import corpus_dirs, local_file
 from scanmt.errors import DataError
 
 SPLITS = ("train", "dev", "test")
@@ -42,16 +42,9 @@ def check_pair(src: str, tgt: str) -> None:
 
 def locate(split: str, lang: str, mirror: str | Path | None = None) -> Path:
     """Path of ``{split}.{lang}.gz``; a :class:`DataError` naming the folders searched when none has it."""
-    if split not in SPLITS:
-        raise DataError(f"unknown KFTT split {split!r} (known: {', '.join(SPLITS)})")
-    if lang not in LANGS:
-        raise DataError(f"unknown KFTT language {lang!r} (known: {', '.join(LANGS)})")
-    name = f"{split}.{lang}.gz"
-    if mirror:  # the user's own copy: all of it, never a file of it from elsewhere
-        return mirror_file(mirror, name, otherwise="$SCANMT_KFTT or ../shared/data/kftt")
     dirs = candidate_dirs()
-    for d in dirs:
-        if (d / name).is_file():
-            return (d / name).resolve()
-    raise DataError(f"KFTT file {name} not found in {', '.join(str(d) for d in dirs)} (KFTT is not downloaded: "
+    found = local_file("KFTT", split, lang, (SPLITS, LANGS), mirror, dirs, "$SCANMT_KFTT or ../shared/data/kftt")
+    if found is not None:
+        return found
+    raise DataError(f"KFTT file {split}.{lang}.gz not found in {', '.join(str(d) for d in dirs)} (KFTT is not downloaded: "
                     "pass --mirror DIR or set SCANMT_KFTT to a folder with {train,dev,test}.{ja,en}.gz)")

@@ -17,7 +17,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from scanmt.data.corpus_dirs import corpus_dirs, mirror_file
+from scanmt.data.corpus_dirs import corpus_dirs, local_file
 from scanmt.errors import DataError
 from scanmt.io import atomic_open
 
@@ -50,16 +50,11 @@ def cache_dir() -> Path:
 
 def locate(split: str, lang: str, mirror: str | Path | None = None, *, download: bool = True) -> Path:
     """Path of ``{split}.{lang}.gz``; downloads it only if no local copy exists."""
-    if split not in SPLITS:
-        raise DataError(f"unknown Multi30k split {split!r} (known: {', '.join(SPLITS)})")
-    if lang not in LANGS:
-        raise DataError(f"unknown Multi30k language {lang!r} (known: {', '.join(LANGS)})")
+    found = local_file("Multi30k", split, lang, (SPLITS, LANGS), mirror, candidate_dirs() + [cache_dir()],
+                       "the shared copy or a download")
+    if found is not None:
+        return found
     name = f"{split}.{lang}.gz"
-    if mirror:  # the user's own copy: all of it, never a file of it from elsewhere
-        return mirror_file(mirror, name)
-    for d in candidate_dirs(mirror) + [cache_dir()]:
-        if (d / name).is_file():
-            return (d / name).resolve()
     if not download:
         raise DataError(f"Multi30k file {name} not found in {[str(d) for d in candidate_dirs(mirror)]}")
     url = UPSTREAM.format(split=split, lang=lang)
