@@ -223,3 +223,20 @@ def test_default_settings_per_corpus(tmp_path, monkeypatch, corpus, given, expec
     prepare(PrepareRequest(pair=pair, out=str(tmp_path / "o"), corpus=corpus, mirror=str(mirror) if mirror else None,
                            **files, **given))
     assert {k: seen[k] for k in expected} == expected
+
+
+@pytest.mark.parametrize("pair", ["ja-en", "en-ja"])
+def test_the_translation_pipeline_reads_and_writes_japanese_words(kftt_small, pair):
+    """translate / stress / plot-attention read raw Japanese through the registry (MeCab words, then subwords)
+    and write Japanese output joined without spaces."""
+    from scanmt.data.pipeline import TextPipeline
+    from scanmt.data.subword import merge_pieces
+
+    _, out = kftt_small
+    src, tgt = pair.split("-")
+    pipe = TextPipeline.from_data_dir(out, src, tgt)
+    if src == "ja":
+        assert merge_pieces(pipe.source_pieces("京都は日本の都市です。")) == "京都 は 日本 の 都市 です 。"
+    else:
+        pieces = pipe.target_pieces_all(["京都は日本の都市です。"])[0]
+        assert pipe.detokenize_target(pieces) == "京都は日本の都市です。"
