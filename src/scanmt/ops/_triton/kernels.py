@@ -67,7 +67,7 @@ ALPHA_ONE_TOL: float = 1e-6
 @triton.jit
 def _expm1(x):
     """``exp(x) - 1`` without cancellation near 0 (Kahan's: ``(e - 1) x / log(e)``); Triton has no expm1."""
-    e = tl.exp(x)
+    e = tl.exp(tl.minimum(x, 709.0))  # float64 (centmax): exp(709) is finite
     d = e - 1.0
     safe = (d != 0.0) & (d != -1.0) & (e < float("inf"))
     return tl.where(safe, d * x / tl.log(tl.where(safe, e, 2.0)), tl.where(d == 0.0, x, d))
@@ -135,7 +135,7 @@ def _csoftmax_t(zs, uc, usable, live, MAX_ITER: tl.constexpr):
     ncap_prev = tl.where(live, -1, -1)
     it = 0
     while (it < MAX_ITER) & (tl.min(done.to(tl.int32), axis=0) == 0):
-        q = tl.where(usable, tl.exp(zs - t[:, None]), 0.0)
+        q = tl.where(usable, tl.exp(tl.minimum(zs - t[:, None], 80.0)), 0.0)  # q >= 1 >= u is capped anyway
         cap = usable & (q >= uc)
         capped = tl.sum(tl.where(cap, uc, 0.0), axis=1)
         mass = tl.sum(tl.where(cap, 0.0, q), axis=1)  # of the free columns
@@ -176,7 +176,7 @@ def _centmax_p(zs, uc, usable, live, beta, S, MAX_ITER: tl.constexpr):
     it = 0
     while (it < MAX_ITER) & (tl.min(done.to(tl.int32), axis=0) == 0):
         y = tl.maximum(beta[:, None] * (zs - t[:, None]), 0.0)
-        q = tl.where(y > 0.0, tl.exp(tl.log(tl.where(y > 0.0, y, 1.0)) * inv[:, None]), 0.0)
+        q = tl.where(y > 0.0, tl.exp(tl.minimum(tl.log(tl.where(y > 0.0, y, 1.0)) * inv[:, None], 80.0)), 0.0)
         free = uc > q
         mass = tl.sum(tl.where(free, q, 0.0), axis=1)
         slope = tl.sum(tl.where(free, q / tl.maximum(y, 2.2250738585072014e-308), 0.0), axis=1)
@@ -189,7 +189,7 @@ def _centmax_p(zs, uc, usable, live, beta, S, MAX_ITER: tl.constexpr):
         ok = (mass > 0.0) & (slope > 0.0) & (budget > 0.0)
         # dt = -S expm1(b log(B / S)) / (b S'), expm1 as Kahan's (e - 1) x / log(e) (Triton has none)
         x = beta * tl.log(tl.where(ok, budget / tl.where(ok, mass, 1.0), 1.0))
-        e = tl.exp(x)
+        e = tl.exp(tl.minimum(x, 80.0))
         em1 = e - 1.0
         kahan = (em1 != 0.0) & (em1 != -1.0) & (e < float("inf"))
         em1 = tl.where(kahan, em1 * x / tl.log(tl.where(kahan, e, 2.0)), tl.where(em1 == 0.0, x, em1))
@@ -206,7 +206,7 @@ def _centmax_p(zs, uc, usable, live, beta, S, MAX_ITER: tl.constexpr):
     t = tl.where(done, t, 0.5 * (lo + hi))
     # the finish: the free columns rescaled to the budget of the capped ones, clipped at u
     y = tl.maximum(beta[:, None] * (zs - t[:, None]), 0.0)
-    q = tl.where(y > 0.0, tl.exp(tl.log(tl.where(y > 0.0, y, 1.0)) * inv[:, None]), 0.0)
+    q = tl.where(y > 0.0, tl.exp(tl.minimum(tl.log(tl.where(y > 0.0, y, 1.0)) * inv[:, None], 80.0)), 0.0)
     free = uc > q
     qf = tl.where(free, q, 0.0)
     capped = tl.where(free, 0.0, uc)
@@ -296,14 +296,14 @@ def bounded_forward(
             tau = tl.where(live, tau, -3.4028234663852886e38)  # p = u: every usable column "capped", as the op
         elif TRANSFORM == 0:
             tau = _csoftmax_t(zs, uc, usable, live, MAX_ITER)
-            p = tl.where(usable, tl.minimum(tl.exp(zs - tau[:, None]), uc), 0.0)
+            p = tl.where(usable, tl.minimum(tl.exp(tl.minimum(zs - tau[:, None], 80.0)), uc), 0.0)
         else:
             zs64 = zs.to(tl.float64)
             uc64 = uc.to(tl.float64)
             p64 = _centmax_p(zs64, uc64, usable, live, beta, S, MAX_ITER)
             if HAS_ONE:
                 t1 = _csoftmax_t(zs64, uc64, usable, live & one, MAX_ITER)
-                p1 = tl.where(usable, tl.minimum(tl.exp(zs64 - t1[:, None]), uc64), 0.0)
+                p1 = tl.where(usable, tl.minimum(tl.exp(tl.minimum(zs64 - t1[:, None], 80.0)), uc64), 0.0)
                 p64 = tl.where(one[:, None], p1, p64)
             p = p64.to(tl.float32)
         p = tl.where(live[:, None], p, uc)
