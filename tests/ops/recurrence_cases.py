@@ -4,8 +4,8 @@ Shared by the interpreter tests (``interpreter_recurrence.py``, run in a child p
 ``TRITON_INTERPRET=1`` by ``test_recurrence_triton.py``) and the CUDA tests (``test_recurrence_cuda.py``).
 Each case runs both backends on the same inputs, forward and backward (a random linear loss on the
 probabilities and on the returned attention sum), and compares: the forward to 1e-5, the gradients to
-``z``, the fertility, the initial attention sum and a learned alpha to 1e-4 (bfloat16 ``z``: its gradient
-also to one bfloat16 rounding).  Every case's batch has a padded row (masked columns, fertility 0 there),
+``z``, the fertility, the initial attention sum and a learned alpha to 1e-4 (bfloat16 or float16 ``z``: its
+gradient also to one rounding of that dtype).  Every case's batch has a padded row (masked columns, fertility 0 there),
 a fully masked row, and random initial attention sums.
 """
 
@@ -98,7 +98,7 @@ def compare(case: Case, device: str) -> None:
         a, b = ref[key], got[key]
         assert b is not None and a is not None, key
         assert a.shape == b.shape and a.dtype == b.dtype, (key, a.shape, b.shape, a.dtype, b.dtype)
-        rtol = 2.0 ** -8 if key == "dz" and case.dtype == torch.bfloat16 else 0.0
+        rtol = torch.finfo(case.dtype).eps if key == "dz" and case.dtype != torch.float32 else 0.0
         atol = 1e-5 if key in ("p", "attention_sum") else 1e-4
         torch.testing.assert_close(b.float(), a.float(), atol=atol, rtol=rtol, msg=lambda m, k=key: f"{case}: {k}: {m}")
     # the probabilities are exact distributions: rows sum to 1 (0 when fully masked), 0 where masked
@@ -120,6 +120,7 @@ CASES = [
     Case("centmax", exhaustion=0.0, sink=False, alpha="fixed"),
     *(Case(t, dtype=torch.bfloat16) for t in ("csoftmax", "csparsemax")),
     Case("centmax", dtype=torch.bfloat16, alpha="head"),
+    Case("csparsemax", dtype=torch.float16, shared=True),
     Case("centmax", alpha="one"),  # a head at alpha = 1: solved (and differentiated) as csoftmax
     Case("csoftmax", T=1, N=3, H=3),  # one position: the LSTM's and beam search's step
     Case("csparsemax", N=1, H=1, T=2, S=1030),  # a row longer than 1,024 columns
