@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from scanmt.cli import demo
 
 
@@ -35,19 +37,22 @@ class _Trainer:
 
 def test_the_eta_counts_the_time_between_logged_steps(monkeypatch, capsys, tmp_path):
     clock = _Clock()
-    start, startup, per_update, log_every, updates = clock.now, 10.0, 1.0, 50, 200
+    start, startup, per_update, log_every, updates = clock.now, 30.0, 1.0, 50, 300
     monkeypatch.setattr("tqdm.std.time", clock)
+    monkeypatch.setattr(demo.time, "time", clock)
     monkeypatch.setattr(demo.time, "sleep", clock.sleep)
     monkeypatch.setattr(demo, "_finished", lambda run_dir, n: False)
-    logged = lambda run_dir: min(updates, int((clock.now - start - startup) / per_update) // log_every * log_every)  # noqa: E731
-    monkeypatch.setattr(demo, "_logged_step", lambda run_dir: max(0, logged(run_dir)))
+    logged = lambda: min(updates, int((clock.now - start - startup) / per_update) // log_every * log_every)  # noqa: E731
+    monkeypatch.setattr(demo, "_logged_step", lambda run_dir: max(0, logged()))
     end = start + startup + updates * per_update + 1
     procs = {name: _Trainer(clock, end) for name in ("softmax", "csparsemax")}
     demo._watch(procs, dict.fromkeys(procs), tmp_path, updates)
-    rates = [float(r) for r in re.findall(r"([\d.]+)upd/s\]", capsys.readouterr().err)]
-    assert len(rates) >= 4, rates
-    # two systems at 1 update/s each: 2 updates/s (the first estimate includes the trainers' start-up)
-    assert all(1.5 <= r <= 2.1 for r in rates), rates
+    frames = re.findall(r"\| \d+/600 \[(\d+):(\d\d)<(\d+):(\d\d), ([\d.]+)upd/s\]", capsys.readouterr().err)
+    assert len(frames) > 100
+    for m, s, eta_m, eta_s, rate in frames:  # two systems at 1 update/s each: 2 updates/s, done at 330 s
+        assert float(rate) == pytest.approx(2.0, abs=0.01), frames
+        left = max(0, startup + updates * per_update - 60 * int(m) - int(s))
+        assert 60 * int(eta_m) + int(eta_s) == pytest.approx(left, abs=1), frames
 
 
 def test_the_summary_says_how_to_reuse_the_prepared_data(tmp_path, capsys):

@@ -240,26 +240,62 @@ def _done(configs: dict, out: Path, updates: int) -> int:
 
 
 def _watch(procs: dict, configs: dict, out: Path, updates: int) -> None:
-    """One progress bar over the updates of all systems until their trainers end.
-
-    The trainers log their step every ``train.log_every`` updates, so the count moves in jumps.  The bar is
-    moved only when the count does: tqdm's rate is the updates over the time since the bar last moved, and a
-    move of zero would start that time again, making a jump of 50 updates look 2 s long (an ETA 30x too
-    short); it counts from the updates done before this run, which are not this run's speed.
-    """
+    """One progress bar over the updates of all systems until their trainers end, with the ETA of
+    :class:`_Speed`."""
     from tqdm import tqdm
 
     total = updates * len(configs)
-    with tqdm(total=total, initial=_done(configs, out, updates), desc="training", unit="upd", smoothing=0.1,
-              miniters=1, mininterval=0) as bar:
+    speed = _Speed(_done(configs, out, updates))
+    with tqdm(total=total, initial=speed.start, desc="training", unit="upd", mininterval=0,
+              bar_format=_BAR.format(eta="?")) as bar:
         while any(p.is_alive() for p in procs.values()):
             time.sleep(2.0)
             done = _done(configs, out, updates)
+            speed.count(done, time.time())
+            left = speed.seconds_left(total, time.time())
+            bar.bar_format = _BAR.format(eta="?" if left is None else
+                                         f"{tqdm.format_interval(left)}, {speed.rate():.2f}upd/s")
             if done > bar.n:
                 bar.update(done - bar.n)
             else:
-                bar.refresh()  # the elapsed time
+                bar.refresh()  # the elapsed time and the ETA
         bar.update(total - bar.n)
+
+
+#: the demo's bar, with the ETA of :class:`_Speed`
+_BAR = "{{l_bar}}{{bar}}| {{n_fmt}}/{{total_fmt}} [{{elapsed}}<{eta}]"
+
+
+class _Speed:
+    """The trainers' speed, for the demo's ETA: the updates logged since the first move of the count this run saw,
+    over the time to the last move.  The trainers log their step every ``train.log_every`` updates, a jump of 50
+    that tqdm's own rate took as made in the 2 s since its last look (an ETA 30x too short); the updates done
+    before this run (a resumed one) and the trainers' start-up (imports, data, model) are not their speed.
+    """
+
+    def __init__(self, start: int) -> None:
+        self.start = start
+        self.first: tuple[int, float] | None = None
+        self.last: tuple[int, float] | None = None
+
+    def count(self, done: int, now: float) -> None:
+        """The updates logged, ``done``, seen at ``now``."""
+        if done > (self.last or (self.start, now))[0]:
+            self.last = (done, now)
+            self.first = self.first or self.last
+
+    def rate(self) -> float | None:
+        """Updates per second (None until the count has moved twice)."""
+        if self.first is None or self.last is None or self.last[1] <= self.first[1]:
+            return None
+        return (self.last[0] - self.first[0]) / (self.last[1] - self.first[1])
+
+    def seconds_left(self, total: int, now: float) -> float | None:
+        """Seconds until ``total`` updates: those left at the last move at :meth:`rate`, less the time since."""
+        rate = self.rate()
+        if rate is None or self.last is None:
+            return None
+        return max(0.0, (total - self.last[0]) / rate - (now - self.last[1]))
 
 
 def _quiet_main(argv: list[str], log_path: Path) -> None:
