@@ -52,11 +52,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                        description="Run a grid: shared steps once, then each system x seed in its own folder.")
     r.add_argument("grid", type=Path, help="grid YAML file (experiments/table1.yaml, table2.yaml, tiny.yaml)")
     r.add_argument("--out", type=Path, required=True, help="experiment directory (shared/, runs/, grids/)")
-    r.add_argument("--data", default="multi30k", help="'multi30k' (prepared under OUT/shared/data) or an already "
-                   "prepared data directory (scanmt prepare)")
-    r.add_argument("--pair", default=None, help="language pair SRC-TGT [de-en for multi30k; a prepared --data's own]")
-    r.add_argument("--mirror", help="local directory with Multi30k's {split}.{lang}.gz files")
-    r.add_argument("--vocab-size", type=int, default=8000, help="joint BPE size when preparing Multi30k")
+    r.add_argument("--data", default="multi30k", help="a corpus, 'multi30k' or 'kftt' (prepared under "
+                   "OUT/shared/data), or an already prepared data directory (scanmt prepare)")
+    r.add_argument("--pair", default=None, help="language pair SRC-TGT [de-en for multi30k, ja-en for kftt; a "
+                   "prepared --data's own]")
+    r.add_argument("--mirror", help="local directory with the corpus's {split}.{lang}.gz files (multi30k, kftt)")
+    r.add_argument("--vocab-size", type=int, default=None, help="joint subword vocabulary when preparing a corpus "
+                   "[8000 for multi30k, 16000 for kftt]")
     r.add_argument("--preset", default="cpu-small", help="config preset name or YAML path every system starts from")
     r.add_argument("--seeds", type=int, default=1, help="seeds 1..N per system")
     r.add_argument("--set", action="extend", nargs="+", default=[], metavar="KEY=VALUE",
@@ -178,7 +180,9 @@ def canonical_command(args: argparse.Namespace) -> str:
         argv += ["--pair", args.pair]
     if args.mirror:
         argv += ["--mirror", args.mirror]
-    if args.data == "multi30k" and args.vocab_size != 8000:
+    from scanmt.experiments.shared import CORPORA, corpus_vocab_size
+
+    if args.data in CORPORA and args.vocab_size not in (None, corpus_vocab_size(args.data)):
         argv += ["--vocab-size", str(args.vocab_size)]
     argv += ["--preset", args.preset, "--seeds", str(args.seeds), "--out", str(args.out)]
     if args.split != "test":
@@ -219,30 +223,37 @@ def is_experiment_dir(d: Path) -> bool:
 def available_splits(data: str, data_dir: Path, src: str, tgt: str) -> tuple[list[str], str]:
     """``(splits, where)``: the splits of the prepared data a grid runs on, and where they were read.
 
-    ``--data PATH``: its ``meta.json``. ``--data multi30k``: ``OUT/shared/data/meta.json`` once prepared
-    for this pair, else the splits ``scanmt prepare`` will write (nothing is prepared to find out).
+    ``--data PATH``: its ``meta.json``. ``--data CORPUS`` (multi30k, kftt): ``OUT/shared/data/meta.json`` once
+    prepared for this pair, else the splits ``scanmt prepare`` will write (nothing is prepared to find out).
     """
+    from scanmt.data import kftt
     from scanmt.data.multi30k import prepared_splits
     from scanmt.data.prepare import read_meta
     from scanmt.experiments.results_json import read_meta_lenient
+    from scanmt.experiments.shared import CORPORA
 
-    meta = read_meta(data) if data != "multi30k" else read_meta_lenient(data_dir)
-    where = f"{data if data != 'multi30k' else data_dir}/meta.json"
+    named = data in CORPORA
+    meta = read_meta_lenient(data_dir) if named else read_meta(data)
+    where = f"{data_dir if named else data}/meta.json"
     if meta is not None and (meta.get("src_lang"), meta.get("tgt_lang")) == (src, tgt):
         return list(meta.get("splits") or meta.get("sources") or []), where
+    if data == "kftt":
+        return list(kftt.PREPARED_SPLITS), f"KFTT {src}-{tgt}"
     return list(prepared_splits(src, tgt)), f"Multi30k {src}-{tgt}"
 
 
 def _pair(args: argparse.Namespace) -> tuple[str, str]:
-    """``(src, tgt)``: a prepared --data's own pair, else --pair (de-en)."""
-    if args.data != "multi30k":
+    """``(src, tgt)``: a prepared --data's own pair, else --pair (the corpus's default: de-en, ja-en)."""
+    from scanmt.experiments.shared import CORPORA
+
+    if args.data not in CORPORA:
         from scanmt.data.prepare import read_meta
 
         meta = read_meta(args.data)
         return meta["src_lang"], meta["tgt_lang"]
     from scanmt.api.prepare import parse_pair
 
-    return parse_pair(args.pair or "de-en")
+    return parse_pair(args.pair or CORPORA[args.data])
 
 
 def _check_args(args: argparse.Namespace) -> None:

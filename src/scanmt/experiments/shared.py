@@ -134,21 +134,35 @@ def mirror_prepared(src: Path, dst: Path) -> None:
         fh.write(f"{src}\n")
 
 
-def prepare_data(paths: SharedPaths, data: str, pair: str | None, *, mirror: str | None, vocab_size: int,
+#: the corpora ``--data NAME`` prepares by name, and the pair each prepares without ``--pair``
+CORPORA: dict[str, str] = {"multi30k": "de-en", "kftt": "ja-en"}
+
+
+def corpus_vocab_size(corpus: str) -> int:
+    """The joint subword vocabulary ``scanmt prepare --corpus CORPUS`` learns without ``--vocab-size``."""
+    from scanmt.api.prepare import DEFAULT_VOCAB_SIZE
+    from scanmt.data import kftt
+
+    return kftt.VOCAB_SIZE if corpus == "kftt" else DEFAULT_VOCAB_SIZE
+
+
+def prepare_data(paths: SharedPaths, data: str, pair: str | None, *, mirror: str | None, vocab_size: int | None,
                  say: Callable[[str], None]) -> tuple[str, str]:
-    """Prepare (or mirror) the data into ``paths.data``; returns ``(src_lang, tgt_lang)``."""
+    """Prepare (or mirror) the data into ``paths.data``; returns ``(src_lang, tgt_lang)``.  ``data`` names a corpus
+    of :data:`CORPORA` (prepared with ``vocab_size``, or the corpus's own default when None) or a prepared folder."""
     from scanmt.data.prepare import read_meta
 
-    if data == "multi30k":
-        src, tgt = parse_pair(pair or "de-en")
-        params = {"data": "multi30k", "pair": f"{src}-{tgt}", "vocab_size": vocab_size, "mirror": mirror}
-        request = api.PrepareRequest(pair=f"{src}-{tgt}", out=str(paths.data), corpus="multi30k", mirror=mirror,
-                                     vocab_size=vocab_size)
+    if data in CORPORA:
+        src, tgt = parse_pair(pair or CORPORA[data])
+        size = corpus_vocab_size(data) if vocab_size is None else vocab_size
+        params = {"data": data, "pair": f"{src}-{tgt}", "vocab_size": size, "mirror": mirror}
+        request = api.PrepareRequest(pair=f"{src}-{tgt}", out=str(paths.data), corpus=data, mirror=mirror,
+                                     vocab_size=size)
         _step(paths, "prepare", params, say, lambda: api.prepare(request))
         return src, tgt
     source = Path(data)
     if not source.is_dir():
-        raise ConfigError(f"--data {data}: neither 'multi30k' nor a prepared data directory")
+        raise ConfigError(f"--data {data}: neither a corpus name ({', '.join(CORPORA)}) nor a prepared data directory")
     meta = read_meta(source)
     src, tgt = meta["src_lang"], meta["tgt_lang"]
     if pair and parse_pair(pair) != (src, tgt):

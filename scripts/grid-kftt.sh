@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The KFTT Ja->En grids of issue 53, resumable: rerun this script to continue (finished runs are skipped, a killed
+# run resumes from its last checkpoint, a finished step costs seconds). Two workers of one thread each, fp32 (bf16
+# measured 2x slower per update than fp32 on this Intel Xeon: docs/experiments-kftt.md, "Budget").
+#   git worktree add --detach ../grid-kftt HEAD && cd ../grid-kftt
+#   PYTHONPATH=$PWD/src nohup bash scripts/grid-kftt.sh >> /work/runs/kftt-queue.log 2>&1 &
+# Run it from a worktree of one commit, so that the code of a grid does not change under it. GRID_ROOT (default
+# /work/runs) holds the grid folder kftt/; PYTHON (default the checkout's .venv, else /work/main/.venv) runs
+# scanmt. The machine may not outlive the grids: the grid is first restored from GRID_ARCHIVE/kftt (default
+# /work/main/archive, kept in git) and its finished runs are packed there every 10 minutes (no checkpoints);
+# commit archive/kftt as runs finish. Progress: scanmt experiment status $GRID_ROOT/kftt --brief.
+# Order: the bar's systems first (softmax and csparsemax of both architectures, seed by seed), each with the
+# stress test (K = 1-3), then the other LSTM systems at one seed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=${GRID_ROOT:-/work/runs}
+ARCHIVE=${GRID_ARCHIVE:-/work/main/archive}
+OUT=$ROOT/kftt
+if [[ -z ${PYTHON:-} ]]; then
+  PYTHON=.venv/bin/python
+  [[ -x $PYTHON ]] || PYTHON=/work/main/.venv/bin/python
+fi
+export PYTHONPATH=$PWD/src
+export OMP_NUM_THREADS=1
+mkdir -p "$ROOT"
+pack() { [[ -d $OUT/grids ]] && "$PYTHON" -m scanmt experiment archive "$OUT" --to "$ARCHIVE/kftt" || true; }
+[[ -f $ARCHIVE/kftt/manifest.json && ! -d $OUT/runs ]] && "$PYTHON" -m scanmt experiment restore "$ARCHIVE/kftt" --out "$OUT"
+(while sleep 600; do pack; done) &
+PACKER=$!
+trap 'kill $PACKER 2>/dev/null; pack' EXIT
+run() { echo "##### $(date -u +%FT%TZ) scanmt experiment run $*"; "$PYTHON" -m scanmt experiment run "$@"; }
+COMMON=(--data kftt --workers "${GRID_WORKERS:-2}" --set "train.threads=${GRID_THREADS:-1}"
+        "train.precision=${GRID_PRECISION:-fp32}" --out "$OUT")
+LSTM=(experiments/kftt.yaml --preset configs/kftt-lstm.yaml "${COMMON[@]}")
+TRANSFORMER=(experiments/kftt-transformer.yaml --preset configs/kftt-transformer.yaml "${COMMON[@]}")
+# the two softmax baselines need no fertility predictor: they start while nothing else is shared
+run "${LSTM[@]}" --systems softmax --seeds 1 --stress-k 1 2 3
+run "${TRANSFORMER[@]}" --systems transformer-softmax --seeds 1 --stress-k 1 2 3
+for seeds in 1 2 3; do
+  run "${LSTM[@]}" --systems softmax csparsemax --seeds "$seeds" --stress-k 1 2 3
+  run "${TRANSFORMER[@]}" --seeds "$seeds" --stress-k 1 2 3
+done
+run "${LSTM[@]}" --seeds 1
