@@ -24,6 +24,8 @@ PLACED = {
     "scanmt.io": "base",
     "scanmt.processes": "base",
     "scanmt.allocator": "base",
+    # replacing a folder as a whole (an archive's pack): imports only scanmt.errors
+    "scanmt.folder_swap": "base",
     "scanmt.config": "base",
     # every closed set of config values, declared once (imports only scanmt.errors)
     "scanmt.choices": "base",
