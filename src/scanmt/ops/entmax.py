@@ -64,8 +64,9 @@ written in the units of ``z`` (``t = tau / b``):
   ``sum_j min(u_j, q_j) = 1`` to rounding (each term, hence ``p``, is then within as much of the
   solution: they all move the same way with ``t``), its bracket holds no float but its ends, or,
   for ``a <= 2``, its step is at rounding.  The number of steps is bounded by the halvings a
-  bisection would take (60 plus the bracket's width in powers of 2; one host synchronisation to
-  read it, and one per step); rows that are done leave the working set once they are half of it.
+  bisection would take (60, times ``ceil(a - 1)`` for ``a > 2``, plus the bracket's width in powers
+  of 2; one host synchronisation to read it, and one per step); rows that are done leave the
+  working set once they are half of it, and rows that end on their bracket take its lower end.
   The powers are ``torch.pow`` (``exp(log(y) / b)`` is as fast where ``y > 0``, several times
   slower at ``y = 0``).  The result is finished exactly: without bounds ``p / sum(p)``; with
   bounds the free entries are rescaled to the budget ``1 - sum_capped u`` and clipped at ``u``.
@@ -128,11 +129,16 @@ naming the smallest value), a number or a tensor broadcastable to the shape of `
 along ``dim`` (one ``alpha`` per row: per head, per layer...).
 
 Huge scores: the thresholds are found on ``z - max(z)`` in float64.  Where ``centmax``'s
-threshold lies far below the maximum (``(a - 1) t < -FAR``: bounds binding at the top and the
-mass far below them, ``z = [1e30, 0.3, 0]`` with ``u_1 = 0.5``), ``z - max(z)`` has rounded the
-entries that carry the mass: those rows are solved again in frames centred at the threshold
-(:func:`._checks.recentre`, as csoftmax and csparsemax do).  There are no compiled kernels for
-these ops: the PyTorch algorithms run everywhere.
+threshold lies far below the maximum (bounds binding at the top and the mass far below them,
+``z = [1e30, 0.3, 0]`` with ``u_1 = 0.5``), ``z - max(z)`` has rounded the entries that carry the
+mass; for ``a > 2`` even a little rounding moves the small entries (``dp_j / dz_j = p_j^(2 - a)``;
+at ``a = 10`` an entry ``1e4`` below a capped maximum loses 0.07 of mass).  The rows where that
+rounding may move ``p`` by more than ``FRAME_TOL`` (1e-9, :func:`_frame_error`) are solved again in
+frames centred at the threshold (:func:`._checks.recentre`, as csoftmax and csparsemax do).  The
+powers ``q = (b (z - t))^(1/b)`` overflow far above the threshold (``a`` close to 1): they are
+clipped at ``u`` before anything multiplies them (``inf * 0`` is NaN), and ``-1e30`` acts as
+``-inf`` (the Newton steps end at the rounding of ``t``, not of the bracket's ends).  There are no
+compiled kernels for these ops: the PyTorch algorithms run everywhere.
 """
 
 from __future__ import annotations
@@ -160,9 +166,9 @@ MAX_BISECT_STEPS = 2200
 #: a row of _newton_guarded is done once its ``sum(p)`` is 1 to this times ``eps sqrt(J)`` (the
 #: rounding of a sum of ``J`` terms of order ``1 / J``)
 RESIDUAL_TOL = 8.0
-#: rows whose threshold lies below ``-FAR / (alpha - 1)`` (units of ``z - max z``) are re-solved
-#: in recentred frames (float64: below it the rounding of ``z - max z`` costs < 1e-10)
-FAR = 1e6
+#: centmax rows where the rounding of ``z - max z`` near the threshold may move ``p`` by more than this
+#: (:func:`_frame_error`) are re-solved in recentred frames
+FRAME_TOL = 1e-9
 #: CPU rows of at least this many entries find entmax15's and entmax_bisect's threshold among their
 #: largest entries (``torch.topk``): first the ``TOP_K`` largest, twice as many for the rows whose
 #: support they do not hold, and so on (the entmax package's partial sort, exact) ...
@@ -398,8 +404,11 @@ def _threshold(x: Tensor, uc: Optional[Tensor], beta: Tensor, live: Tensor, lo: 
     # at most as many steps as the halvings down to rounding at the scale 1/b of the free entries
     steps = BISECT_STEPS
     if uc is not None:
-        ratio = float(((hi - lo) * beta).amax().clamp(min=1.0))
-        steps = min(MAX_BISECT_STEPS, BISECT_STEPS + math.ceil(math.log2(ratio)))
+        # and for b > 1, b times as many: an entry at the threshold holds (b (z - t))^(1/b), so p to 2^-60
+        # takes t to 2^(-60 b) (alpha = 10: p = 0.005 is 1e-22 above t)
+        ratio, b_max = (float(v) for v in torch.cat([((hi - lo) * beta).amax().clamp(min=1.0).reshape(1),
+                                                     beta.amax().clamp(min=1.0).reshape(1)]))
+        steps = min(MAX_BISECT_STEPS, BISECT_STEPS * math.ceil(b_max) + math.ceil(math.log2(ratio)))
     elif _long(x):
         wide = _wide(x, -inv)  # the threshold is at least -1/b
         if not bool(wide.all()):
@@ -430,7 +439,8 @@ def _sums(x: Tensor, t: Tensor, uc: Optional[Tensor], beta: Tensor, inv: Tensor)
         phi = q.sum(-1, keepdim=True)
         return phi, phi, q.div_(y.clamp_(min=torch.finfo(y.dtype).tiny)).sum(-1, keepdim=True)
     free = _checks.gt_float(uc, q)
-    phi = torch.minimum(q, uc).sum(-1, keepdim=True)
+    q = torch.minimum(q, uc, out=q)  # finite: q overflows far above the threshold (and inf * 0 is NaN)
+    phi = q.sum(-1, keepdim=True)
     mass = q.mul_(free).sum(-1, keepdim=True)
     return phi, mass, q.div_(y.clamp_(min=torch.finfo(y.dtype).tiny)).sum(-1, keepdim=True)
 
@@ -500,16 +510,18 @@ def _newton_guarded(
     ``RESIDUAL_TOL eps sqrt(J)`` (the rounding of a sum of ``J`` terms; every ``min(u_j, q_j)``, hence
     ``p``, is then within it of the solution: they all move the same way with ``t``), or its bracket
     holds no float but its ends, or, for ``a <= 2`` (where the slope is at most the number of free
-    entries), its step is at rounding, ``4 eps (1 + max(|lo|, |hi|))`` (then it takes it).  For
+    entries), its step is at the rounding of ``t``, ``4 eps (1 + |t|)`` (then it takes it).  For
     ``a > 2`` a small step says nothing: the slope is unbounded near an entry at the threshold.
-    Rows still running after ``max_steps`` steps take their bracket's midpoint.  Writes
-    ``t_out[idx]``."""
+    Rows that end on their bracket (no float between its ends, or still running after ``max_steps``
+    steps) take its lower end, where ``phi >= 1``: the free entries there hold at least the budget,
+    which :func:`_finish` rescales them to.  Writes ``t_out[idx]``."""
     k = _checks.consts(x.dtype, x.device)
     inv, nbeta = 1.0 / beta, -beta
     res_tol = RESIDUAL_TOL * torch.finfo(x.dtype).eps * math.sqrt(x.shape[-1])
-    # a <= 2: a step at rounding ends the row (|t| stays within the first bracket)
+    # a <= 2: a step at rounding of t ends the row (not of the bracket's ends: an entry at -1e30 puts lo
+    # there, and a step at its rounding, 1e14, would end the row anywhere)
     steady = torch.le(beta, 1.0)
-    tol = torch.maximum(lo.abs(), hi.abs()).add_(1.0).mul_(4.0 * torch.finfo(x.dtype).eps)
+    eps4 = 4.0 * torch.finfo(x.dtype).eps
     t = torch.maximum(torch.minimum(-inv, hi), lo)
     dx1 = hi - lo
     dx2 = dx1
@@ -525,14 +537,17 @@ def _newton_guarded(
         dt = budget.div_(mass).log_().mul_(beta).expm1_().mul_(mass).div_(slope.mul_(nbeta))
         t_new = t + dt
         adt = dt.abs_()
-        small = torch.le(adt, tol).logical_and_(ok).logical_and_(steady)
+        small = torch.le(adt, t.abs().add_(1.0).mul_(eps4)).logical_and_(ok).logical_and_(steady)
         mid = (lo + hi).mul_(k.half)
-        done = torch.le(res.abs_(), res_tol).logical_or_(small)
+        converged = torch.le(res.abs_(), res_tol)
+        done = converged.logical_or(small)
         done.logical_or_(torch.le(mid, lo)).logical_or_(torch.ge(mid, hi))  # no float between lo and hi
         n_done = int(done.sum())
-        t_done = torch.where(small, t_new, t)
+        # a row that ends on its bracket takes lo: phi(lo) >= 1, so the free entries hold at least the budget
+        # there (the finish rescales them to it); at hi they may hold nothing (alpha = 10: sum(p) = 0.94)
+        t_done = torch.where(small, t_new, torch.where(converged, t, lo))
         if step == max_steps or n_done == idx.numel():
-            t_out[idx] = torch.where(done, t_done, mid)
+            t_out[idx] = torch.where(done, t_done, lo)
             return
         inside = torch.gt(t_new, lo).logical_and_(torch.lt(t_new, hi)).logical_and_(ok)
         inside.logical_and_(torch.le(adt, dx2 * k.half))  # (dx2 may be dx1: not in place)
@@ -544,9 +559,9 @@ def _newton_guarded(
             rows = done.nonzero().reshape(-1)
             t_out[idx[rows]] = t.index_select(0, rows)
             keep = done.logical_not_().nonzero().reshape(-1)
-            state = torch.cat([t, lo, hi, dx1, dx2, beta, nbeta, inv, tol, steady.to(x.dtype)], 1)
+            state = torch.cat([t, lo, hi, dx1, dx2, beta, nbeta, inv, steady.to(x.dtype)], 1)
             state = state.index_select(0, keep)
-            t, lo, hi, dx1, dx2, beta, nbeta, inv, tol, steady_f = state.split(1, dim=1)
+            t, lo, hi, dx1, dx2, beta, nbeta, inv, steady_f = state.split(1, dim=1)
             steady = torch.gt(steady_f, 0.5)
             idx, x = idx.index_select(0, keep), x.index_select(0, keep)
             uc = None if uc is None else uc.index_select(0, keep)
@@ -562,7 +577,7 @@ def _finish(x: Tensor, t: Tensor, uc: Optional[Tensor], beta: Tensor, live: Tens
         p = q.div_(q.sum(-1, keepdim=True).clamp(min=torch.finfo(q.dtype).tiny))
     else:
         free = _checks.gt_float(uc, q)  # q < u (0 where u = 0, unusable entries included)
-        qf = q.mul_(free)
+        qf = torch.minimum(q, uc, out=q).mul_(free)  # finite first: q may overflow above the threshold
         capped = torch.addcmul(uc, uc, free, value=-1.0)  # u where q >= u, else 0
         budget = 1.0 - capped.sum(-1, keepdim=True)
         mass = qf.sum(-1, keepdim=True)
@@ -571,17 +586,50 @@ def _finish(x: Tensor, t: Tensor, uc: Optional[Tensor], beta: Tensor, live: Tens
     return p.mul_(live.to(p.dtype))
 
 
+def _frame_error(zs: Tensor, uc: Tensor, t: Tensor, beta: Tensor, rows: Optional[Tensor]) -> Tensor:
+    """``[R, 1]``: how far the rounding of the frame ``zs = z - max z`` ``[R, J]`` may have moved ``p``
+    (bounds ``uc`` ``[R, J]``, threshold ``t`` and ``beta`` ``[R, 1]``) in the rows ``rows`` (indices),
+    or a bound on it in every row where ``rows`` is None (no pass over ``[R, J]``).
+
+    Near the threshold ``zs`` and ``t`` are known to ``d = 4 eps |t|``: ``p_j = min(u_j, [b (z_j - t)]_+^(1/b))``
+    may be anything between its values at ``z_j -+ d``: the estimate is that spread summed over the row.
+    The spread is at most ``2 d`` for ``b <= 1`` (the slope ``p_j^(1 - b)`` is at most 1) and
+    ``(2 b d)^(1/b)`` for ``b > 1`` (the slope is unbounded as ``p_j -> 0``: at ``a = 10``, ``t = -1e4``
+    an entry at the threshold may hold 0.07): ``J`` times their maximum is the bound."""
+    d = t.abs().mul_(4.0 * torch.finfo(zs.dtype).eps)
+    if rows is None:
+        spread = d.mul(beta).mul_(2.0).pow_(1.0 / beta)
+        return torch.maximum(spread, d.mul_(2.0)).mul_(zs.shape[-1])
+    zs, uc, t, beta, d = (v.index_select(0, rows) for v in (zs, uc, t, beta, d))
+    y = torch.sub(zs, t).mul_(beta)
+    bd = d.mul_(beta)
+    hi = torch.add(y, bd).relu_().pow_(1.0 / beta)
+    lo = y.sub_(bd).relu_().pow_(1.0 / beta)
+    return torch.minimum(hi, uc, out=hi).sub_(torch.minimum(lo, uc, out=lo)).sum(-1, keepdim=True)
+
+
+def _imprecise_rows(zs: Tensor, uc: Tensor, t: Tensor, beta: Tensor, live: Tensor) -> Tensor:
+    """The indices ``[n]`` of the ``live`` rows whose ``p`` the frame ``zs`` may have moved by more than
+    ``FRAME_TOL`` (:func:`_frame_error`; arguments as there).  One host synchronisation where the bound
+    rules every row out (``alpha <= 2`` and ``|t| < 5e5 / J``: most rows), else two."""
+    maybe = torch.gt(_frame_error(zs, uc, t, beta, None), FRAME_TOL).logical_and_(live).reshape(-1)
+    rows = maybe.nonzero().reshape(-1)
+    if rows.numel() == 0:
+        return rows
+    return rows[torch.gt(_frame_error(zs, uc, t, beta, rows), FRAME_TOL).reshape(-1)]
+
+
 def _solve(z2: Tensor, zmax: Tensor, zs: Tensor, uc: Optional[Tensor], beta: Tensor, live: Tensor) -> Tensor:
-    """``p`` on the shifted scores ``zs = z - max(z)``; rows whose threshold lies far below the
-    maximum (bounds binding at the top, huge scores: ``zs`` has rounded the entries that carry
-    the mass) are solved again in frames centred at the threshold (:func:`._checks.recentre`)."""
+    """``p`` on the shifted scores ``zs = z - max(z)``; rows where the rounding of ``zs`` near the
+    threshold may have moved ``p`` by more than ``FRAME_TOL`` (:func:`_frame_error`: bounds binding at
+    the top and the mass far below, huge scores, or ``alpha > 2``, where tiny ``p`` are sensitive to
+    ``z``) are solved again in frames centred at the threshold (:func:`._checks.recentre`)."""
     t = _threshold(zs, uc, beta, live)
     p = _finish(zs, t, uc, beta, live)
     if uc is None:
         return p
-    far = torch.lt(t * beta, -FAR).logical_and_(live).reshape(-1)
-    if bool(far.any()):
-        rows = far.nonzero().reshape(-1)
+    rows = _imprecise_rows(zs, uc, t, beta, live)
+    if rows.numel():
         z_f, uc_f, b_f = z2[rows], uc[rows], beta[rows]
         scale = torch.where(z_f > float("-inf"), zs[rows].abs(), 0.0).amax(-1, keepdim=True)
         bound = scale.mul(2.0).add(t[rows].abs())
