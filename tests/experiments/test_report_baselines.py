@@ -154,11 +154,12 @@ def stressed(name: str, sigma: list[int]) -> SystemResults:
 
 
 def test_the_stress_tests_pair_each_system_with_its_baseline():
-    systems = [stressed("softmax", [0, 0, 0, 0]), stressed("softmax-x", [2, 2, 2, 2]), stressed("calm-x", [0, 0, 0, 0])]
+    # (12 inputs: a paired bootstrap over fewer than 10 gives no p-value)
+    systems = [stressed("softmax", [0] * 12), stressed("softmax-x", [2] * 12), stressed("calm-x", [0] * 12)]
     text = "\n".join(paired_section(systems, {"softmax": "softmax", "softmax-x": "softmax", "calm-x": "softmax-x"}))
     assert "### Stress test: REP and DROP against each system's baseline, paired" in text
     calm = next(line for line in text.splitlines() if line.startswith("| CALM-X | 2 |"))
-    # REP = 100 * sum(sigma) / sum(ref words): 0 against 100 * 8 / 40 = 20 for SOFTMAX-X
+    # REP = 100 * sum(sigma) / sum(ref words): 0 against 100 * 24 / 120 = 20 for SOFTMAX-X
     assert "1: -20.00 (" in calm and calm.endswith("| SOFTMAX-X |")
     soft_x = next(line for line in text.splitlines() if line.startswith("| SOFTMAX-X | 2 |"))
     assert "1: +20.00 (1.000) / 2: +20.00 (1.000); sign-flip 1.000 |" in soft_x and soft_x.endswith("| SOFTMAX |")
@@ -168,10 +169,11 @@ def test_the_stress_tests_pair_each_system_with_its_baseline():
 
 def test_the_stress_table_shows_rep_at_equal_length_when_outputs_were_counted():
     """softmax: a short output (5 of 10 words, σ 0) and a long one (10 of 10, σ 2); long: both outputs long, σ 3
-    each. softmax's REP 10, long's 30, softmax's at long's lengths (its long group only) 20: half of Δ REP."""
-    def with_lengths(name, sigma, hyp_words):
-        counts = {"rep_sigma": sigma, "ref_words": [10, 10], "hyp_words": hyp_words, "dropped": [0, 0],
-                  "source_words": [10, 10]}
+    each. softmax's REP 10, long's 30, softmax's at long's lengths (its long group only) 20: half of Δ REP.
+    The inputs five times over (a paired bootstrap over fewer than 10 gives no p-value), or once (``n``)."""
+    def with_lengths(name, sigma, hyp_words, n=5):
+        counts = {"rep_sigma": sigma * n, "ref_words": [10, 10] * n, "hyp_words": hyp_words * n, "dropped": [0, 0] * n,
+                  "source_words": [10, 10] * n}
         return SystemResults(name, name, [{"seed": 1, "stress": {"per_input": {"2": counts}}}])
 
     text = paired_section([with_lengths("softmax", [0, 2], [5, 10]), with_lengths("long", [3, 3], [10, 10])],
@@ -179,12 +181,11 @@ def test_the_stress_table_shows_rep_at_equal_length_when_outputs_were_counted():
     assert "REP of the baseline at the system's lengths (share of Δ REP)" in text[4]
     row = next(line for line in text if line.startswith("| long | 2 |"))
     assert row.startswith("| long | 2 | 1: +20.00 (") and row.endswith("| 1 | 20.00 (50 %) |")
-    # Δ REP +5 from one input of two: the bootstrap cannot tell it from 0 (two-sided p about 0.5), so its share
-    # (here 200 %) would be a ratio of noise
-    text = paired_section([with_lengths("softmax", [0, 2], [5, 10]), with_lengths("near", [1, 2], [10, 10])],
+    # Δ REP +5 from one input of two: no bootstrap over 2 inputs, so its share (here 200 %) would be a ratio of noise
+    text = paired_section([with_lengths("softmax", [0, 2], [5, 10], n=1), with_lengths("near", [1, 2], [10, 10], n=1)],
                           "softmax")
     row = next(line for line in text if line.startswith("| near | 2 |"))
-    assert row.startswith("| near | 2 | 1: +5.00 (") and row.endswith("| 1 | 20.00 (–) |")
+    assert row.startswith("| near | 2 | 1: +5.00 (n/a: fewer than 10 inputs) |") and row.endswith("| 1 | 20.00 (–) |")
 
 
 def test_the_grid_file_carries_a_reference_arm(tmp_path):
@@ -212,6 +213,8 @@ def test_the_shipped_recipe_ablation_sets_each_arm_against_cpu_smalls_csparsemax
 
 
 def quad_system(name: str, sigma: list[int], dropped: list[int], seeds=(1, 2)) -> SystemResults:
+    """The inputs three times over (a paired bootstrap over fewer than 10 gives no p-value)."""
+    sigma, dropped = sigma * 3, dropped * 3
     n = len(sigma)
     counts = {"rep_sigma": sigma, "ref_words": [10] * n, "dropped": dropped, "source_words": [5] * n}
     return SystemResults(name, name.upper(), [{"seed": s, "stress": {"per_input": {"3": counts}}} for s in seeds])
@@ -252,7 +255,7 @@ def test_the_written_report_has_the_contrast_when_the_grid_names_a_reference(tmp
         for seed in (1, 2):
             metrics_path = out / "runs" / name / f"seed{seed}" / "metrics.json"
             metrics = json.loads(metrics_path.read_text(encoding="utf-8"))
-            metrics["stress"] = {"per_input": {"2": per_input([1, 0] if name.startswith("c") else [1, 1])}}
+            metrics["stress"] = {"per_input": {"2": per_input([1, 0] * 5 if name.startswith("c") else [1, 1] * 5)}}
             metrics_path.write_text(json.dumps(metrics), encoding="utf-8")
     report(out, docs)
     assert "does an arm change" not in (docs / "experiments-table1.md").read_text(encoding="utf-8")

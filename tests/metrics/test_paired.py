@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scanmt.errors import DataError
-from scanmt.metrics.paired import paired_bootstrap_rate, paired_rates
+from scanmt.metrics.paired import MIN_INPUTS, NO_TEST, format_p, paired_bootstrap_rate, paired_rates
 
 
 def exact_p_lower(a, b, n) -> float:
@@ -32,7 +32,7 @@ def test_the_rates_and_their_difference_are_the_corpus_scores():
 @pytest.mark.parametrize("a, b, n", [([1, 0, 2], [3, 1, 2], [10, 5, 5]), ([0, 0, 1], [1, 0, 0], [4, 4, 4]),
                                       ([2, 2, 2], [0, 1, 0], [3, 7, 5])])
 def test_the_monte_carlo_p_value_matches_the_exact_one_over_all_resamples(a, b, n):
-    t = paired_bootstrap_rate(a, b, n, samples=20000)
+    t = paired_bootstrap_rate(a, b, n, samples=20000, min_inputs=1)  # (the estimator itself: 3 inputs enumerate)
     exact = exact_p_lower(a, b, n)
     assert t.p_lower == pytest.approx(exact, abs=0.015), (t.p_lower, exact)
 
@@ -47,11 +47,12 @@ def test_a_clearly_lower_system_is_significant_and_the_reverse_is_not():
 
 
 def test_identical_systems_are_never_lower():
-    assert paired_bootstrap_rate([1, 2, 3], [1, 2, 3], [5, 5, 5]).p_lower == 1.0
+    assert paired_bootstrap_rate([1, 2, 3] * 4, [1, 2, 3] * 4, [5, 5, 5] * 4).p_lower == 1.0
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5), st.integers(1, 20)), min_size=2, max_size=30))
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5), st.integers(1, 20)), min_size=MIN_INPUTS,
+                max_size=30))
 def test_p_is_a_probability_and_the_test_is_reproducible(rows):
     a, b, n = zip(*rows)
     t = paired_bootstrap_rate(a, b, n, samples=200)
@@ -95,10 +96,11 @@ def exact_p_two_sided(a, b, n) -> float:
 @pytest.mark.parametrize("a, b, n", [([1, 0, 2], [3, 1, 2], [10, 5, 5]), ([2, 2, 2], [0, 1, 0], [3, 7, 5]),
                                       ([1, 0, 4, 0], [0, 2, 1, 1], [6, 4, 9, 5])])
 def test_the_two_sided_p_value_matches_the_exact_one(a, b, n):
-    t = paired_bootstrap_rate(a, b, n, samples=20000)
+    t = paired_bootstrap_rate(a, b, n, samples=20000, min_inputs=1)
     assert t.p_two_sided == pytest.approx(exact_p_two_sided(a, b, n), abs=0.015)
     # a difference is at least as surprising one-sided, in its own direction, as two-sided
-    assert min(t.p_lower, paired_bootstrap_rate(b, a, n, samples=20000).p_lower) <= t.p_two_sided + 1e-9
+    reverse = paired_bootstrap_rate(b, a, n, samples=20000, min_inputs=1)
+    assert min(t.p_lower, reverse.p_lower) <= t.p_two_sided + 1e-9
 
 
 def counts(sigma: list[int], dropped: list[int]) -> dict[str, list[int]]:
@@ -106,12 +108,12 @@ def counts(sigma: list[int], dropped: list[int]) -> dict[str, list[int]]:
 
 
 def test_difference_in_differences_is_the_arms_delta_minus_the_references():
-    """Arm: 2 repeats fewer per input than its baseline; reference: 1 fewer. Over 4 inputs of 10 reference words,
+    """Arm: 2 repeats fewer per input than its baseline; reference: 1 fewer. Over 12 inputs of 10 reference words,
     the arm's Δ REP is -20, the reference's -10, and ΔΔ -10; DROP moves the other way."""
     from scanmt.metrics.paired import difference_in_differences
 
-    arm, arm0 = counts([0, 1, 0, 1], [2, 2, 2, 2]), counts([2, 3, 2, 3], [1, 1, 1, 1])
-    ref, ref0 = counts([1, 1, 1, 1], [1, 1, 1, 1]), counts([2, 2, 2, 2], [1, 1, 1, 1])
+    arm, arm0 = counts([0, 1, 0, 1] * 3, [2, 2, 2, 2] * 3), counts([2, 3, 2, 3] * 3, [1, 1, 1, 1] * 3)
+    ref, ref0 = counts([1, 1, 1, 1] * 3, [1, 1, 1, 1] * 3), counts([2, 2, 2, 2] * 3, [1, 1, 1, 1] * 3)
     got = difference_in_differences([(arm, arm0, ref, ref0)], samples=200)
     assert (got["REP"].a, got["REP"].b, got["REP"].delta) == pytest.approx((-20.0, -10.0, -10.0))
     assert (got["DROP"].a, got["DROP"].b, got["DROP"].delta) == pytest.approx((12.5, 0.0, 12.5))
@@ -121,11 +123,11 @@ def test_difference_in_differences_is_the_arms_delta_minus_the_references():
     same = difference_in_differences([(arm, arm0, arm, arm0)], samples=200)
     assert same["REP"].delta == 0 and same["REP"].p_two_sided == 1.0
     # pooling two seeds doubles the inputs
-    assert difference_in_differences([(arm, arm0, ref, ref0)] * 2, samples=50)["REP"].inputs == 8
+    assert difference_in_differences([(arm, arm0, ref, ref0)] * 2, samples=50)["REP"].inputs == 24
 
 
 @settings(max_examples=30, deadline=None)
-@given(st.lists(st.tuples(*[st.integers(0, 4)] * 4, st.integers(1, 12)), min_size=2, max_size=20))
+@given(st.lists(st.tuples(*[st.integers(0, 4)] * 4, st.integers(1, 12)), min_size=MIN_INPUTS, max_size=20))
 def test_difference_in_differences_is_a_paired_test_of_the_two_deltas(rows):
     """Swapping arm and reference negates ΔΔ and keeps its two-sided p; the result is the plain paired test of the
     per-input differences, an independent computation of the same quantity."""
@@ -193,9 +195,32 @@ def test_paired_means_are_percent_over_the_inputs_both_measured():
     assert t.inputs == 3 and t.a == pytest.approx(100 * (0.9 + 0.1 + 0.6) / 3)
     assert t.b == pytest.approx(100 * (0.3 + 0.2 + 0.6) / 3)
     assert t.delta == pytest.approx(100 * (0.6 - 0.1 + 0.0) / 3)
+    assert (t.p_lower, t.p_two_sided) == (None, None)  # 3 inputs: no test
     # the same as a rate whose denominators are all 1, resampled alike
-    same = paired_bootstrap_rate([0.9, 0.1, 0.6], [0.3, 0.2, 0.6], [1, 1, 1], samples=200)
-    assert (t.p_lower, t.p_two_sided) == (same.p_lower, same.p_two_sided)
+    t = paired_means([([0.9, None, 0.5, 0.1], [0.3, 0.7, None, 0.2]), ([0.6], [0.6])] * 4, samples=200)
+    same = paired_bootstrap_rate([0.9, 0.1, 0.6] * 4, [0.3, 0.2, 0.6] * 4, [1] * 12, samples=200)
+    assert t.p_lower is not None and (t.p_lower, t.p_two_sided) == (same.p_lower, same.p_two_sided)
     assert paired_means([([None], [0.5])]) is None and paired_means([]) is None
     with pytest.raises(DataError, match="2 and 1 values"):
         paired_means([([0.1, 0.2], [0.3])])
+
+
+def test_fewer_than_min_inputs_give_no_p_value_and_the_printers_say_so():
+    """One joined input (a stress test at a K as large as the test set): every resample is that input, and the
+    p-value was 1 / (1 + samples) = 0.001 whatever the difference (issue 52, item 9)."""
+    from scanmt.metrics.paired import difference_in_differences, paired_means
+
+    one = paired_bootstrap_rate([3], [5], [40])
+    assert one.delta == pytest.approx(-5.0) and one.inputs == 1
+    assert one.p_lower is None and one.p_two_sided is None
+    few = [1, 0, 2, 0, 1, 0, 0, 1, 2][: MIN_INPUTS - 1]
+    assert paired_bootstrap_rate(few, [x + 1 for x in few], [10] * len(few)).p_lower is None
+    enough = paired_bootstrap_rate(few + [0], [x + 1 for x in few + [0]], [10] * MIN_INPUTS)
+    assert enough.p_lower is not None and enough.p_lower < 0.01
+    pair = counts([1], [0]), counts([2], [1])
+    assert all(t.p_lower is None and t.p_two_sided is None for t in paired_rates([pair]).values())
+    assert difference_in_differences([(*pair, *pair)])["REP"].p_two_sided is None
+    assert paired_means([([0.5], [0.1])]).p_two_sided is None
+    assert format_p(None) == NO_TEST == f"n/a: fewer than {MIN_INPUTS} inputs"
+    assert format_p(0.0123) == "0.012" and format_p(0.0123, significant_below=0.05) == "0.012 †"
+    assert format_p(0.2, significant_below=0.05) == "0.200"

@@ -217,7 +217,7 @@ class StressResult:
         and the first model's REP at the later one's output lengths
         (:func:`scanmt.metrics.length_standardized.standardize_rep`)."""
         from scanmt.metrics.length_standardized import standardize_rep
-        from scanmt.metrics.paired import paired_rates
+        from scanmt.metrics.paired import format_p, paired_rates
 
         if len(self.names) < 2 or not all(self.per_input.get(n) for n in self.names):
             return []
@@ -228,7 +228,7 @@ class StressResult:
             for k in self.ks:
                 mine, theirs = self.per_input[name][k], self.per_input[base][k]
                 tests = paired_rates([(mine, theirs)])
-                cells = [f"{metric} {t.delta:+.2f} (p {t.p_lower:.3f})" for metric, t in tests.items()]
+                cells = [f"{metric} {t.delta:+.2f} (p {format_p(t.p_lower)})" for metric, t in tests.items()]
                 same_length = standardize_rep([mine], [theirs])
                 at = same_length.baseline_at_system_lengths
                 cells.append(f"{base}'s REP at its lengths " + ("n/a" if at != at else f"{at:.2f}"))  # NaN: no overlap

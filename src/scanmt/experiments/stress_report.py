@@ -149,9 +149,10 @@ def _per_input(run: dict[str, Any], k: int) -> dict[str, Any] | None:
 
 
 def _test_cell(t: Any, two_sided: bool = False) -> str:
-    p = t.p_two_sided if two_sided else t.p_lower
-    mark = " †" if p < 0.05 else ""
-    return f"{t.delta:+.2f} ({p:.3f}{mark})"
+    """``+1.23 (0.012 †)``: a :class:`scanmt.metrics.paired.PairedRate`'s Δ and p-value (n/a with too few inputs)."""
+    from scanmt.metrics.paired import format_p
+
+    return f"{t.delta:+.2f} ({format_p(t.p_two_sided if two_sided else t.p_lower, significant_below=0.05)})"
 
 
 def _by_seed_cell(cells: Sequence[str], deltas: Sequence[float], two_sided: bool = False) -> str:
@@ -175,7 +176,7 @@ def _length_cell(pairs: Sequence[tuple[dict[str, Any], dict[str, Any]]], rep: An
     r = standardize_rep([a for a, _ in pairs], [b for _, b in pairs])
     if math.isnan(r.baseline_at_system_lengths):
         return "– (no length group in common)"
-    significant = rep is not None and rep.p_two_sided < 0.05
+    significant = rep is not None and rep.p_two_sided is not None and rep.p_two_sided < 0.05
     share = "" if r.explained is None else f" ({int(round(100 * r.explained))} %)" if significant else " (–)"
     uncovered = f", {100 * r.uncovered:.0f} % uncovered" if r.uncovered >= 0.005 else ""
     return f"{r.baseline_at_system_lengths:.2f}{share}{uncovered}"

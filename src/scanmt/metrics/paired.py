@@ -13,6 +13,10 @@ null the resampled differences are centred at 0, so the p-value is the share of 
 than b's beyond what the choice of test inputs explains.  The two-sided p-value (no direction expected) counts
 ``|δ* - δ| >= |δ|`` instead.  It does not cover other noise: the training seed
 (repeat over seeds) or, for DROP, the aligner's randomness (:mod:`scanmt.experiments.drop_noise`).
+
+With fewer than :data:`MIN_INPUTS` inputs the test cannot be run: the resamples take a handful of distinct values
+(one input: every resample is that input, ``δ* = δ``, and ``p`` would be ``1 / (1 + samples)``, 0.001, whatever
+``δ``), so the p-values are None and the printers say so (:func:`format_p`).
 """
 
 from __future__ import annotations
@@ -26,29 +30,44 @@ from scanmt.errors import DataError
 
 #: the resampling seed (sacrebleu's default), so that a report is reproducible
 SEED = 12345
+#: the fewest inputs a paired bootstrap is run on (below it the p-values are None: module docstring)
+MIN_INPUTS = 10
+#: what a printer writes instead of a p-value that could not be computed
+NO_TEST = f"n/a: fewer than {MIN_INPUTS} inputs"
 
 
 @dataclass(frozen=True)
 class PairedRate:
     """``a``'s and ``b``'s rates (percent), their difference ``delta = a - b``, the one-sided p-value of
-    "a is lower than b" and the two-sided one of "a differs from b" (:func:`paired_bootstrap_rate`)."""
+    "a is lower than b" and the two-sided one of "a differs from b" (:func:`paired_bootstrap_rate`; None with
+    fewer than :data:`MIN_INPUTS` inputs: print them with :func:`format_p`)."""
 
     a: float
     b: float
     delta: float
-    p_lower: float
+    p_lower: float | None
     inputs: int
     samples: int
-    p_two_sided: float
+    p_two_sided: float | None
+
+
+def format_p(p: float | None, significant_below: float | None = None) -> str:
+    """``p`` with three decimals (and `` †`` where it is below ``significant_below``), or :data:`NO_TEST` where
+    there is none (fewer than :data:`MIN_INPUTS` inputs)."""
+    if p is None:
+        return NO_TEST
+    return f"{p:.3f}" + (" †" if significant_below is not None and p < significant_below else "")
 
 
 def paired_bootstrap_rate(a: Sequence[float], b: Sequence[float], n: Sequence[float], *, samples: int = 1000,
-                          seed: int = SEED) -> PairedRate:
+                          seed: int = SEED, min_inputs: int = MIN_INPUTS) -> PairedRate:
     """Test whether system a's corpus rate ``100 Σa/Σn`` is lower than b's ``100 Σb/Σn`` (module docstring).
 
     Args:
         a, b: per input, the two systems' counts (σ for REP, dropped words for DROP).
         n: per input, the shared denominator (reference words for REP, source words for DROP).
+        min_inputs: with fewer inputs the p-values are None (the rates and ``delta`` are still computed); the
+            tests of the estimator itself lower it.
 
     Raises:
         DataError: the three sequences differ in length, are empty, or ``n`` sums to 0; ``samples`` < 1.
@@ -63,10 +82,13 @@ def paired_bootstrap_rate(a: Sequence[float], b: Sequence[float], n: Sequence[fl
     diff = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
     den = np.asarray(n, dtype=np.float64)
     delta = 100.0 * diff.sum() / den.sum()
-    idx = np.random.default_rng(seed).integers(0, len(den), size=(samples, len(den)))
-    resampled = 100.0 * diff[idx].sum(axis=1) / np.maximum(den[idx].sum(axis=1), 1e-12)
-    p = (1 + int(np.count_nonzero(resampled - delta <= delta))) / (1 + samples)
-    p_two = (1 + int(np.count_nonzero(np.abs(resampled - delta) >= abs(delta)))) / (1 + samples)
+    p: float | None = None
+    p_two: float | None = None
+    if len(den) >= min_inputs:
+        idx = np.random.default_rng(seed).integers(0, len(den), size=(samples, len(den)))
+        resampled = 100.0 * diff[idx].sum(axis=1) / np.maximum(den[idx].sum(axis=1), 1e-12)
+        p = (1 + int(np.count_nonzero(resampled - delta <= delta))) / (1 + samples)
+        p_two = (1 + int(np.count_nonzero(np.abs(resampled - delta) >= abs(delta)))) / (1 + samples)
     return PairedRate(a=100.0 * float(np.sum(a)) / den.sum(), b=100.0 * float(np.sum(b)) / den.sum(),
                       delta=float(delta), p_lower=p, inputs=len(den), samples=samples, p_two_sided=p_two)
 
