@@ -156,3 +156,29 @@ def test_cli_resume_change_is_one_line(killed_run, tmp_path, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("scanmt train: error: ") and "model.attention.transform='softmax'" in err[-1]
+
+
+@pytest.mark.parametrize("kind", ["kept", "averaged"])
+def test_resume_from_a_checkpoint_without_optimizer_state_is_one_line(killed_run, tmp_path, capsys, kind):
+    """Issue 52, item 12: last.pt replaced by a kept ``checkpoints/stepN.pt`` (weights and progress, no optimizer
+    state or RNG) or an averaged checkpoint raised ``AttributeError`` from the optimizer's ``load_state_dict``."""
+    from scanmt.model.averaging import average_checkpoints
+    from scanmt.model.checkpoint import Checkpoint
+
+    cfg, run = _resume(killed_run, tmp_path, train__max_steps=14)
+    last = Checkpoint.load(run / "last.pt")
+    if kind == "kept":  # what train.keep_checkpoints keeps
+        last.optimizer = last.rng = None
+        weights = last
+    else:
+        weights = average_checkpoints([last, last])
+    weights.save(run / "last.pt")
+    what = "an averaged checkpoint" if kind == "averaged" else "weights only"
+    with pytest.raises(ConfigError, match=f"last.pt has no optimizer state .{what}"):
+        Trainer(cfg, run, resume=True)
+    path = tmp_path / "c.yaml"
+    cfg.save_yaml(path)
+    assert main(["train", "--config", str(path), "--out", str(run), "--resume"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("scanmt train: error: ") and "has no optimizer state" in err[-1]
+    assert "Traceback" not in "\n".join(err)

@@ -113,6 +113,20 @@ class Progress:
     kept: list[int] = field(default_factory=list)
 
 
+def _check_training_state(ckpt: Checkpoint, path: Path) -> None:
+    """Raise a one-line :class:`ConfigError` where ``ckpt`` (read from ``path``) lacks what ``--resume`` restores
+    besides the weights (optimizer state, position, RNG states): an averaged checkpoint, or a kept
+    ``checkpoints/stepN.pt`` put in the place of ``last.pt``."""
+    missing = [name for name in ("optimizer", "progress", "rng") if getattr(ckpt, name) is None]
+    if not missing:
+        return
+    what = ("an averaged checkpoint" if "averaged_from" in ckpt.extra
+            else "weights only, as in a kept checkpoints/stepN.pt")
+    raise ConfigError(f"{path} has no {'optimizer state' if 'optimizer' in missing else ' or '.join(missing)} "
+                      f"({what}): --resume continues a run from the last.pt its training saved; put that back, or "
+                      "train a new run (these weights can still translate and be evaluated)")
+
+
 def progress_postfix(vals: dict[str, float], unit: str) -> dict[str, str]:
     """What the progress bar shows of a logging window's metrics: loss, rate, lr, the attention's support and
     one-hot share, and a learned alpha (entmax / centmax)."""
@@ -192,6 +206,7 @@ class TrainLoop:
         return p.window_units, p.window_loss, time.time() - p.window_seconds
 
     def _restore(self, ckpt: Checkpoint) -> None:
+        _check_training_state(ckpt, self.out / "last.pt")
         self._check_resume(ckpt)
         self.model.load_state_dict(ckpt.weights)
         self.optimizer.load_state_dict(ckpt.optimizer)
