@@ -21,7 +21,7 @@
 # run took about 3 hours at one thread), GRID_WORKERS=1 GRID_THREADS=2 finishes one run in about 1.7 hours
 # (train.threads does not make a finished run stale).
 # GRID_PRECISION (default auto) sets train.precision of every run that trains from here on: auto takes bf16 where
-# this CPU's bf16 matrix products measure at least 1.25x faster than fp32's (scanmt.training.precision), else
+# this CPU's bf16 training steps measure at least 1.25x faster than fp32's (scanmt.training.precision), else
 # fp32 (bf16 measured 0.19x fp32's speed on an Intel Xeon without AVX512-BF16); a finished run stays as it was
 # (train.precision does not make it stale) and the report names each attempt's precision.
 # GRID_DEADLINE (for example +2h50m or 13:10) passes --deadline to every grid command: a run expected to end
@@ -65,9 +65,11 @@ except Exception as e: sys.exit(f"GRID_DEADLINE: {e}")' "$GRID_DEADLINE")
   echo "deadline: ${DEADLINE[1]}"
 fi
 PRECISION=${GRID_PRECISION:-auto}
-if [[ $PRECISION == auto ]]; then
-  PRECISION=$("$PYTHON" -c 'import sys; from scanmt.training.precision import cpu_prefers_bf16 as p
-print("bf16" if p(int(sys.argv[1])) else "fp32")' "$THREADS")
+if [[ $PRECISION == auto ]]; then  # measured once here; the grids' trainers inherit it (SCANMT_BF16_SPEEDUP)
+  measured=$("$PYTHON" -c 'import os, sys; from scanmt.training.precision import SPEEDUP_ENV, cpu_prefers_bf16 as p
+print("bf16" if p(int(sys.argv[1])) else "fp32", os.environ[SPEEDUP_ENV])' "$THREADS")
+  read -r PRECISION SCANMT_BF16_SPEEDUP <<< "$measured"
+  export SCANMT_BF16_SPEEDUP
 fi
 echo "precision: $PRECISION"
 LSTM=(--data "$DATA" --preset cpu-small --seeds 3 --workers "$WORKERS"

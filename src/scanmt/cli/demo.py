@@ -72,9 +72,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="optional wall-clock cap per system in minutes (0 = none; a capped run gets fewer updates "
                         "and the summary says so)")
     p.add_argument("--precision", choices=("auto", "fp32", "bf16"), default="auto",
-                   help="training precision; auto = bf16 where this CPU's bf16 matrix products measure at least "
-                        "1.25x faster than fp32 (timed at start, a tenth of a second), else fp32: the avx512_bf16 "
-                        "flag alone does not say (one Intel Xeon with it ran bf16 at half the fp32 rate)")
+                   help="training precision; auto = bf16 where this CPU's bf16 training steps measure at least "
+                        "1.25x faster than fp32 (timed once at start, about half a second; the trainers take the "
+                        "same measurement), else fp32: the avx512_bf16 flag alone does not say (one Intel Xeon "
+                        "with it ran bf16 at half the fp32 rate)")
     p.add_argument("--beam", type=positive_int, default=5, help="beam size for the test set")
     p.add_argument("--samples", type=int, default=3, help="sample translations to print")
     p.add_argument("--set", action="extend", nargs="+", default=[], metavar="KEY=VALUE",
@@ -83,13 +84,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def training_precision(asked: str) -> tuple[str, str]:
     """``(train.precision, why)`` for ``--precision``: ``auto`` measures this CPU at one thread, as the
-    systems train (:func:`scanmt.training.precision.cpu_prefers_bf16`); ``why`` is for the summary line."""
-    from scanmt.training.precision import cpu_bf16_speedup, cpu_prefers_bf16
+    systems train (:func:`scanmt.training.precision.cpu_bf16_speedup`: once; the trainers it starts
+    inherit the measurement); ``why`` is for the summary line."""
+    from scanmt.training.precision import PREFER_BF16, cpu_bf16_speedup
 
     if asked != "auto":
         return asked, ""
-    precision = "bf16" if cpu_prefers_bf16(threads=1) else "fp32"
-    return precision, f" (auto: bf16 matrix products measure {cpu_bf16_speedup(1):.2f}x fp32's speed here)"
+    speedup = cpu_bf16_speedup(threads=1)
+    precision = "bf16" if speedup >= PREFER_BF16 else "fp32"
+    return precision, f" (auto: bf16 training steps measure {speedup:.2f}x fp32's speed here)"
 
 
 @dataclass
