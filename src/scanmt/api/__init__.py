@@ -33,7 +33,9 @@ function                      takes                           returns
 :func:`average`               :class:`AverageRequest`         :class:`AverageResult`
 ============================  ==============================  ======================================
 
-Heavy modules (torch, the model) are imported when a function runs, not here.
+Every function checks the types of its arguments before any work (:mod:`scanmt.api.arguments`: a one-line
+``ConfigError`` naming the argument), and every request its fields when it is built.  Heavy modules (torch, the
+model) are imported when a function runs, not here.
 """
 
 from scanmt.api.align import AlignApplyResult, AlignRequest, align

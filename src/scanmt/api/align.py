@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from scanmt.api.arguments import check_type
 from scanmt.api.requests import CommandRequest
 from scanmt.data.align import MODEL_FILE, Aligner, AlignerSettings, link_stats, write_links
 from scanmt.errors import ConfigError
@@ -121,6 +122,7 @@ def align(request: AlignRequest) -> AlignTrainResult | AlignApplyResult | GoldRe
     from scanmt.api.align_gold import evaluate_gold, read_gold
     from scanmt.api.align_train import train_aligner
 
+    check_type("align", "request", request, AlignRequest)
     mode = align_mode(request)
     if mode == "train":
         return train_aligner(request)

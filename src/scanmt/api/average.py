@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from scanmt.api.arguments import check_type
 from scanmt.api.requests import CommandRequest, option
 from scanmt.config import Range
 from scanmt.errors import ConfigError, ScanmtError
@@ -144,6 +145,7 @@ def average(request: AverageRequest) -> AverageResult:
     from scanmt.model.averaging import average_checkpoints, step_of
     from scanmt.model.checkpoint import Checkpoint
 
+    check_type("average", "request", request, AverageRequest)
     t0 = time.time()
     files = request.checkpoint_files()
     check_outputs({"--out": request.out}, inputs={f"averaged checkpoint {i + 1}": f for i, f in enumerate(files)})

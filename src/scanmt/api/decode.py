@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from scanmt.api.arguments import check_type
 from scanmt.config import Config, DecodeConfig
 from scanmt.errors import ConfigError
 from scanmt.io import load_yaml, read_text
@@ -24,6 +25,7 @@ def load_penalties(path: str | Path) -> dict[str, Any]:
     """The decode settings (:data:`PENALTY_KEYS`) of a file written by ``tune_penalties`` (YAML or JSON)."""
     import yaml
 
+    check_type("load_penalties", "path", path, str, Path)
     path = Path(path)
     try:
         raw = load_yaml(read_text(path, "penalties file"), str(path)) or {}

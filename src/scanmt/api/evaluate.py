@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
+from scanmt.api.arguments import check_type
 from scanmt.api.evaluate_attention import attention_metrics
 from scanmt.api.evaluate_text import Row, text_metrics
 from scanmt.api.requests import CommandRequest
@@ -68,6 +69,12 @@ class EvaluateRequest(CommandRequest):
     metrics: tuple[str, ...] | None = None
     #: also write the results as JSON here
     json: Path | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        unknown = [m for m in self.metrics or () if m not in METRICS]
+        if unknown:
+            raise ConfigError(f"--metrics: unknown metric {unknown[0]!r}; choose from {', '.join(METRICS)}")
 
 
 @dataclass
@@ -191,6 +198,7 @@ def score(request: EvaluateRequest) -> EvaluateResult:
 
 def evaluate(request: EvaluateRequest) -> EvaluateResult:
     """Score a translation (:func:`score`) and write the JSON to ``request.json`` when it is given."""
+    check_type("evaluate", "request", request, EvaluateRequest)
     result = score(request)
     if request.json is not None:
         result.write_json(request.json)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from scanmt.api.arguments import check_type
 from scanmt.api.requests import CommandRequest
 from scanmt.errors import ConfigError
 
@@ -175,6 +176,7 @@ def compute_split(request: FertilityRequest, split: str, extra: dict[str, Any]) 
 
 def fertility(request: FertilityRequest) -> PredictorTrainResult | list[PredictorEval] | list[FertilitySplit]:
     """Run ``request`` in its mode (:func:`fertility_mode`); eval-predictor writes ``request.json`` when given."""
+    check_type("fertility", "request", request, FertilityRequest)
     mode = fertility_mode(request)
     if mode == "train-predictor":
         return train_fertility_predictor(request)

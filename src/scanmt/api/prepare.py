@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from scanmt.api.arguments import check_type
 from scanmt.api.requests import CommandRequest, option
 from scanmt.config import Range
 from scanmt.data import kftt, multi30k
@@ -97,6 +98,7 @@ def prepare(request: PrepareRequest) -> PrepareResult:
     Writes ``{split}.raw|tok|bpe.{lang}``, ``spm.model``, ``vocab.txt`` and ``meta.json``
     (see :func:`scanmt.data.prepare.prepare`).
     """
+    check_type("prepare", "request", request, PrepareRequest)
     src, tgt = parse_pair(request.pair)
     max_words, vocab_size = request.max_train_words, request.vocab_size
     if request.corpus == "multi30k":

@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
+from scanmt.api.arguments import check_type
 from scanmt.api.decode import DecodeOverrides
 from scanmt.api.requests import CommandRequest, option
 from scanmt.decoding.boundary import FINE_SCORES
@@ -367,6 +368,7 @@ def stress(request: StressRequest) -> StressResult:
 
     from scanmt.data.tokenize import tokenize_all
 
+    check_type("stress", "request", request, StressRequest)
     if request.boundary_only:
         raise ConfigError("a boundary-only request is run by remeasure_boundary(request.out), not stress()")
     t0 = time.time()
@@ -463,13 +465,16 @@ class BoundaryRemeasure:
         return "\n".join(lines)
 
 
-def remeasure_boundary(out: Path, *, device: str = "cpu", batch_size: int | None = None) -> BoundaryRemeasure:
+def remeasure_boundary(out: str | Path, *, device: str = "cpu", batch_size: int | None = None) -> BoundaryRemeasure:
     """Measure the boundary scores again (:func:`_score_boundary`: P(full stop) closing the first sentence,
     P(``</s>``) after it) for every model and K of the stress output ``out``, with this code, and rewrite its
     ``stress.json`` and figure with them; the translations and every other score are kept.  For stress tests run
     before a boundary measure existed (or changed).  The models, test set and K values are those ``stress.json``
     records; the joined sources and references in ``out`` must still be that test set's (else DataError), and
     each checkpoint must still be there."""
+    check_type("remeasure_boundary", "out", out, str, Path)
+    check_type("remeasure_boundary", "device", device, str)
+    check_type("remeasure_boundary", "batch_size", batch_size, int, optional=True)
     out = Path(out)
     # locked while it reads and rewrites stress.json (no folder is made for a lock where there is none: an error)
     with lock_folder(out, what="--out") if out.is_dir() else contextlib.nullcontext():

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from scanmt.api.arguments import check_type
 from scanmt.api.requests import CommandRequest
 from scanmt.config import Config
 
@@ -90,11 +91,12 @@ def train(config: Config | TrainRequest, out: str | Path | None = None, *, resum
     from scanmt.training import distributed
     from scanmt.training.trainer import Trainer
 
+    check_type("train", "config", config, Config, TrainRequest)
     if isinstance(config, TrainRequest):
         out, resume = config.out, config.resume
         config = config.load_config()
-    if out is None:
-        raise TypeError("train(config, out): the run folder is missing")
+    check_type("train", "out (the run folder)", out, str, Path)
+    check_type("train", "resume", resume, bool)
     trainer = Trainer(config, Path(out), resume=resume)
     p = trainer.train()
     dist = trainer.dist

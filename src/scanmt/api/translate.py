@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
+from scanmt.api.arguments import check_type
 from scanmt.api.decode import DecodeOverrides
 from scanmt.api.requests import CommandRequest, option
 from scanmt.config import DecodeConfig, key_range
@@ -138,6 +139,9 @@ def load_translator(model: str | Path, *, decode: DecodeOverrides | None = None,
     """A :class:`Translator` of the checkpoint ``model``, its decode settings changed by ``decode``."""
     from scanmt.decoding.translator import Translator
 
+    check_type("load_translator", "model", model, str, Path)
+    check_type("load_translator", "decode", decode, DecodeOverrides, optional=True)
+    check_type("load_translator", "device", device, str)
     tr = Translator.from_checkpoint(model, device=device)
     if decode is not None:
         tr.decode = decode.apply(tr.decode)
@@ -165,6 +169,10 @@ def translate(
     from scanmt.decoding.translator import Translator
 
     check_translate_arguments(lines, beam, max_len)
+    check_type("translate", "model", model, str, Path, Translator)
+    check_type("translate", "decode", decode, DecodeOverrides, optional=True)
+    check_type("translate", "device", device, str)
+    check_type("translate", "progress", progress, bool)
     if isinstance(model, Translator):
         tr = model
         if decode is not None:
@@ -249,6 +257,7 @@ def write_search_stats(path: str | Path, result: TranslateResult) -> None:
 
 def translate_file(request: TranslateRequest) -> TranslateResult:
     """Run a :class:`TranslateRequest`: read ``input``, translate (or force-decode), write every output file."""
+    check_type("translate_file", "request", request, TranslateRequest)
     check_request(request)
     lines = read_lines(request.input, what="input file", allow_empty=not request.force_target)
     tr = load_translator(request.model, decode=request.decode_overrides(), device=request.device)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from scanmt.api.arguments import check_type
 from scanmt.api.decode import DecodeOverrides, load_penalties  # noqa: F401 - load_penalties: the file's reader
 from scanmt.api.requests import CommandRequest, option
 from scanmt.config import Range, key_range
@@ -204,6 +205,7 @@ def tune_penalties(request: TunePenaltiesRequest) -> TunePenaltiesResult:
     """Grid-search (alpha, beta) by sacreBLEU; writes the best setting as YAML to ``request.out``."""
     from scanmt.api.translate import load_translator
 
+    check_type("tune_penalties", "request", request, TunePenaltiesRequest)
     alphas, betas = request.grids()
     overrides = DecodeOverrides(coverage_eps=request.coverage_eps, penalty_mode=request.penalty_mode or None,
                                 batch_size=request.batch_size)
