@@ -24,6 +24,8 @@ PLACED = {
     "scanmt.io": "base",
     "scanmt.processes": "base",
     "scanmt.allocator": "base",
+    # bounds on oneDNN's per-shape caches (environment variables only)
+    "scanmt.shape_caches": "base",
     # replacing a folder as a whole (an archive's pack): imports only scanmt.errors
     "scanmt.folder_swap": "base",
     "scanmt.config": "base",

@@ -36,6 +36,7 @@ from scanmt.errors import ConfigError, DataError
 from scanmt.model.averaging import kept_path, saved_by
 from scanmt.model.checkpoint import Checkpoint
 from scanmt.processes import Interrupted, second_sigterm, signal_name, sigterm_interrupts
+from scanmt.shape_caches import bound_shape_caches
 from scanmt.training import distributed
 from scanmt.training.logger import MetricLogger
 from scanmt.training.run_dir import claim_run_dir
@@ -152,6 +153,7 @@ class TrainLoop:
         #: this run's hold on the folder's lock, released when :meth:`run` ends
         self.lock = claim_run_dir(self.out, resume=resume, lock=self.dist.is_main)
         check_train_config(cfg)
+        bound_shape_caches()  # before the first bf16 product: oneDNN's caches grow per shape otherwise
         self.model = task.model.to(self.dist.device)
         self.optimizer = build_optimizer(self.model.parameters(), cfg)
         self.progress = Progress(lr=cfg.lr, run=uuid.uuid4().hex)

@@ -32,6 +32,7 @@ import time
 import torch
 
 from scanmt.errors import ConfigError
+from scanmt.shape_caches import bound_shape_caches
 
 #: ``(tokens, width, hidden, vocabulary)`` of the probe's step: ``tokens`` states of ``width`` through a
 #: ``width x hidden`` layer (an LSTM's gates), back to ``width``, and through a ``width x vocabulary``
@@ -56,6 +57,7 @@ def bf16_speedup(shape: tuple[int, int, int, int] = PROBE_SHAPE, repeats: int = 
     The median over ``repeats`` interleaved rounds of the round's fp32 / bf16 time, after a warm-up round,
     at ``threads`` threads (default: this process's number), which is restored afterwards."""
     tokens, width, hidden, vocab = shape
+    bound_shape_caches()  # oneDNN's caches as training has them (the first bf16 product fixes their size)
     before = torch.get_num_threads()
     if threads:
         torch.set_num_threads(threads)
