@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import statistics
 import time
 from typing import Callable
@@ -128,10 +129,20 @@ def op_section(device: torch.device, measure, args: argparse.Namespace) -> None:
                 long = backend == "torch" and T > args.long_torch
                 fwd[backend] = measure(forward) if not (long and T > 4 * args.long_torch) else float("nan")
                 both[backend] = float("nan") if long else measure(forward_backward)
-            cells = [f"{fwd[b]:.2f}" for b in names] + [f"{both[b]:.2f}" for b in names]
+            cells = [ms(fwd[b]) for b in names] + [ms(both[b]) for b in names]
             if len(names) == 2:
-                cells += [f"{fwd['torch'] / fwd['triton']:.1f}x", f"{both['torch'] / both['triton']:.1f}x"]
+                cells += [ratio(fwd["torch"], fwd["triton"]), ratio(both["torch"], both["triton"])]
             print(row(f"{transform}, {B} x {H} x {T} x {S}", cells))
+
+
+def ms(t: float) -> str:
+    """A time in ms for a table cell; "–" for one not timed (NaN)."""
+    return "–" if math.isnan(t) else f"{t:.2f}"
+
+
+def ratio(a: float, b: float) -> str:
+    """``a / b`` as "N.Nx"; "–" when either was not timed."""
+    return "–" if math.isnan(a) or math.isnan(b) else f"{a / b:.1f}x"
 
 
 # ---------------------------------------------------------------------------------------------------- updates
