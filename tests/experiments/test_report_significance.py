@@ -11,6 +11,7 @@ from pathlib import Path
 import sacrebleu
 
 from scanmt.experiments.report import SeedTest, Texts, _p_cell, collect, grid_records, significance
+from scanmt.metrics.paired import MIN_INPUTS, NO_TEST
 from tests.experiments.test_results_json import SEEDS, fake_experiment, report
 
 REFS = [
@@ -22,7 +23,9 @@ REFS = [
     "three girls are dancing on a wooden stage .",
     "an old man reads a newspaper at the table .",
     "a black cat sleeps on a blue blanket .",
-]
+    "a young boy jumps into a swimming pool .",
+    "two women are talking outside a cafe .",
+]  # (10: a paired bootstrap over fewer than MIN_INPUTS sentences gives no p-value)
 # already Moses-tokenized and lowercase, so the report's tokenization leaves them unchanged
 WORSE = [r.replace("a ", "the ", 1).replace(" .", " now .") for r in REFS]
 WORST = [" ".join(r.split()[:4]) + " ." for r in REFS]
@@ -36,20 +39,22 @@ def write_hyps(out: Path, system: str, seed: int, lines: list[str]) -> None:
     (out / "runs" / system / f"seed{seed}" / "test.hyp.en").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def experiment(tmp_path: Path) -> Path:
-    """softmax seeds 1-3, csparsemax seeds 1-3 (seed 3 without a softmax output to pair with)."""
+def experiment(tmp_path: Path, refs: list[str] = REFS) -> Path:
+    """softmax seeds 1-3, csparsemax seeds 1-3 (seed 3 without a softmax output to pair with), on the first
+    ``len(refs)`` test sentences."""
+    k = len(refs)
     out = tmp_path / "exp"
     seeds = {"softmax": SEEDS["softmax"], "csparsemax": {1: (31.5, 3.0, 9.0, 51.0), 2: (31.0, 3.0, 9.0, 51.0),
                                                         3: (30.0, 3.0, 9.0, 51.0)}}
     fake_experiment(out, seeds)
     data = out / "shared" / "data"
-    (data / "test.raw.en").write_text("\n".join(REFS) + "\n", encoding="utf-8")
-    (data / "test.raw.de").write_text("\n".join(f"satz {i} ." for i in range(len(REFS))) + "\n", encoding="utf-8")
-    write_hyps(out, "softmax", 1, WORSE)
-    write_hyps(out, "softmax", 2, WORSE)  # softmax seed 3 has no output file: csparsemax seed 3 is left out
-    write_hyps(out, "csparsemax", 1, REFS)  # better than its baseline
-    write_hyps(out, "csparsemax", 2, WORSE)  # identical to its baseline
-    write_hyps(out, "csparsemax", 3, WORST)
+    (data / "test.raw.en").write_text("\n".join(refs) + "\n", encoding="utf-8")
+    (data / "test.raw.de").write_text("\n".join(f"satz {i} ." for i in range(k)) + "\n", encoding="utf-8")
+    write_hyps(out, "softmax", 1, WORSE[:k])
+    write_hyps(out, "softmax", 2, WORSE[:k])  # softmax seed 3 has no output file: csparsemax seed 3 is left out
+    write_hyps(out, "csparsemax", 1, refs)  # better than its baseline
+    write_hyps(out, "csparsemax", 2, WORSE[:k])  # identical to its baseline
+    write_hyps(out, "csparsemax", 3, WORST[:k])
     return out
 
 
@@ -74,6 +79,17 @@ def test_the_cell_lists_every_seed_and_marks_significance():
     assert _p_cell("b", baselines, tests) == "baseline"
     assert _p_cell("c", baselines, {"c": []}) == "n/a"  # no seed could be paired
     assert _p_cell("c", baselines, {}) == "n/a"  # the baseline has no run to pair with
+    # fewer than MIN_INPUTS test sentences: no p-value (issue 52, item 9)
+    assert _p_cell("c", baselines, {"c": [SeedTest(1, 0.99, None)]}) == f"+0.99 ({NO_TEST})"
+
+
+def test_a_test_set_of_fewer_than_min_inputs_sentences_gives_no_p_value(tmp_path):
+    out = experiment(tmp_path, REFS[: MIN_INPUTS - 1])
+    rec = grid_records(out)[0]
+    texts = Texts(["x"] * (MIN_INPUTS - 1), REFS[: MIN_INPUTS - 1], REFS[: MIN_INPUTS - 1], "en")
+    got = significance(out, rec, texts, collect(out, rec), "softmax", samples=200)
+    assert [(t.seed, t.p) for t in got["csparsemax"]] == [(1, None), (2, None)]  # seed 2's equal scores too
+    assert got["csparsemax"][0].delta > 10
 
 
 def test_the_report_shows_the_per_seed_column(tmp_path):

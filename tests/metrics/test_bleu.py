@@ -11,6 +11,7 @@ import pytest
 from scanmt.data.tokenize import tokenize_all
 from scanmt.errors import DataError
 from scanmt.metrics.bleu import detok_bleu, paired_bootstrap, tokenized_bleu
+from scanmt.metrics.paired import MIN_INPUTS
 
 REFS = [
     "A man in an orange hat starring at something.",
@@ -21,7 +22,9 @@ REFS = [
     "A man in light colored clothing photographs a group of men wearing dark suits and hats standing around a woman.",
     "A group of people standing in front of an igloo.",
     "A boy in a red uniform is attempting to avoid getting out at home plate, while the catcher tries.",
-]
+    "Two young girls are playing with a ball on the beach.",
+    "An old woman sells vegetables at a market stall.",
+]  # (10: a paired bootstrap over fewer than MIN_INPUTS sentences gives no p-value)
 HYPS = [
     "A man with an orange hat looking at something.",
     "A Boston terrier runs on green grass in front of a white fence.",
@@ -31,6 +34,8 @@ HYPS = [
     "A man in light clothes photographs a group of men in dark suits and hats around a woman.",
     "A group of people stands in front of an igloo.",
     "A boy in a red uniform tries not to be out at home plate while the catcher tries.",
+    "Two little girls play with a ball on the beach.",
+    "An old woman is selling vegetables at a market.",
 ]
 
 
@@ -101,3 +106,17 @@ def test_paired_bootstrap():
     assert "bs:200" in better.signature
     tok = paired_bootstrap(HYPS, REFS, REFS, tokenized=True, samples=50)
     assert "tok:none" in tok.signature
+
+
+@pytest.mark.parametrize("k", [1, MIN_INPUTS - 1])
+def test_a_bootstrap_over_fewer_than_min_inputs_sentences_gives_no_p_value(k):
+    """Over one sentence every resample is that sentence (issue 52, item 9): the scores, but no p-value."""
+    assert len(REFS) >= MIN_INPUTS
+    worse = [" ".join(h.split()[: len(h.split()) // 2]) for h in HYPS[:k]]
+    few = paired_bootstrap(worse, REFS[:k], REFS[:k], samples=100)
+    assert few.p_value is None and few.samples == 100
+    assert few.score1 == pytest.approx(detok_bleu(worse, REFS[:k]).score) and few.score2 == pytest.approx(100.0)
+    assert "case:mixed" in few.signature
+    worse = [" ".join(h.split()[: len(h.split()) // 2]) for h in HYPS[:MIN_INPUTS]]
+    enough = paired_bootstrap(worse, REFS[:MIN_INPUTS], REFS[:MIN_INPUTS], samples=100)
+    assert enough.p_value is not None and enough.p_value < 0.05

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import struct
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from scanmt.cli.main import main
 from scanmt.data.attention_file import SentenceAttention, save_attention
 from scanmt.data.tokenize import tokenize_all
 from scanmt.metrics.bleu import detok_bleu
+from scanmt.metrics.paired import NO_TEST
 
 REFS = [
     "A man in an orange hat starring at something.",
@@ -88,12 +90,27 @@ def test_pretokenized_input_gives_same_tokenized_scores(files, tmp_path, capsys)
     assert a["rep"]["score"] == pytest.approx(b["rep"]["score"])
 
 
-def test_paired_bootstrap_row(files, tmp_path, capsys):
+def test_paired_bootstrap_row(tmp_path, capsys):
+    # the three sentences four times over: a paired bootstrap over fewer than MIN_INPUTS gives no p-value
+    ref, hyp, hyp2 = (lines(tmp_path / f, items * 4) for f, items in (("ref.en", REFS), ("hyp.en", HYPS),
+                                                                      ("hyp2.en", REFS)))
+    rc, out, err = run(capsys, "--hyp", str(hyp), "--ref", str(ref), "--hyp2", str(hyp2), "--metrics", "bleu",
+                       "--bootstrap-samples", "50", "--json", str(tmp_path / "b.json"))
+    assert rc == 0, err
+    assert "bootstrap" in out and "100.00" in out and re.search(r"p = 0\.\d{3} \(50 resamples\)", out), out
+    assert 0 < json.loads((tmp_path / "b.json").read_text())["bootstrap"]["p_value"] < 1
+
+
+def test_paired_bootstrap_over_fewer_than_min_inputs_prints_no_p_value(files, tmp_path, capsys):
+    """Issue 52, item 9: over 3 sentences the row says the test cannot be run; the JSON has p_value null."""
     hyp2 = lines(tmp_path / "hyp2.en", REFS)
     rc, out, err = run(capsys, "--hyp", str(files["hyp"]), "--ref", str(files["ref"]), "--hyp2", str(hyp2),
-                       "--metrics", "bleu", "--bootstrap-samples", "50")
+                       "--metrics", "bleu", "--bootstrap-samples", "50", "--json", str(tmp_path / "b.json"))
     assert rc == 0, err
-    assert "bootstrap" in out and "p = " in out and "100.00" in out
+    row = next(line for line in out.splitlines() if "BLEU --hyp2" in line)
+    assert "100.00" in row and f"p = {NO_TEST}" in row and "resamples" not in row, row
+    res = json.loads((tmp_path / "b.json").read_text())["bootstrap"]
+    assert res["p_value"] is None and res["bleu_hyp2"] == pytest.approx(100.0)
 
 
 def test_different_line_counts(files, tmp_path, capsys):

@@ -63,6 +63,7 @@ class Texts:
 def text_metrics(request: EvaluateRequest, metrics: list[str], rows: list[Row], out: dict[str, Any]) -> None:
     """Add the text ``metrics`` (and the paired bootstrap with ``hyp2``) to the table ``rows`` and the JSON ``out``."""
     from scanmt.metrics import bleu as bleu_mod
+    from scanmt.metrics.paired import format_p
 
     texts = Texts(request)
     out["sentences"] = len(texts.ref)
@@ -78,10 +79,10 @@ def text_metrics(request: EvaluateRequest, metrics: list[str], rows: list[Row], 
         tokenized = "bleu" not in metrics and "tok-bleu" in metrics
         h1, h2, ref = (texts.hyp_tok, texts.hyp2_tok, texts.ref_tok) if tokenized else (texts.hyp, texts.hyp2, texts.ref)
         b = bleu_mod.paired_bootstrap(h1, h2, ref, tokenized=tokenized, samples=request.bootstrap_samples)
-        rows.append(
-            ("BLEU --hyp2 (bootstrap)", f"{b.score2:.2f}", f"vs {b.score1:.2f}: p = {b.p_value:.4f} ({b.samples} resamples)")
-        )
-        out["bootstrap"] = {
+        resamples = f" ({b.samples} resamples)" if b.p_value is not None else ""  # None: too few sentences, no test
+        note = f"vs {b.score1:.2f}: p = {format_p(b.p_value)}{resamples}"
+        rows.append(("BLEU --hyp2 (bootstrap)", f"{b.score2:.2f}", note))
+        out["bootstrap"] = {  # p_value: null where the test could not be run
             "bleu_hyp": b.score1, "bleu_hyp2": b.score2, "p_value": b.p_value,
             "samples": b.samples, "signature": b.signature, "tokenized": tokenized,
         }

@@ -78,6 +78,7 @@ from scanmt.experiments.stress_report import (
     stress_section,
 )
 from scanmt.io import atomic_open, check_output_file, read_lines
+from scanmt.metrics.paired import MIN_INPUTS, format_p
 
 #: (metric key, column title, higher is better)
 COLUMNS: tuple[tuple[str, str, bool], ...] = (
@@ -265,7 +266,7 @@ class SeedTest:
 
     seed: int
     delta: float  #: system's BLEU minus the baseline's, in BLEU points
-    p: float  #: sacrebleu's p-value; 1.0 when the two scores are equal
+    p: float | None  #: sacrebleu's p-value; 1.0 when the two scores are equal; None over too few sentences
 
 
 def significance(out: Path, rec: dict[str, Any], texts: Texts, systems: Sequence[SystemResults],
@@ -302,8 +303,10 @@ def significance(out: Path, rec: dict[str, Any], texts: Texts, systems: Sequence
             b = paired_bootstrap(base[k], _tokenize_all(hyp, texts.tgt_lang), texts.ref_tok, tokenized=True,
                                  samples=samples)
             # sacrebleu counts resampled differences strictly above the observed one, so a zero difference
-            # (e.g. identical outputs) would get p = 1/(samples+1); no difference is never significant
-            tests[s.name].append(SeedTest(k, b.score2 - b.score1, 1.0 if b.score1 == b.score2 else b.p_value))
+            # (e.g. identical outputs) would get p = 1/(samples+1); no difference is never significant.  None:
+            # fewer than MIN_INPUTS sentences, the test was not run
+            p_value = 1.0 if b.score1 == b.score2 and b.p_value is not None else b.p_value
+            tests[s.name].append(SeedTest(k, b.score2 - b.score1, p_value))
     return tests
 
 
@@ -383,12 +386,13 @@ def _anchor(name: str) -> str:
 
 
 def _p_cell(name: str, baselines: Baselines, tests: dict[str, list[SeedTest]]) -> str:
-    """``+0.99 (0.018 †) / +0.73 (0.065)``: per seed, the BLEU difference to the baseline and its p-value."""
+    """``+0.99 (0.018 †) / +0.73 (0.065)``: per seed, the BLEU difference to the baseline and its p-value
+    (:func:`scanmt.metrics.paired.format_p`: its n/a text over too few sentences)."""
     if baselines.get(name) == name:
         return "baseline"
     if not tests.get(name):
         return "n/a"
-    return " / ".join(f"{t.delta:+.2f} ({t.p:.3f}{' †' if t.p < 0.05 else ''})" for t in tests[name])
+    return " / ".join(f"{t.delta:+.2f} ({format_p(t.p, significant_below=0.05)})" for t in tests[name])
 
 
 def _code(text: str) -> str:
@@ -593,7 +597,8 @@ def _main_table(p: _Page) -> list[str]:
         "Values are mean ± sample standard deviation over the finished seeds (no ± with one seed); the best mean "
         "of each column is in bold. Δ BLEU (p), by seed: for each seed in turn, the system's tokenized BLEU minus "
         f"that of {against} trained with the same seed, and the p-value of sacrebleu's paired "
-        f"bootstrap resampling ({opts.samples} resamples) of the two outputs; † marks p < 0.05.",
+        f"bootstrap resampling ({opts.samples} resamples) of the two outputs; † marks p < 0.05 (no p-value over "
+        f"fewer than {MIN_INPUTS} test sentences: the test cannot be run).",
         "",
         f"The same numbers, machine-readable: [`{p.stem}.json`]({p.stem}.json) (per system: mean and std of BLEU, "
         "REP, DROP and METEOR, the number of seeds, and DROP's noise split as `drop_noise`; see "

@@ -7,7 +7,10 @@
   ``multi-bleu.perl -lc`` computes and what the paper reports.  The caller
   tokenizes (``scanmt.data.tokenize``).
 - :func:`paired_bootstrap`: sacrebleu's paired bootstrap resampling
-  (Koehn 2004) of a second system against a baseline, with a p-value.
+  (Koehn 2004) of a second system against a baseline, with a p-value
+  (None over fewer than :data:`scanmt.metrics.paired.MIN_INPUTS` sentences,
+  where the resamples take a handful of values; print it with
+  :func:`scanmt.metrics.paired.format_p`).
 
 Scores are on the 0–100 scale.  One reference per sentence.
 """
@@ -22,6 +25,7 @@ from sacrebleu.metrics import BLEU
 from sacrebleu.significance import PairedTest
 
 from scanmt.errors import DataError
+from scanmt.metrics.paired import MIN_INPUTS
 
 
 @dataclass(frozen=True)
@@ -46,14 +50,17 @@ class BootstrapResult:
     Attributes:
         score1, score2: corpus BLEU of each system.
         p_value: probability, under resampling, that the difference is due to
-            chance (sacrebleu's estimate; small means significant).
-        samples: number of bootstrap resamples.
-        signature: sacrebleu's signature, including the seed and sample count.
+            chance (sacrebleu's estimate; small means significant); None with
+            fewer than :data:`~scanmt.metrics.paired.MIN_INPUTS` sentences (the
+            test was not run: print it with :func:`scanmt.metrics.paired.format_p`).
+        samples: number of bootstrap resamples asked for.
+        signature: sacrebleu's signature, including the seed and sample count
+            (the plain BLEU signature when the test was not run).
     """
 
     score1: float
     score2: float
-    p_value: float
+    p_value: float | None
     samples: int
     signature: str
 
@@ -101,12 +108,21 @@ def paired_bootstrap(
             otherwise as :func:`detok_bleu`.
         samples: bootstrap resamples.  The seed is sacrebleu's
             (``SACREBLEU_SEED``, default 12345), so results are reproducible.
+
+    With fewer than :data:`~scanmt.metrics.paired.MIN_INPUTS` sentences the
+    test is not run: the two scores, and ``p_value`` None (over one sentence
+    every resample is that sentence and sacrebleu's p would be
+    ``1 / (1 + samples)`` whatever the difference).
     """
     _check(hyps1, refs)
     _check(hyps2, refs)
     if samples < 1:
         raise DataError(f"paired bootstrap: samples must be >= 1, got {samples}")
     metric = _bleu("none", True) if tokenized else _bleu(None, False)
+    if len(refs) < MIN_INPUTS:
+        score1, score2 = (_score(metric, hyps, refs) for hyps in (hyps1, hyps2))
+        return BootstrapResult(score1=score1.score, score2=score2.score, p_value=None, samples=samples,
+                               signature=score1.signature)
     quiet = logging.getLogger("sacrebleu")  # its INFO lines ("Pre-computing BLEU statistics ...") on every call
     level = quiet.level
     quiet.setLevel(max(level, logging.WARNING))
