@@ -8,6 +8,10 @@
   last of its handles is released.
 - :func:`die_with_parent` (Linux ``PR_SET_PDEATHSIG``) makes a child get SIGTERM when its parent dies;
   :func:`dies_with_me` is its ``preexec_fn`` form for :mod:`subprocess`.
+- :func:`stopped_by_parent` also puts a child (a trainer of ``scanmt demo``, a worker of ``experiment run``)
+  in a process group of its own, so that a terminal's Ctrl-C reaches the parent alone, which stops the
+  child with one SIGTERM (a child that got Ctrl-C too would take that SIGTERM as a second interrupt and
+  quit without saving); :func:`stopped_by_me` is its ``preexec_fn`` form.
 - :func:`sigterm_interrupts` turns SIGTERM (what ``timeout``, Slurm and ``docker stop`` send) into an
   :class:`Interrupted` exception, a ``KeyboardInterrupt``, so that ``finally`` blocks and ``with``
   statements clean up as they do after Ctrl-C.
@@ -113,6 +117,21 @@ def dies_with_me() -> Callable[[], None]:
     """A ``preexec_fn`` for :mod:`subprocess` that makes the child get SIGTERM when this process dies."""
     _prctl()  # the lookup happens here, not in the forked child
     return functools.partial(die_with_parent, os.getpid())
+
+
+def stopped_by_parent(parent: int | None = None) -> None:
+    """Make this child process one that only its parent stops: in a process group of its own (a terminal's
+    Ctrl-C, sent to its foreground group, no longer reaches it), and getting SIGTERM when the parent dies
+    (:func:`die_with_parent`; ``parent``: its PID, known before this process started)."""
+    os.setpgrp()
+    die_with_parent(parent)
+
+
+def stopped_by_me() -> Callable[[], None]:
+    """A ``preexec_fn`` for :mod:`subprocess` that makes the child one that only this process stops
+    (:func:`stopped_by_parent`): set up before the child runs anything, so that no Ctrl-C reaches it."""
+    _prctl()  # the lookup happens here, not in the forked child
+    return functools.partial(stopped_by_parent, os.getpid())
 
 
 def command_line() -> str:

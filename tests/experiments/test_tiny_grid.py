@@ -36,6 +36,9 @@ import yaml
 
 from scanmt.cli.main import main
 from scanmt.experiments.runner import DROP_SAMPLES, machine
+from scanmt.io import LOCK_FILE
+from scanmt.processes import lock_held
+from tests.process_helpers import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = REPO / "experiments" / "tiny.yaml"
@@ -65,7 +68,8 @@ def png_size(path: Path) -> tuple[int, int]:
 
 
 def kill_when(proc: subprocess.Popen, ready: Path, timeout: float) -> None:
-    """SIGKILL the process group of ``proc`` as soon as ``ready`` exists."""
+    """SIGKILL the process group of ``proc`` as soon as ``ready`` exists; wait for the worker (in a group of its
+    own, it gets SIGTERM as the grid dies) to save and let go of the run's lock."""
     t0 = time.time()
     while not ready.exists():
         if proc.poll() is not None:
@@ -76,6 +80,7 @@ def kill_when(proc: subprocess.Popen, ready: Path, timeout: float) -> None:
         time.sleep(0.1)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
+    wait_for(lambda: not lock_held(ready.parent / LOCK_FILE), 60, "the worker to stop with the grid")
 
 
 def stamps(run: Path, names: tuple[str, ...]) -> dict[str, int]:

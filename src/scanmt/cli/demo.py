@@ -111,23 +111,23 @@ class SystemResult:
 def _train_worker(cfg_dict: dict, out: str, log_path: str, parent: int) -> None:
     """Child process: train one system with one thread, everything it prints going to ``log_path``.
 
-    It runs in a process group of its own, so that a terminal's Ctrl-C reaches the demo alone, which
-    stops each trainer with one SIGTERM (a trainer that got Ctrl-C too would take that SIGTERM as a
-    second interrupt and quit without saving).  It gets SIGTERM when the demo (``parent``) dies, even
-    by ``kill -9``, and then stops after the current update with ``last.pt`` saved; it holds the lock
-    of its run folder while it trains.  Interrupted, it exits with 128 + the signal (130, 143) and no
-    traceback; orphaned by a killed demo, it says on the terminal where it saved and how to continue.
+    It runs in a process group of its own (:func:`scanmt.processes.stopped_by_parent`), so that a
+    terminal's Ctrl-C reaches the demo alone, which stops each trainer with one SIGTERM.  It gets SIGTERM
+    when the demo (``parent``) dies, even by ``kill -9``, and then stops after the current update with
+    ``last.pt`` saved; it holds the lock of its run folder while it trains.  Interrupted, it exits with
+    128 + the signal (130, 143) and no traceback; orphaned by a killed demo, it says on the terminal where
+    it saved and how to continue.
     """
     import logging
 
     import torch
 
     from scanmt.config import Config
-    from scanmt.processes import die_with_parent, exit_status, lock_folder
+    from scanmt.model.checkpoint import last_saved
+    from scanmt.processes import exit_status, lock_folder, stopped_by_parent
     from scanmt.training.trainer import Trainer
 
-    os.setpgrp()
-    die_with_parent(parent)
+    stopped_by_parent(parent)
     torch.set_num_threads(1)
     # the folder locked first, so that the Trainer takes it as claimed although train.log is in it already
     with lock_folder(out, what="the demo's run folder"), open(log_path, "a", encoding="utf-8") as fh, \
@@ -139,7 +139,7 @@ def _train_worker(cfg_dict: dict, out: str, log_path: str, parent: int) -> None:
             trainer.train()
         except KeyboardInterrupt as exc:  # logged in train.log; the demo tells the user, unless it is gone
             if os.getppid() != parent:
-                print(f"scanmt demo: {Path(out).name}: interrupted by the demo's end: {_saved(Path(out))}; "
+                print(f"scanmt demo: {Path(out).name}: interrupted by the demo's end: {last_saved(out)}; "
                       f"{CONTINUE}", file=sys.__stderr__, flush=True)
             sys.exit(exit_status(exc))
         Path(out, "DONE").write_text(f"{cfg.train.max_steps}\n{trainer.stop_reason}\n", encoding="utf-8")
@@ -147,16 +147,6 @@ def _train_worker(cfg_dict: dict, out: str, log_path: str, parent: int) -> None:
 
 #: how to go on after an interrupted demo
 CONTINUE = "run the same scanmt demo command again to continue (each system resumes from its last.pt)"
-
-
-def _saved(run_dir: Path) -> str:
-    """Where an interrupted system stands: ``saved RUN/last.pt at update N``, or that nothing is saved yet."""
-    from scanmt.model.checkpoint import Checkpoint
-
-    last = run_dir / "last.pt"
-    if not last.exists():
-        return "nothing saved yet"
-    return f"saved {last} at update {int(Checkpoint.load(last).progress['step'])}"
 
 
 def _finished(run_dir: Path, updates: int) -> bool:
@@ -233,7 +223,9 @@ def _stop(procs: dict) -> None:
 
 def _tell_interrupted(procs: dict, out: Path) -> None:
     """Where each interrupted system stands, and how to continue (on stderr, after the progress bar)."""
-    stood = "; ".join(f"{n}: {_saved(out / n)}" for n in procs)
+    from scanmt.model.checkpoint import last_saved
+
+    stood = "; ".join(f"{n}: {last_saved(out / n)}" for n in procs)
     print(f"training interrupted ({stood}); {CONTINUE}", file=sys.stderr, flush=True)
 
 

@@ -66,7 +66,8 @@ from scanmt.errors import BusyError, ConfigError, DataError, ScanmtError
 from scanmt.experiments.deadline import Estimate, StepTimes, defer_reason, expected_seconds
 from scanmt.experiments.grid import SPEED_KEYS, Grid, GridError, System
 from scanmt.io import LOCK_FILE, atomic_open, close_progress_bars, os_error_line, setup_logging
-from scanmt.processes import die_with_parent, exit_status, lock_holder, sigterm_interrupts, try_lock
+from scanmt.processes import (die_with_parent, exit_status, lock_holder, sigterm_interrupts, stopped_by_me,
+                               try_lock)
 
 #: decode keys the translate request sets when they differ from the checkpoint's config (beam: always)
 DECODE_KEYS = (*PENALTY_KEYS, "batch_size")
@@ -966,7 +967,10 @@ def worker_main(argv: Sequence[str]) -> int:
     """``python -m scanmt.experiments.runner SPEC.json THREADS``: exit 0 done, 2 error, 75 busy (130/143: interrupted).
 
     The worker gets SIGTERM when the grid process dies; SIGTERM stops its training after the current update
-    with ``last.pt`` saved, and its other steps as Ctrl-C would.
+    with ``last.pt`` saved, and its other steps as Ctrl-C would.  Started by the pool, it runs in a process
+    group of its own (:func:`scanmt.processes.stopped_by_me`): a terminal's Ctrl-C reaches the grid alone,
+    which stops the worker with one SIGTERM (a worker that got the Ctrl-C too took that SIGTERM as a second
+    interrupt and quit without saving).
     """
     parent = os.environ.get("SCANMT_GRID_PID")
     die_with_parent(int(parent) if parent else None)
@@ -1140,6 +1144,10 @@ def run_pool(specs: Sequence[RunSpec], *, workers: int, gpus: Sequence[str], thr
                 pool.fail_stranded()
             if pool.running:
                 time.sleep(poll_s)
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM: each worker stops (training saves last.pt); say where they stand
+        pool.stop_all()
+        pool.tell_interrupted()
+        raise
     except BaseException:
         pool.stop_all()
         raise
@@ -1221,8 +1229,10 @@ class _Pool:
         log = open(spec.dir / "log.txt", "ab")  # noqa: SIM115 - closed when the process ends
         log.write(f"\n##### {time.strftime('%Y-%m-%d %H:%M:%S')} start ({where}, {n} threads)\n".encode())
         log.flush()
+        # in a process group of its own: a terminal's Ctrl-C reaches the grid alone, which stops it (stop_all)
         proc = subprocess.Popen([sys.executable, "-m", "scanmt.experiments.runner", str(path), str(n)],
-                                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+                                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                                preexec_fn=stopped_by_me())
         self.running[slot] = _Worker(proc, spec, time.time(), log)
         self.tell(spec, "start", f"({where}, {n} thread{'s' if n > 1 else ''}{note}); log {spec.dir / 'log.txt'}")
 
@@ -1293,6 +1303,14 @@ class _Pool:
             self.results[spec.key] = RunResult(spec, "failed", message=f"its model ({spec.model_from}) was not trained")
             self.tell(spec, "FAILED", f"its model {spec.model_from} was never trained", sep=": ")
         self.pending.clear()
+
+    def tell_interrupted(self) -> None:
+        """After :meth:`stop_all` on Ctrl-C or SIGTERM: where each stopped run stands and how to continue it."""
+        from scanmt.model.checkpoint import last_saved
+
+        for w in self.running.values():
+            self.tell(w.spec, "stop ", f"interrupted: {last_saved(w.spec.dir)}; rerun the same command to continue it "
+                      "(it resumes from its first unfinished step, training from last.pt)", sep=": ")
 
     def stop_all(self) -> None:
         """Terminate every worker (killed after 20 s) and close its log."""

@@ -68,6 +68,15 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
     return ckpt
 
 
+def last_saved(run_dir: str | Path) -> str:
+    """Where an interrupted training in ``run_dir`` stands, for messages: ``saved RUN/last.pt at update N``,
+    or ``nothing saved yet``."""
+    last = Path(run_dir) / "last.pt"
+    if not last.exists():
+        return "nothing saved yet"
+    return f"saved {last} at update {int(Checkpoint.load(last).progress['step'])}"
+
+
 @dataclass
 class Checkpoint:
     """A checkpoint's contents (see the module docstring for each field); absent ones are None."""
