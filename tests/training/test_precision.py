@@ -105,7 +105,8 @@ def test_the_demo_takes_the_measured_precision(monkeypatch, asked, speedup, chos
     monkeypatch.setattr(precision, "cpu_bf16_speedup", lambda threads=1: speedup)
     got, why = training_precision(asked)
     assert got == chosen
-    assert why == (f" (auto: bf16 training steps measure {speedup:.2f}x fp32's speed here)" if asked == "auto" else "")
+    how = {"auto": "auto:", "bf16": "as asked;"}.get(asked)
+    assert why == (f" ({how} bf16 training steps measure {speedup:.2f}x fp32's speed here)" if how else "")
 
 
 @pytest.fixture
@@ -124,15 +125,16 @@ def fresh_measurement(monkeypatch):
     return calls
 
 
-def test_a_command_measures_once_and_its_parts_agree(fresh_measurement):
-    """The demo's --precision auto and the warning of each trainer take one measurement: a noisy second one
-    cannot make a trainer warn against the precision the demo chose, or the other way round."""
+@pytest.mark.parametrize("asked", ["auto", "bf16"])
+def test_a_command_measures_once_and_its_parts_agree(fresh_measurement, asked):
+    """The demo's --precision auto (or bf16) and the warning of each trainer take one measurement: a noisy
+    second one cannot make a trainer warn against the precision the demo chose, or one trainer of two warn."""
     from scanmt.cli.demo import training_precision
 
-    chosen, why = training_precision("auto")
+    chosen, why = training_precision(asked)
     warnings = [precision_advice("lstm", "bf16", torch.device("cpu"), threads=1) for _ in range(2)]
     assert fresh_measurement == [1]
-    assert chosen == "fp32" and "0.36x" in why
+    assert chosen == {"auto": "fp32", "bf16": "bf16"}[asked] and "0.36x" in why
     assert all(w is not None and "0.36x" in w for w in warnings)
     assert os.environ[precision.SPEEDUP_ENV] == "1:0.36"
     precision.cpu_bf16_speedup(threads=2)  # another thread count is another measurement, kept beside the first

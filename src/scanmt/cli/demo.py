@@ -83,16 +83,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def training_precision(asked: str) -> tuple[str, str]:
-    """``(train.precision, why)`` for ``--precision``: ``auto`` measures this CPU at one thread, as the
-    systems train (:func:`scanmt.training.precision.cpu_bf16_speedup`: once; the trainers it starts
-    inherit the measurement); ``why`` is for the summary line."""
+    """``(train.precision, why)`` for ``--precision``: ``auto`` and ``bf16`` measure this CPU at one thread, as
+    the systems train (:func:`scanmt.training.precision.cpu_bf16_speedup`), once: the trainers it starts
+    inherit the measurement for their warning, so all of them say the same; ``why`` is for the summary line."""
     from scanmt.training.precision import PREFER_BF16, cpu_bf16_speedup
 
-    if asked != "auto":
+    if asked == "fp32":
         return asked, ""
     speedup = cpu_bf16_speedup(threads=1)
-    precision = "bf16" if speedup >= PREFER_BF16 else "fp32"
-    return precision, f" (auto: bf16 training steps measure {speedup:.2f}x fp32's speed here)"
+    precision = asked if asked != "auto" else "bf16" if speedup >= PREFER_BF16 else "fp32"
+    how = "auto:" if asked == "auto" else "as asked;"
+    return precision, f" ({how} bf16 training steps measure {speedup:.2f}x fp32's speed here)"
 
 
 @dataclass
