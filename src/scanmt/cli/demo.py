@@ -73,7 +73,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "and the summary says so)")
     p.add_argument("--precision", choices=("auto", "fp32", "bf16"), default="auto",
                    help="training precision; auto = bf16 where this CPU's bf16 training steps measure at least "
-                        "1.25x faster than fp32 (timed once at start, about half a second; the trainers take the "
+                        "1.25x faster than fp32 (timed once at start, under a second; the trainers take the "
                         "same measurement), else fp32: the avx512_bf16 flag alone does not say (one Intel Xeon "
                         "with it ran bf16 at half the fp32 rate)")
     p.add_argument("--beam", type=positive_int, default=5, help="beam size for the test set")

@@ -12,7 +12,7 @@ So :func:`bf16_speedup` times a training step in both precisions: the forward (u
 presets' sizes, at a batch of token states.  One round of each precision is a warm-up (oneDNN's kernel
 choice, packing buffers); then ``repeats`` rounds alternate the two, and the speedup is the median of the
 rounds' fp32 / bf16 time ratios, so that a round slowed down by another job on a shared machine moves it
-little.  One 7-round probe takes about half a second; a single timed matrix product, as before, gave
+little.  One 7-round probe takes under a second; a single timed matrix product, as before, gave
 anything from 0.28x to 33x on one machine (issue 52, item 11).
 
 A command measures once (:func:`cpu_bf16_speedup`): the value is kept in the environment variable
