@@ -306,3 +306,13 @@ def report_figure_dir(docs: Path, stem: str) -> Path:
 def attention_figure_name(sentence: int) -> str:
     """``attention-N.png``: the attention maps of test sentence ``sentence`` (1-based)."""
     return f"attention-{sentence}.png"
+
+
+def bpe_name(split: str, lang: str) -> str:
+    """``{split}.bpe.{lang}``: a prepared split's subwords (``scanmt prepare``)."""
+    return f"{split}.bpe.{lang}"
+
+
+def restoring_dir(final: Path) -> Path:
+    """``.NAME.restoring`` beside ``final``: where a restore unpacks a tarball before renaming it into place."""
+    return final.parent / f".{final.name}.restoring"

@@ -30,7 +30,8 @@ from typing import Any, Sequence
 from scanmt.errors import DataError
 from scanmt.experiments.deadline import Estimate, median_updates
 from scanmt.experiments.common import read_json
-from scanmt.experiments.layout import LAST_CHECKPOINT, LOCK_FILE, METRICS, SPEC, TRAIN_LOG, run_dir, runs_dir, seed_name, system_dir
+from scanmt.experiments.layout import (LAST_CHECKPOINT, LOCK_FILE, METRICS, SPEC, TRAIN_LOG, run_dir, runs_dir,
+                                       seed_name, system_dir)
 from scanmt.experiments.pool import describe
 from scanmt.experiments.progress import RunTimes, logged_updates, planned_updates
 from scanmt.experiments.report import format_rows, grid_records, last_log_line

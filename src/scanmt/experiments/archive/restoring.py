@@ -16,7 +16,7 @@ from scanmt.experiments.archive.shared_work import check_data, compare_shared
 from scanmt.experiments.archive.unpack import check_tarball, unpack
 from scanmt.experiments.grid import NAME_RE
 from scanmt.experiments.layout import (DONE, MANIFEST, MANIFEST_RUNS, MANIFEST_SHARED, METRICS, SHARED_TAR,
-                                       SharedPaths, grids_dir, runs_dir)
+                                       SharedPaths, grids_dir, restoring_dir, runs_dir)
 from scanmt.io import atomic_open
 from scanmt.processes import lock_folder
 
@@ -106,7 +106,7 @@ def _remove(path: Path) -> None:
 def _unpack_beside(tar_path: Path, final: Path, links: dict[str, str], made: list[Path]) -> Path:
     """Unpack ``tar_path`` into ``.NAME.restoring`` beside ``final`` (one a killed restore left is replaced),
     recorded in ``made``; returns it."""
-    tmp = final.parent / f".{final.name}.restoring"
+    tmp = restoring_dir(final)
     _remove(tmp)
     final.parent.mkdir(parents=True, exist_ok=True)
     made.append(tmp)

@@ -12,7 +12,7 @@ from pathlib import Path
 from scanmt.data.fertility import file_digest
 from scanmt.errors import DataError
 from scanmt.experiments.layout import (DATA_META, IDENTITY_DIRS, LEFT_OUT_SHARED, LOCK_FILE, MANIFEST, MIRROR_ORIGIN,
-                                       PREDICTOR, PREDICTOR_FERTILITIES, shared_data, shared_marker)
+                                       PREDICTOR, PREDICTOR_FERTILITIES, bpe_name, shared_data, shared_marker)
 from scanmt.io import atomic_open
 
 
@@ -71,7 +71,7 @@ def predictor_fertilities(shared: Path) -> "np.ndarray":
     data = shared_data(shared)
     try:
         src_lang = json.loads((data / DATA_META).read_text(encoding="utf-8"))["src_lang"]
-        lines = (data / f"valid.bpe.{src_lang}").read_text(encoding="utf-8").splitlines()
+        lines = (data / bpe_name("valid", src_lang)).read_text(encoding="utf-8").splitlines()
     except (OSError, KeyError, TypeError, json.JSONDecodeError) as exc:
         raise DataError(f"{data}: the valid split's source, on which the fertility predictor is checked, cannot be "
                         f"read ({type(exc).__name__}: {exc})") from None

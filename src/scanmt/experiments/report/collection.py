@@ -40,7 +40,7 @@ class SystemResults:
     name: str
     label: str
     runs: list[dict[str, Any]] = field(default_factory=list)  # metrics.json of finished seeds, by seed
-    unfinished: list[str] = field(default_factory=list)  # "seed2 (training)" ...
+    unfinished: list[str] = field(default_factory=list)  # "seedK (training)", ...
     commands: str = ""
 
     def seed(self, k: int) -> dict[str, Any] | None:

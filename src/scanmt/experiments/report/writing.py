@@ -135,8 +135,9 @@ def check_report_files(docs: Path, stem: str) -> None:
     or in a folder this user cannot write; a file where the report's figure folder ``docs/stem`` goes."""
     for f in (report_markdown(docs, stem), report_json(docs, stem)):
         check_output_file(f, "--out")
-    if report_figure_dir(docs, stem).exists() and not report_figure_dir(docs, stem).is_dir():
-        raise ConfigError(f"{report_figure_dir(docs, stem)}: is a file, but the report puts its figures in a folder of that "
+    figures_dir = report_figure_dir(docs, stem)
+    if figures_dir.exists() and not figures_dir.is_dir():
+        raise ConfigError(f"{figures_dir}: is a file, but the report puts its figures in a folder of that "
                           "name; move the file away or give another --name")
 
 
