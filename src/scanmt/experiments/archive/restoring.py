@@ -59,7 +59,7 @@ SEED_RE = re.compile(r"seed[0-9]+")
 
 def check_archive(dest: Path, manifest: dict) -> list[str]:
     """The run keys of the archive ``dest`` (sorted), after reading all of it and writing nothing: each key is
-    ``SYSTEM/seedK``, each tarball holds only what :func:`scanmt.experiments.archive_unpack.check_members`
+    ``SYSTEM/seedK``, each tarball holds only what :func:`scanmt.experiments.archive.unpack.check_members`
     allows, each run's ``metrics.json`` has the manifest's digest, and the grid records are files.
 
     Raises:

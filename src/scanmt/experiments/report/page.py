@@ -15,7 +15,8 @@ from scanmt.experiments.report.collection import SystemResults, Texts
 @dataclass
 class ReportOptions:
     baseline: str | None = None
-    reference_arm: str | None = None  #: instead of the grid's ``reference_arm`` (stress_report.contrast_section)
+    #: instead of the grid's ``reference_arm`` (:func:`scanmt.experiments.report.stress.contrast_section`)
+    reference_arm: str | None = None
     samples: int = 1000
     figures: int = 2
     examples: int = 5
