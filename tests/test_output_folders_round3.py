@@ -73,13 +73,13 @@ def test_new_empty_and_own_folders_are_still_used(small_data_dir, tmp_path):
 def test_a_grid_run_folder_is_accepted_by_its_spec(small_data_dir, tmp_path):
     """The grid runner writes spec.json, command.txt and log.txt into OUT/runs/SYSTEM/seedK before training; the
     train line of command.txt, given by hand, trains there too.  A spec.json of another folder does not count."""
-    from scanmt.experiments import runner
+    from scanmt.experiments import planning, worker
     from tests.experiments.test_run_requests import plan
 
     spec = next(s for s in plan(tmp_path) if s.train is not None)
     spec.dir.mkdir(parents=True)
-    runner.write_spec(spec)
-    runner.write_command_file(spec, runner.device_steps(spec, "cpu"), "cpu")
+    planning.write_spec(spec)
+    worker.write_command_file(spec, worker.device_steps(spec, "cpu"), "cpu")
     (spec.dir / "log.txt").write_text("=== train: ...\n")
     cfg = tiny_config(small_data_dir, train__max_steps=2)
     Trainer(cfg, spec.dir).train()

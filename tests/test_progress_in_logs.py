@@ -63,7 +63,7 @@ def test_an_error_is_not_glued_to_an_open_progress_bar(tmp_path, capsys, monkeyp
 
 
 def test_a_failed_grid_runs_reason_is_its_error_not_a_bar(tmp_path):
-    from scanmt.experiments.runner import _tail
+    from scanmt.experiments.pool import _tail
 
     log = tmp_path / "log.txt"
     log.write_text("##### 2026-11-27 20:48:50 start (cpu, 1 threads)\n20:48:57 INFO step 27, end of epoch 1\n"

@@ -112,19 +112,19 @@ def test_experiment_worker_reports_a_full_disk_in_one_line(tmp_path, monkeypatch
     """Item 13: ``experiment run`` repeated torch's traceback in the run's log; now one line naming the file."""
     from contextlib import nullcontext
 
-    from scanmt.experiments import runner
+    from scanmt.experiments import spec as run_spec, worker
 
     spec_file = tmp_path / "spec.json"
     spec_file.write_text("{}", encoding="utf-8")
     spec = type("Spec", (), {"key": "softmax/seed1", "dir": tmp_path})()
-    monkeypatch.setattr(runner, "die_with_parent", lambda parent=None: None)
-    monkeypatch.setattr(runner.RunSpec, "from_dict", staticmethod(lambda d: spec))
-    monkeypatch.setattr(runner, "try_lock", lambda *a, **k: nullcontext())
+    monkeypatch.setattr(worker, "die_with_parent", lambda parent=None: None)
+    monkeypatch.setattr(run_spec.RunSpec, "from_dict", staticmethod(lambda d: spec))
+    monkeypatch.setattr(worker, "try_lock", lambda *a, **k: nullcontext())
 
     def full(*args):
         raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "last.pt"))
 
-    monkeypatch.setattr(runner, "run_one", full)
-    assert runner.worker_main([str(spec_file), "1"]) == 1
+    monkeypatch.setattr(worker, "run_one", full)
+    assert worker.worker_main([str(spec_file), "1"]) == 1
     err = capsys.readouterr().err
     assert err == f"softmax/seed1: error: No space left on device: {tmp_path / 'last.pt'}\n"

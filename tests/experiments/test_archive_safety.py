@@ -19,6 +19,8 @@ from scanmt import folder_swap
 from scanmt.cli.main import main
 from scanmt.errors import BusyError, ConfigError, DataError
 from scanmt.experiments import archive
+from scanmt.experiments.archive import manifest as archive_manifest
+from scanmt.experiments.archive import packing
 
 from .test_archive import WEIGHTS, FakeTrainer, make_experiment
 
@@ -180,10 +182,10 @@ def test_a_pack_killed_after_one_run_leaves_the_archive_as_it_was(packed, tmp_pa
     out, dest = packed
     before = snapshot(dest)
     _change_two_runs(out)
-    write = archive._deterministic_tar
+    write = packing._deterministic_tar
 
     def pack_killed_after_one_run() -> None:
-        archive._deterministic_tar = lambda *a: (write(*a), kill_me())  # type: ignore[assignment]
+        packing._deterministic_tar = lambda *a: (write(*a), kill_me())  # type: ignore[assignment]
         archive.pack(out, dest)
 
     killed(pack_killed_after_one_run)
@@ -228,7 +230,7 @@ def test_a_pack_killed_while_it_swaps_is_finished_by_the_next(packed, monkeypatc
 
     killed(pack_killed_before_cleaning_up)
     manifest = json.loads((dest / archive.MANIFEST).read_text())
-    assert manifest["runs"]["softmax/seed1"]["metrics"] == archive._metrics_digest(out / "runs" / "softmax" / "seed1")
+    assert manifest["runs"]["softmax/seed1"]["metrics"] == archive_manifest._metrics_digest(out / "runs" / "softmax" / "seed1")
     assert len(_leftovers(dest)) == 1
     assert archive.pack(out, dest).kept and _leftovers(dest) == []
 

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from scanmt.experiments import runner
+from scanmt.experiments import pool as grid_pool, state as run_state_module
 
 
 def _finished_run(tmp_path, metrics: str | None):
@@ -27,15 +27,15 @@ def _finished_run(tmp_path, metrics: str | None):
 @pytest.mark.parametrize("metrics", ['{"bleu": 3', "", "[1, 2]", None])
 def test_a_finished_run_with_unreadable_metrics_is_scored_again(tmp_path, metrics):
     spec = _finished_run(tmp_path, metrics)
-    assert runner.metrics_unreadable(spec) and runner.run_status(spec) == "resume"
-    assert f"scoring it again: its {spec.dir / 'metrics.json'} does not parse" in runner.resume_note(spec)
-    pool = runner._Pool([spec], workers=1, gpus=(), threads={}, say=lambda _: None)
+    assert run_state_module.metrics_unreadable(spec) and run_state_module.run_status(spec) == "resume"
+    assert f"scoring it again: its {spec.dir / 'metrics.json'} does not parse" in run_state_module.resume_note(spec)
+    pool = grid_pool._Pool([spec], workers=1, gpus=(), threads={}, say=lambda _: None)
     assert pool.pending == [spec] and not pool.results  # not skipped as "done before"
 
 
 def test_a_finished_run_with_good_metrics_is_skipped(tmp_path):
     spec = _finished_run(tmp_path, json.dumps({"bleu": 30.0, "meteor": 50.0, "rep": 1.0, "drop": 2.0}))
-    assert not runner.metrics_unreadable(spec) and runner.run_status(spec) == "done"
+    assert not run_state_module.metrics_unreadable(spec) and run_state_module.run_status(spec) == "done"
     said = []
-    pool = runner._Pool([spec], workers=1, gpus=(), threads={}, say=said.append)
+    pool = grid_pool._Pool([spec], workers=1, gpus=(), threads={}, say=said.append)
     assert pool.results[spec.key].status == "skipped" and "BLEU 30.00" in said[0]

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from scanmt.errors import ConfigError
-from scanmt.experiments import runner
+from scanmt.experiments import pool as grid_pool, progress, worker
 from scanmt.experiments.deadline import Estimate, StepTimes, defer_reason, expected_seconds, parse_deadline
 
 NOW = datetime(2026, 3, 1, 10, 30).timestamp()  # local time
@@ -117,7 +117,7 @@ def _finish(spec, train_s: float, updates: int, translate_s: float, evaluate_s: 
 
 def _pool(specs, deadline, workers=2):
     said: list[str] = []
-    pool = runner._Pool(specs, workers=workers, gpus=(), threads={}, say=said.append, deadline=deadline)
+    pool = grid_pool._Pool(specs, workers=workers, gpus=(), threads={}, say=said.append, deadline=deadline)
     launched: list[tuple[str, str]] = []
     pool.launch = lambda slot, spec, note="": launched.append((spec.key, note))  # no worker processes
     return pool, launched, said
@@ -130,7 +130,7 @@ def test_the_pool_starts_what_fits_and_defers_the_rest(tmp_path, monkeypatch):
     resumed = _spec(tmp_path, "softmax", 3)
     (resumed.dir / "last.pt").write_bytes(b"")
     (resumed.dir / "metrics.csv").write_text("step,name,value\n50,train/loss,3.0\n900,train/loss,2.0\n")
-    monkeypatch.setattr(runner.time, "time", lambda: NOW)
+    monkeypatch.setattr(worker.time, "time", lambda: NOW)
     pool, launched, said = _pool([done, fresh, resumed], deadline=NOW + 20 * 60)
     assert pool.results[done.key].status == "skipped" and len(pool.history.by_system["softmax"]) == 1
     pool.launch_ready()
@@ -143,7 +143,7 @@ def test_the_pool_starts_what_fits_and_defers_the_rest(tmp_path, monkeypatch):
 
 def test_without_history_a_run_starts_and_after_the_deadline_none_does(tmp_path, monkeypatch):
     first, second = _spec(tmp_path, "softmax", 1), _spec(tmp_path, "csparsemax", 1)
-    monkeypatch.setattr(runner.time, "time", lambda: NOW)
+    monkeypatch.setattr(worker.time, "time", lambda: NOW)
     pool, launched, _ = _pool([first], deadline=NOW + 60)
     pool.launch_ready()
     assert launched == [(first.key, ", no finished run to estimate its time from")]
@@ -163,7 +163,7 @@ def test_the_runs_a_systems_selection_leaves_out_still_estimate(tmp_path, monkey
     (cpu.dir / ".stages" / "train.done").write_text(json.dumps({**info, "cpu_seconds": 1500.0, "threads": 1}))
     (tmp_path / "runs" / "softmax" / "seed9").mkdir(parents=True)  # an unfinished run adds nothing
     fresh = _spec(tmp_path, "softmax", 1)
-    monkeypatch.setattr(runner.time, "time", lambda: NOW)
+    monkeypatch.setattr(worker.time, "time", lambda: NOW)
     pool, launched, _ = _pool([fresh], deadline=NOW + 40 * 60)
     assert set(pool.history.by_system) == {"sparsemax"} and len(pool.history.by_system["sparsemax"]) == 2
     pool.launch_ready()
@@ -178,7 +178,7 @@ def test_a_run_decoding_a_deferred_model_is_deferred_too(tmp_path, monkeypatch):
     _finish(done, train_s=3000.0, updates=1000, translate_s=100.0, evaluate_s=200.0)
     trains = _spec(tmp_path, "softmax", 2)
     decodes = _spec(tmp_path, "softmax-beam1", 2, model_from=trains.run_dir)
-    monkeypatch.setattr(runner.time, "time", lambda: NOW)
+    monkeypatch.setattr(worker.time, "time", lambda: NOW)
     pool, launched, said = _pool([done, decodes, trains], deadline=NOW + 600)
     pool.launch_ready()
     assert not launched and not pool.pending
@@ -200,7 +200,7 @@ def test_run_times_estimate_what_a_run_still_has_to_do(tmp_path):
     _finish(done, train_s=3000.0, updates=1000, translate_s=100.0, evaluate_s=200.0)
     trained = _spec(tmp_path, "softmax", 2)  # its training finished before a kill: translate and evaluate left
     (trained.dir / ".stages" / "train.done").write_text(json.dumps({"seconds": 2900.0, "steps": 1000}))
-    times = runner.RunTimes([done, trained])
+    times = progress.RunTimes([done, trained])
     assert list(times.by_system) == ["softmax"] and len(times.by_system["softmax"]) == 1  # the finished run only
     assert times.estimate(trained) == Estimate(300.0, "system")
     assert times.estimate(_spec(tmp_path, "csparsemax", 1)) == Estimate(3300.0, "grid")
@@ -208,23 +208,23 @@ def test_run_times_estimate_what_a_run_still_has_to_do(tmp_path):
 
 def test_step_times_reads_the_markers_and_updates_done_the_log(tmp_path):
     spec = _spec(tmp_path, "softmax", 1)
-    assert runner.step_times(spec.dir) is None  # not finished
+    assert progress.step_times(spec.dir) is None  # not finished
     _finish(spec, train_s=3000.0, updates=1000, translate_s=100.0, evaluate_s=200.0)
     marker = spec.dir / ".stages" / "train.done"
     marker.write_text(json.dumps({"seconds": 600.0, "steps": 1000, "attempt_steps": 200}))
-    times = runner.step_times(spec.dir)
+    times = progress.step_times(spec.dir)
     assert times == StepTimes({"train": 600.0, "translate": 100.0, "evaluate": 200.0}, 1000, 200)
     # one thread with its CPU time recorded: the CPU time when less, and the run counts as CPU-timed
     marker.write_text(json.dumps({"seconds": 900.0, "cpu_seconds": 700.0, "threads": 1, "steps": 1000}))
-    assert runner.step_times(spec.dir) == StepTimes({"train": 700.0, "translate": 100.0, "evaluate": 200.0}, 1000,
+    assert progress.step_times(spec.dir) == StepTimes({"train": 700.0, "translate": 100.0, "evaluate": 200.0}, 1000,
                                                     cpu_timed=True)
     marker.write_text(json.dumps({"seconds": 900.0, "cpu_seconds": 1700.0, "threads": 2, "steps": 1000}))
-    assert not runner.step_times(spec.dir).cpu_timed  # two threads: the wall time
+    assert not progress.step_times(spec.dir).cpu_timed  # two threads: the wall time
     other = _spec(tmp_path, "softmax", 2)
-    assert runner.updates_done(other.dir) == 0  # no checkpoint
+    assert progress.updates_done(other.dir) == 0  # no checkpoint
     (other.dir / "last.pt").write_bytes(b"")
     (other.dir / "metrics.csv").write_text("step,name,value\n400,train/loss,2.0\n450,valid/ppl,9.1\n")
-    assert runner.updates_done(other.dir) == 450
+    assert progress.updates_done(other.dir) == 450
 
 
 # ---------------------------------------------------------------------------------------------- the command
@@ -252,7 +252,7 @@ def test_a_one_thread_steps_time_is_its_cpu_time_when_less_than_its_wall_time(tm
     _finish(spec, train_s=3000.0, updates=1000, translate_s=100.0, evaluate_s=200.0)
     info = {"seconds": wall} | ({"cpu_seconds": cpu, "threads": threads} if cpu is not None else {})
     (spec.dir / ".stages" / "translate.done").write_text(json.dumps(info), encoding="utf-8")
-    assert runner.step_times(spec.dir).seconds["translate"] == pytest.approx(expected)
+    assert progress.step_times(spec.dir).seconds["translate"] == pytest.approx(expected)
 
 
 def test_a_step_records_its_wall_and_cpu_time(monkeypatch):
@@ -265,13 +265,13 @@ def test_a_step_records_its_wall_and_cpu_time(monkeypatch):
             return "busy done"
 
     def busy(request):
-        t0 = runner.time.process_time()
-        while runner.time.process_time() - t0 < 0.2:
+        t0 = worker.time.process_time()
+        while worker.time.process_time() - t0 < 0.2:
             pass
         return Result()
 
-    monkeypatch.setitem(runner.STEP_FUNCTIONS, Request, busy)
-    timing, result = runner._step(Request(), "busy")
+    monkeypatch.setitem(worker.STEP_FUNCTIONS, Request, busy)
+    timing, result = worker._step(Request(), "busy")
     assert isinstance(result, Result) and timing["seconds"] >= 0.2 - 0.05
     if torch.cuda.is_available():  # a GPU step's CPU time says nothing of its wait: none recorded
         assert set(timing) == {"seconds"}

@@ -9,7 +9,7 @@ import pytest
 
 from scanmt.cli.main import main
 from scanmt.errors import ConfigError
-from scanmt.experiments import runner
+from scanmt.experiments import common, layout, planning, spec as run_spec, state as run_state_module
 from scanmt.experiments.grid import GridError, load_grid, normalize_overrides, select_systems
 
 REPO = Path(__file__).resolve().parents[2]
@@ -202,10 +202,10 @@ def test_speed_settings_do_not_make_a_run_stale(tmp_path):
     old = json.loads(json.dumps(cfg))
     old["train"].update(precision="fp32" if cfg["train"]["precision"] == "bf16" else "bf16", threads=7)
     (tmp_path / "spec.json").write_text(json.dumps({"config": old, "model_from": None}), encoding="utf-8")
-    assert runner._stale(spec) is None
+    assert planning._stale(spec) is None
     old["train"]["lr"] = cfg["train"]["lr"] * 2
     (tmp_path / "spec.json").write_text(json.dumps({"config": old, "model_from": None}), encoding="utf-8")
-    assert f"made with train.lr={old['train']['lr']!r}" in runner._stale(spec)
+    assert f"made with train.lr={old['train']['lr']!r}" in planning._stale(spec)
 
 
 def test_config_key_added_later_is_not_a_change():
@@ -216,11 +216,11 @@ def test_config_key_added_later_is_not_a_change():
     cfg = Config.load(REPO / "configs" / "cpu-small.yaml").to_dict()
     old = json.loads(json.dumps(cfg))
     del old["train"]["precision"]
-    assert runner.config_differences(old, cfg) == [("train.precision", None, "fp32")]
-    assert runner.config_differences(runner.with_defaults(old), cfg) == []
+    assert planning.config_differences(old, cfg) == [("train.precision", None, "fp32")]
+    assert planning.config_differences(planning.with_defaults(old), cfg) == []
     old["train"]["precision"] = "bf16"
-    assert runner.config_differences(runner.with_defaults(old), cfg) == [("train.precision", "bf16", "fp32")]
-    assert runner.with_defaults({"model": {"nope": 1}}) == {"model": {"nope": 1}}  # no longer loads: as it is
+    assert planning.config_differences(planning.with_defaults(old), cfg) == [("train.precision", "bf16", "fp32")]
+    assert planning.with_defaults({"model": {"nope": 1}}) == {"model": {"nope": 1}}  # no longer loads: as it is
 
 
 def test_reuse_model_listed_before_its_model(tmp_path, capsys):
@@ -234,8 +234,8 @@ def test_report_lists_only_the_requested_systems(tmp_path):
     from argparse import Namespace
     from types import SimpleNamespace
 
-    from scanmt.cli.experiment import _record
-    from scanmt.experiments.report import collect
+    from scanmt.experiments.grid_record import write_record as _record
+    from scanmt.experiments.report.collection import collect
 
     g = load_grid(write(tmp_path, "name: g\nsystems: [{name: a}, {name: b}, {name: c}]\n"))
     out = tmp_path / "exp"
@@ -277,7 +277,7 @@ def test_an_invocation_with_no_work_leaves_the_record_naming_the_commands_that_d
     from argparse import Namespace
     from types import SimpleNamespace
 
-    from scanmt.cli.experiment import _record
+    from scanmt.experiments.grid_record import write_record as _record
 
     g = load_grid(write(tmp_path, "name: g\nsystems: [{name: a}]\n"))
     out = tmp_path / "exp"
@@ -336,17 +336,17 @@ def test_extra_splits_default_and_none(tmp_path, capsys):
 
 def test_resolve_extra_splits():
     avail = ["train", "valid", "test", "test2017"]
-    assert runner.resolve_extra_splits(None, "test", avail, "d") == ("test2017",)
-    assert runner.resolve_extra_splits(None, "test2017", avail, "d") == ()
-    assert runner.resolve_extra_splits([], "test", avail, "d") == ()
-    assert runner.resolve_extra_splits(["test2017", "valid", "test2017"], "test", avail, "d") == ("test2017", "valid")
+    assert planning.resolve_extra_splits(None, "test", avail, "d") == ("test2017",)
+    assert planning.resolve_extra_splits(None, "test2017", avail, "d") == ()
+    assert planning.resolve_extra_splits([], "test", avail, "d") == ()
+    assert planning.resolve_extra_splits(["test2017", "valid", "test2017"], "test", avail, "d") == ("test2017", "valid")
     with pytest.raises(ConfigError, match=r"--split test2016: d has no such split \(available: train, valid, test, "):
-        runner.resolve_extra_splits(None, "test2016", avail, "d")
+        planning.resolve_extra_splits(None, "test2016", avail, "d")
 
 
 def test_a_finished_run_without_an_asked_extra_split_resumes(tmp_path):
     """DONE without the split's numbers in metrics.json (made before, or killed before metrics.json): resume."""
-    spec = runner.RunSpec.from_dict({
+    spec = run_spec.RunSpec.from_dict({
         "grid": "g", "system": "s", "label": "s", "seed": 1, "run_dir": str(tmp_path), "preset": "p", "overrides": [],
         "config": {}, "split": "test", "src_lang": "de", "tgt_lang": "en", "tune_penalties": False,
         "model_from": None, "train": {"command": "train", "config": "p", "out": str(tmp_path)}, "tune": None,
@@ -358,15 +358,15 @@ def test_a_finished_run_without_an_asked_extra_split_resumes(tmp_path):
     assert [s for s, _ in spec.steps()] == ["train", "tune", "translate", "evaluate", "translate.test2017",
                                              "evaluate.test2017"]
     (tmp_path / "DONE").write_text("x\n")
-    runner.write_json(tmp_path / "metrics.json", {"bleu": 1.0})
-    runner.write_json(runner.stage_marker(tmp_path, "train"), {})
-    assert runner.run_status(spec) == "resume" and runner.missing_splits(spec) == ["test2017"]
-    assert runner.resume_note(spec) == ", adding test set(s) test2017" and not runner.needs_training(spec)
-    runner.write_json(tmp_path / "metrics.json", {"bleu": 1.0, "test_sets": {"test2017": {"bleu": 2.0}}})
-    assert runner.run_status(spec) == "done"
+    common.write_json(tmp_path / "metrics.json", {"bleu": 1.0})
+    common.write_json(layout.stage_marker(tmp_path, "train"), {})
+    assert run_state_module.run_status(spec) == "resume" and run_state_module.missing_splits(spec) == ["test2017"]
+    assert run_state_module.resume_note(spec) == ", adding test set(s) test2017" and not run_state_module.needs_training(spec)
+    common.write_json(tmp_path / "metrics.json", {"bleu": 1.0, "test_sets": {"test2017": {"bleu": 2.0}}})
+    assert run_state_module.run_status(spec) == "done"
     old = spec.to_dict()
     del old["extra_splits"]  # a spec.json from before extra splits: none
-    assert runner.RunSpec.from_dict(old).extra_splits == {} and runner.run_status(runner.RunSpec.from_dict(old)) == "done"
+    assert run_spec.RunSpec.from_dict(old).extra_splits == {} and run_state_module.run_status(run_spec.RunSpec.from_dict(old)) == "done"
 
 
 def test_mirror_follows_a_preparation_that_gained_a_split(small_data_dir, tmp_path):
@@ -396,8 +396,8 @@ def test_every_distinct_grid_command_is_recorded_and_reported(tmp_path):
     from argparse import Namespace
     from types import SimpleNamespace
 
-    from scanmt.cli.experiment import _record
-    from scanmt.experiments.report import _grid_commands
+    from scanmt.experiments.grid_record import write_record as _record
+    from scanmt.experiments.report.tables import _grid_commands
 
     g = load_grid(write(tmp_path, "name: g\nsystems: [{name: a}]\n"))
     out = tmp_path / "exp"

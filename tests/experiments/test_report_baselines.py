@@ -17,8 +17,9 @@ from scanmt.errors import ConfigError
 from scanmt.experiments.baselines import as_baselines, resolve_baselines, single_baseline
 from scanmt.experiments.grid import GridError, load_grid
 from scanmt.cli.main import main
-from scanmt.experiments.report import SystemResults, Texts, collect, grid_records, significance
-from scanmt.experiments.stress_report import paired_section
+from scanmt.experiments.report.collection import SystemResults, Texts, collect, grid_records
+from scanmt.experiments.report.significance import significance
+from scanmt.experiments.report.stress import paired_section
 from tests.experiments.test_report_significance import REFS, WORSE, WORST, tok_bleu, write_hyps
 from tests.experiments.test_results_json import fake_experiment, report
 
@@ -229,7 +230,7 @@ def test_the_report_sets_each_arm_against_the_reference():
                quad_system("csparsemax-y", [2, 2, 2, 2], [1, 1, 1, 1])]
     baselines = {"softmax": "softmax", "csparsemax": "softmax", "softmax-x": "softmax", "csparsemax-x": "softmax-x",
                  "softmax-y": "softmax", "csparsemax-y": "softmax-y"}
-    from scanmt.experiments.stress_report import contrast_section
+    from scanmt.experiments.report.stress import contrast_section
 
     lines = contrast_section(systems, baselines, "csparsemax")
     assert lines[0] == "### Stress test: does an arm change the effect of CSPARSEMAX − SOFTMAX?"

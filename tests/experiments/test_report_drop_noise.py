@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from scanmt.experiments import runner
-from scanmt.experiments.drop_noise import ONE_ALIGNMENT, TITLE, run_aligner
+from scanmt.experiments import run_metrics
+from scanmt.experiments.report.drop_noise import ONE_ALIGNMENT, TITLE, run_aligner
 from tests.experiments.test_results_json import fake_experiment, report
 
 K = 3
@@ -207,7 +207,7 @@ def test_the_runner_keeps_the_pairing_scores_in_metrics(tmp_path):
     (spec.dir / "eval.json").write_text(json.dumps(
         {**ev, "drop": {"score": 10.0, "samples": K, "score_sd": 0.3, "scores": scores}}), encoding="utf-8")
     (spec.dir / "eval.test2017.json").write_text(json.dumps({**ev, "drop": {"score": 11.0}}), encoding="utf-8")
-    m = runner.collect_metrics(spec)
+    m = run_metrics.collect_metrics(spec)
     assert (m["drop_samples"], m["drop_sd"], m["drop_scores"]) == (K, 0.3, scores)
     old = m["test_sets"]["test2017"]
     assert (old["drop"], old["drop_samples"], old["drop_sd"], old["drop_scores"]) == (11.0, 1, None, None)

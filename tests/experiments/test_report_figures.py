@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scanmt.experiments.report import stale_figures
+from scanmt.experiments.report.writing import stale_figures
 from tests.experiments.test_results_json import SEEDS, fake_experiment, report
 
 
@@ -58,7 +58,7 @@ def test_out_naming_a_file_is_refused_before_the_report_is_computed(tmp_path, ca
     """``experiment report --out FILE`` failed with "File exists" only after computing the whole report
     (issue 52, item 16)."""
     from scanmt.cli.main import main
-    from scanmt.experiments import report as report_module
+    from scanmt.experiments.report import writing as report_writing
 
     def computed(*args, **kwargs):
         raise AssertionError("the report was computed before --out was checked")
@@ -66,7 +66,7 @@ def test_out_naming_a_file_is_refused_before_the_report_is_computed(tmp_path, ca
     out, docs = tmp_path / "exp", tmp_path / "report.md"
     fake_experiment(out, SEEDS)
     docs.write_text("mine\n", encoding="utf-8")
-    monkeypatch.setattr(report_module, "collect", computed)
+    monkeypatch.setattr(report_writing, "collect", computed)
     assert main(["experiment", "report", str(out), "--out", str(docs), "--figures", "0"]) == 2
     err = capsys.readouterr().err
     assert err == (f"scanmt experiment: error: --out {docs / 'experiments-table1.md'}: {docs} is a file, "

@@ -8,7 +8,7 @@ import json
 import math
 from pathlib import Path
 
-from scanmt.experiments import runner
+from scanmt.experiments import layout, run_metrics
 from tests.experiments.test_results_json import SEEDS, close, fake_experiment, report
 
 # per system, per seed: (bleu, rep, drop, meteor)
@@ -40,8 +40,8 @@ def write_searches(out: Path, system: str, searches: dict[int, dict]) -> None:
     """Each seed's ``test.search.json``, and its ``metrics.json`` ``search`` as the runner collects it."""
     for seed, doc in searches.items():
         run = out / "runs" / system / f"seed{seed}"
-        (run / runner.search_json_name("test")).write_text(json.dumps(doc), encoding="utf-8")
-        edit_json(run / "metrics.json", search=runner.search_metrics(run / runner.search_json_name("test")))
+        (run / layout.search_json_name("test")).write_text(json.dumps(doc), encoding="utf-8")
+        edit_json(run / "metrics.json", search=run_metrics.search_metrics(run / layout.search_json_name("test")))
 
 
 def output_layer(docs: Path) -> str:
@@ -118,15 +118,15 @@ def test_the_runner_collects_each_splits_search_file_into_metrics(tmp_path):
     for name in ("eval.json", "eval.test2017.json"):
         (run / name).write_text(json.dumps(ev), encoding="utf-8")
     Path(spec.translate.search_stats).write_text(json.dumps(SEARCHES[1]), encoding="utf-8")
-    m = runner.collect_metrics(spec)
+    m = run_metrics.collect_metrics(spec)
     assert m["output"] == "softmax" and m["search"] == SEARCHES[1]
     assert m["test_sets"]["test2017"]["search"] is None  # no test2017.search.json
     Path(spec.extra_splits["test2017"]["translate"].search_stats).write_text(json.dumps(SEARCHES[2]), encoding="utf-8")
-    assert runner.collect_metrics(spec)["test_sets"]["test2017"]["search"] == SEARCHES[2]
+    assert run_metrics.collect_metrics(spec)["test_sets"]["test2017"]["search"] == SEARCHES[2]
 
 
 def test_missing_or_unreadable_search_files_give_none_and_redecode_moves_them(tmp_path):
-    assert runner.search_metrics(tmp_path / "test.search.json") is None
+    assert run_metrics.search_metrics(tmp_path / "test.search.json") is None
     (tmp_path / "test.search.json").write_text('{"mean_support": 3', encoding="utf-8")  # cut short
-    assert runner.search_metrics(tmp_path / "test.search.json") is None
-    assert any(Path("test2017.search.json").match(pattern) for pattern in runner.DECODE_OUTPUTS)
+    assert run_metrics.search_metrics(tmp_path / "test.search.json") is None
+    assert any(Path("test2017.search.json").match(pattern) for pattern in layout.DECODE_OUTPUTS)

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import sacrebleu
 
-from scanmt.experiments.report import SeedTest, Texts, _p_cell, collect, grid_records, significance
+from scanmt.experiments.report.collection import Texts, collect, grid_records
+from scanmt.experiments.report.significance import SeedTest, p_cell as _p_cell, significance
 from scanmt.metrics.paired import MIN_INPUTS, NO_TEST
 from tests.experiments.test_results_json import SEEDS, fake_experiment, report
 

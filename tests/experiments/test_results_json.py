@@ -14,7 +14,7 @@ import pytest
 
 from scanmt.cli.main import main
 from scanmt.errors import ConfigError
-from scanmt.experiments.results_json import mean_std_entry, results_table, split_display_name
+from scanmt.experiments.report.results_json import mean_std_entry, results_table, split_display_name
 
 # per system, per seed: (bleu, rep, drop, meteor)
 SEEDS = {

@@ -12,7 +12,7 @@ import pytest
 from scanmt.api import EvaluateRequest
 from scanmt.cli.main import request_from_argv
 from scanmt.errors import ConfigError
-from scanmt.experiments import runner
+from scanmt.experiments import planning, spec as run_spec, worker
 from scanmt.experiments.grid import load_grid
 from scanmt.presets import preset_path
 
@@ -31,17 +31,17 @@ systems:
 """
 
 
-def plan(tmp_path: Path) -> list[runner.RunSpec]:
+def plan(tmp_path: Path) -> list[run_spec.RunSpec]:
     grid_file = tmp_path / "g.yaml"
     grid_file.write_text(GRID, encoding="utf-8")
     grid = load_grid(grid_file)
     out = tmp_path / "exp"
-    ctx = runner.RunContext(
+    ctx = run_spec.RunContext(
         out=out, preset=preset_path("cpu-small").resolve(), data_dir=out / "shared" / "data", src_lang="de",
         tgt_lang="en", cli_set=["train.threads=1"], split="test", command="scanmt experiment run g.yaml",
         commit="abc", align_model=out / "shared" / "data" / "align" / "word", extra_splits=("test2017",),
     )
-    return runner.plan_runs(grid, grid.systems, [1, 2], ctx)
+    return planning.plan_runs(grid, grid.systems, [1, 2], ctx)
 
 
 def parse(line: str):
@@ -55,9 +55,9 @@ def test_command_file_parses_back_into_the_step_requests(tmp_path):
     specs = plan(tmp_path)
     for device in ("cpu", "cuda"):
         for spec in specs:
-            steps = runner.device_steps(spec, device)
+            steps = worker.device_steps(spec, device)
             spec.dir.mkdir(parents=True, exist_ok=True)
-            runner.write_command_file(spec, steps, device)
+            worker.write_command_file(spec, steps, device)
             lines = [ln for ln in (spec.dir / "command.txt").read_text(encoding="utf-8").splitlines()
                      if ln.startswith("scanmt ") and not ln.startswith("scanmt experiment")]
             requests = [r for _, r in steps if r is not None]
@@ -78,27 +78,27 @@ def test_requests_carry_the_decode_settings(tmp_path):
     # every split's translate writes its search statistics (the report's output layer table)
     assert soft.translate.search_stats == str(soft.dir / "test.search.json")
     assert wide.extra_splits["test2017"]["translate"].search_stats == str(wide.dir / "test2017.search.json")
-    cuda = dict(runner.device_steps(cov, "cuda"))
+    cuda = dict(worker.device_steps(cov, "cuda"))
     assert cuda["tune"].device == cuda["translate.test2017"].device == "cuda" and cov.translate.device == "cpu"
 
 
 def test_spec_json_keeps_the_requests(tmp_path):
     for spec in plan(tmp_path):
-        path = runner.write_spec(dataclasses.replace(spec, run_dir=str(tmp_path / spec.key)))
-        back = runner.RunSpec.from_dict(json.loads(path.read_text(encoding="utf-8")))
+        path = planning.write_spec(dataclasses.replace(spec, run_dir=str(tmp_path / spec.key)))
+        back = run_spec.RunSpec.from_dict(json.loads(path.read_text(encoding="utf-8")))
         assert back.steps() == spec.steps() and back.history
 
 
 def test_evaluate_steps_average_drop_over_the_grid_samples(tmp_path):
     """Every evaluate step of a grid run asks for DROP over ``RunContext.drop_samples`` alignments (default 3)."""
     for spec in plan(tmp_path):
-        evals = [r for _, r in runner.device_steps(spec, "cpu") if isinstance(r, EvaluateRequest)]
-        assert len(evals) == 2 and all(r.drop_samples == runner.DROP_SAMPLES == 3 for r in evals)
+        evals = [r for _, r in worker.device_steps(spec, "cpu") if isinstance(r, EvaluateRequest)]
+        assert len(evals) == 2 and all(r.drop_samples == run_spec.DROP_SAMPLES == 3 for r in evals)
         assert all("--drop-samples 3" in r.command_line() for r in evals)
 
 
 @pytest.mark.parametrize("bad", [0, -2, 1.5])
 def test_bad_drop_samples_is_refused_before_any_run(tmp_path, bad):
     with pytest.raises(ConfigError, match=f"--drop-samples must be a positive integer, got {bad}"):
-        runner.RunContext(out=tmp_path, preset=tmp_path / "p.yaml", data_dir=tmp_path, src_lang="de", tgt_lang="en",
+        run_spec.RunContext(out=tmp_path, preset=tmp_path / "p.yaml", data_dir=tmp_path, src_lang="de", tgt_lang="en",
                           cli_set=[], split="test", command="", commit="", align_model=tmp_path, drop_samples=bad)

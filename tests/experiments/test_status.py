@@ -13,8 +13,11 @@ from scanmt.api.stress import StressRequest
 from scanmt.api.train import TrainRequest
 from scanmt.api.translate import TranslateRequest
 from scanmt.cli.main import main
-from scanmt.experiments import runner, status
-from scanmt.experiments.runner import RunSpec, run_dir, write_json
+from scanmt.experiments import progress
+from scanmt.experiments import status
+from scanmt.experiments.spec import RunSpec
+from scanmt.experiments.layout import run_dir
+from scanmt.experiments.common import write_json
 from scanmt.processes import lock_folder, lock_held
 from tests.process_helpers import lock_held_elsewhere
 
@@ -103,7 +106,7 @@ def test_a_fixed_epoch_run_expects_its_epochs_not_the_folders_median(tmp_path):
     (fixed.dir / "last.pt").write_bytes(b"")
     (fixed.dir / "metrics.csv").write_text("step,name,value\n100,train/loss,3.0\n120,valid/bleu,12.5\n"
                                            "240,valid/bleu,18.0\n250,train/loss,2.0\n")
-    assert runner.planned_updates(fixed) == 720
+    assert progress.planned_updates(fixed) == 720
     with lock_held_elsewhere(fixed.dir):
         r = _by_key(status.folder_status(out))["softmax/seed2"]
     assert r.detail == "update 250 of ~720; valid BLEU 18.00 at update 240 (best 18.00)"
@@ -114,9 +117,9 @@ def test_a_fixed_epoch_run_expects_its_epochs_not_the_folders_median(tmp_path):
         fixed.config = {"train": {"epochs": 6, "patience": 0, "valid_every": 0, "max_steps": 0, **train}}
         if csv is not None:
             (fixed.dir / "metrics.csv").write_text(csv)
-        assert runner.planned_updates(fixed) == want, train
+        assert progress.planned_updates(fixed) == want, train
     (fixed.dir / "metrics.csv").unlink()
-    assert runner.planned_updates(fixed) is None
+    assert progress.planned_updates(fixed) is None
 
 
 def test_a_run_nobody_holds_is_stopped_and_says_what_a_rerun_picks_up(tmp_path):

@@ -9,7 +9,7 @@ import pytest
 from scanmt import api
 from scanmt.cli.main import main
 from scanmt.config import DecodeConfig
-from scanmt.experiments import runner
+from scanmt.experiments import worker
 
 TRAIN = api.TrainResult(
     out=Path("runs/x"), stop_reason="max steps (200)", step=200, epochs=3, parameters=123456, seconds=90.0,
@@ -24,8 +24,8 @@ TUNE = api.TunePenaltiesResult(
 
 
 def step_log(capsys, request, what: str) -> str:
-    """What :func:`runner._step` printed after its header line."""
-    runner._step(request, what)
+    """What :func:`worker._step` printed after its header line."""
+    worker._step(request, what)
     header, _, rest = capsys.readouterr().out.partition("\n=== " + what + ": " + request.command_line() + "\n")
     assert header == ""
     return rest
@@ -42,8 +42,8 @@ def test_train_and_tune_steps_log_the_cli_summaries(monkeypatch, capsys):
     for module, name, result in (("scanmt.cli.train", "train", TRAIN), ("scanmt.cli.tune_penalties",
                                                                           "tune_penalties", TUNE)):
         monkeypatch.setattr(f"{module}.{name}", lambda request, result=result: result)
-    monkeypatch.setitem(runner.STEP_FUNCTIONS, api.TrainRequest, lambda request: TRAIN)
-    monkeypatch.setitem(runner.STEP_FUNCTIONS, api.TunePenaltiesRequest, lambda request: TUNE)
+    monkeypatch.setitem(worker.STEP_FUNCTIONS, api.TrainRequest, lambda request: TRAIN)
+    monkeypatch.setitem(worker.STEP_FUNCTIONS, api.TunePenaltiesRequest, lambda request: TUNE)
 
     log = step_log(capsys, train_req, "train")
     assert log == cli_out(capsys, train_req)

@@ -35,7 +35,8 @@ import torch
 import yaml
 
 from scanmt.cli.main import main
-from scanmt.experiments.runner import DROP_SAMPLES, machine
+from scanmt.experiments.spec import DROP_SAMPLES
+from scanmt.experiments.planning import machine
 from scanmt.io import LOCK_FILE
 from scanmt.processes import lock_held
 from tests.process_helpers import wait_for
@@ -306,7 +307,10 @@ def test_tiny_grid_end_to_end(small_data_dir_2017, tmp_path, capsys):
 
 def test_report_aggregation_and_sentence_choice():
     """Mean ± sample std over seeds, best-of-column per direction, and the Figure-2 sentence choice."""
-    from scanmt.experiments.report import SystemResults, Texts, best_means, choose_sentences, fmt, md_escape
+    from scanmt.experiments.report.collection import SystemResults, Texts
+    from scanmt.experiments.report.figures import choose_sentences
+    from scanmt.experiments.report.markdown import fmt, md_escape
+    from scanmt.experiments.report.tables import best_means
 
     assert fmt([]) == "–" and fmt([30.0]) == "30.00" and fmt([29.0, 31.0]) == "30.00 ± 1.41"
     a = SystemResults("a", "a", runs=[{"seed": 1, "bleu": 30.0, "meteor": 1.0, "rep": 2.0, "drop": 5.0, "sacrebleu": 1.0},

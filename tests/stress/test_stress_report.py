@@ -7,7 +7,7 @@ import json
 import math
 from pathlib import Path
 
-from scanmt.experiments.stress_report import stress_summary
+from scanmt.experiments.report.stress import stress_summary
 from scanmt.viz.stress_plot import line_colors, plot_stress
 from tests.experiments.test_results_json import SEEDS, fake_experiment, report
 
@@ -15,7 +15,7 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def stress_entry(bleu_by_k: dict[int, float], rep: float, drop: float | None) -> dict:
-    """A run's ``metrics.json`` ``stress`` as runner.stress_metrics writes it (no per-input counts)."""
+    """A run's ``metrics.json`` ``stress`` as run_metrics.stress_metrics writes it (no per-input counts)."""
     return {"k": sorted(bleu_by_k), "inputs": {str(k): 1000 // k for k in bleu_by_k},
             "scores": {str(k): {"bleu": b, "rep": rep * k, "drop": drop, "dropped_sentences": 10.0 * (k - 1),
                                 "length_ratio": 1.0 - 0.01 * k} for k, b in bleu_by_k.items()}}

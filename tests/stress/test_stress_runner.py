@@ -11,10 +11,10 @@ import pytest
 from scanmt.api import StressRequest
 from scanmt.cli.main import request_from_argv
 from scanmt.errors import ConfigError
-from scanmt.experiments import runner
+from scanmt.experiments import common, layout, planning, run_metrics, spec as run_spec, state as run_state_module, stress_refresh, worker
 from scanmt.experiments.grid import load_grid
-from scanmt.experiments.report import SystemResults
-from scanmt.experiments.stress_report import stress_section, stress_summary
+from scanmt.experiments.report.collection import SystemResults
+from scanmt.experiments.report.stress import stress_section, stress_summary
 from scanmt.presets import preset_path
 
 GRID = """
@@ -28,17 +28,17 @@ systems:
 """
 
 
-def plan(tmp_path: Path, data: Path, stress_k: tuple[int, ...] = (1, 2)) -> list[runner.RunSpec]:
+def plan(tmp_path: Path, data: Path, stress_k: tuple[int, ...] = (1, 2)) -> list[run_spec.RunSpec]:
     grid_file = tmp_path / "g.yaml"
     grid_file.write_text(GRID, encoding="utf-8")
     grid = load_grid(grid_file)
     out = tmp_path / "exp"
-    ctx = runner.RunContext(
+    ctx = run_spec.RunContext(
         out=out, preset=preset_path("cpu-small").resolve(), data_dir=data, src_lang="de", tgt_lang="en",
         cli_set=["train.threads=1"], split="test", command="scanmt experiment run g.yaml", commit="abc",
         align_model=data / "align", stress_k=stress_k,
     )
-    return runner.plan_runs(grid, grid.systems, [1], ctx)
+    return planning.plan_runs(grid, grid.systems, [1], ctx)
 
 
 def test_the_stress_step_is_a_typed_request_in_spec_and_command_file(tmp_path):
@@ -48,15 +48,15 @@ def test_the_stress_step_is_a_typed_request_in_spec_and_command_file(tmp_path):
     s = cov.stress
     assert s.model == (str(Path(cov.model_from) / "best.pt"),) and s.names == ("cov",) and s.k == (1, 2)
     assert s.out == cov.dir / "stress" and s.src == tmp_path / "data" / "test.raw.de" and s.beam == 2
-    assert runner.RunSpec.from_dict(soft.to_dict()).stress == soft.stress
-    steps = runner.device_steps(soft, "cuda")
+    assert run_spec.RunSpec.from_dict(soft.to_dict()).stress == soft.stress
+    steps = worker.device_steps(soft, "cuda")
     assert dict(steps)["stress"].device == "cuda"
     soft.dir.mkdir(parents=True)
-    runner.write_command_file(soft, steps, "cuda")
+    worker.write_command_file(soft, steps, "cuda")
     last = (soft.dir / "command.txt").read_text(encoding="utf-8").splitlines()[-1]
     assert request_from_argv(shlex.split(last)[1:]) == dict(steps)["stress"]
     assert plan(tmp_path, tmp_path / "data", ())[0].stress is None
-    assert runner.RunSpec.from_dict({**plan(tmp_path, tmp_path / "data", ())[0].to_dict()}).stress is None
+    assert run_spec.RunSpec.from_dict({**plan(tmp_path, tmp_path / "data", ())[0].to_dict()}).stress is None
 
 
 def test_a_finished_run_gets_the_stress_step_alone(tmp_path):
@@ -64,14 +64,14 @@ def test_a_finished_run_gets_the_stress_step_alone(tmp_path):
     run = soft.dir
     (run / ".stages").mkdir(parents=True)
     for stage in ("train", "translate", "evaluate"):
-        runner.write_json(runner.stage_marker(run, stage), {"seconds": 1})
-    runner.write_json(run / "metrics.json", {"test_sets": {}})
+        common.write_json(layout.stage_marker(run, stage), {"seconds": 1})
+    common.write_json(run / "metrics.json", {"test_sets": {}})
     (run / "DONE").write_text("x\n")
-    assert runner.run_status(soft) == "resume" and "adding the stress test" in runner.resume_note(soft)
-    runner.write_json(runner.stage_marker(run, "stress"), {"seconds": 1, "k": [1, 2]})
-    assert runner.run_status(soft) == "done"
-    runner.write_json(runner.stage_marker(run, "stress"), {"seconds": 1, "k": [1]})  # other K values asked now
-    assert runner.run_status(soft) == "resume"
+    assert run_state_module.run_status(soft) == "resume" and "adding the stress test" in run_state_module.resume_note(soft)
+    common.write_json(layout.stage_marker(run, "stress"), {"seconds": 1, "k": [1, 2]})
+    assert run_state_module.run_status(soft) == "done"
+    common.write_json(layout.stage_marker(run, "stress"), {"seconds": 1, "k": [1]})  # other K values asked now
+    assert run_state_module.run_status(soft) == "resume"
 
 
 @pytest.mark.parametrize("ks, message", [((0,), "--stress-k must be whole numbers >= 1, got 0"),
@@ -86,9 +86,9 @@ def test_the_step_runs_and_the_report_tables_it(tmp_path, stress_setup):
     soft = plan(tmp_path, data)[0]
     soft.dir.mkdir(parents=True)
     shutil.copy(ckpt, soft.dir / "best.pt")
-    seconds, result = runner._step(soft.stress, "stress")
+    seconds, result = worker._step(soft.stress, "stress")
     assert isinstance(result.scores["softmax"][2]["bleu"], float)
-    m = runner.stress_metrics(soft)
+    m = run_metrics.stress_metrics(soft)
     assert m["k"] == [1, 2] and set(m["scores"]) == {"1", "2"} and m["scores"]["2"]["drop"] is not None
     two = {**m, "scores": {k: {**v, "bleu": v["bleu"] + 2.0} for k, v in m["scores"].items()}}
     lines = stress_section([SystemResults("softmax", "Softmax", [{"seed": 1, "stress": m}, {"seed": 2, "stress": two}]),
@@ -178,8 +178,8 @@ def test_boundary_only_in_a_grid_run_updates_its_metrics(tmp_path, stress_setup,
     soft = plan(tmp_path, data)[0]
     soft.dir.mkdir(parents=True)
     shutil.copy(ckpt, soft.dir / "best.pt")
-    runner._step(soft.stress, "stress")
-    fresh = runner.stress_metrics(soft)
+    worker._step(soft.stress, "stress")
+    fresh = run_metrics.stress_metrics(soft)
     path = soft.stress.out / "stress.json"
     doc = json.loads(path.read_text(encoding="utf-8"))
     for by_k in (doc["scores"]["softmax"], doc["per_input"]["softmax"]):
@@ -188,9 +188,9 @@ def test_boundary_only_in_a_grid_run_updates_its_metrics(tmp_path, stress_setup,
             values.pop("boundary_close_argmax", None)
     path.write_text(json.dumps(doc), encoding="utf-8")
     (soft.dir / "spec.json").write_text(json.dumps(soft.to_dict()), encoding="utf-8")
-    (soft.dir / "metrics.json").write_text(json.dumps({"bleu": 1.5, "stress": runner.stress_metrics(soft)}),
+    (soft.dir / "metrics.json").write_text(json.dumps({"bleu": 1.5, "stress": run_metrics.stress_metrics(soft)}),
                                            encoding="utf-8")
-    assert "boundary_close" not in runner.stress_metrics(soft)["scores"]["2"]
+    assert "boundary_close" not in run_metrics.stress_metrics(soft)["scores"]["2"]
     (soft.dir / "DONE").write_text("", encoding="utf-8")
     capsys.readouterr()
     assert main(["stress", "--boundary-only", "--out", str(soft.stress.out)]) == 0
@@ -199,5 +199,5 @@ def test_boundary_only_in_a_grid_run_updates_its_metrics(tmp_path, stress_setup,
     assert metrics["bleu"] == 1.5 and metrics["stress"] == fresh
     # a stress folder that is not a finished run's: no run is held or changed
     (soft.dir / "DONE").unlink()
-    with runner.finished_run_of_stress(soft.stress.out) as held:
+    with stress_refresh.finished_run_of_stress(soft.stress.out) as held:
         assert held is None

@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
     if not request.boundary_only:
         print(stress(request).summary(request))
         return 0
-    from scanmt.experiments.runner import finished_run_of_stress, refresh_stress_metrics
+    from scanmt.experiments.stress_refresh import finished_run_of_stress, refresh_stress_metrics
 
     with finished_run_of_stress(request.out) as grid_run:
         print(remeasure_boundary(request.out, device=request.device, batch_size=request.batch_size).summary())

@@ -9,7 +9,7 @@ the same recipe, not with the grid's softmax. The report's paired comparisons (Î
 
 An ablation may also name a *reference arm* (``reference_arm:``, or ``--reference-arm``): the system whose difference
 from its baseline every arm's difference from its own baseline is set against (the report's difference in
-differences, :func:`scanmt.experiments.stress_report.contrast_section`).
+differences, :func:`scanmt.experiments.report.stress.contrast_section`).
 """
 
 from __future__ import annotations

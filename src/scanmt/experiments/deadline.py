@@ -5,7 +5,7 @@ before it ends, and on a machine that does not outlive the job its checkpoints g
 deadline the pool starts a run only when it is expected to end before it.
 
 A run's time is estimated from the runs of the same grid that finished before it (:class:`StepTimes`, read
-from their step markers by :func:`scanmt.experiments.runner.step_times`: a step's wall-clock time, or, on
+from their step markers by :func:`scanmt.experiments.progress.step_times`: a step's wall-clock time, or, on
 one CPU thread, its CPU time when that is less, so that a run that waited behind other jobs does not make
 every estimate after it too long):
 

@@ -33,7 +33,7 @@ predictor path (filled in automatically), and the command line's ``--set``.
 
 :func:`load_grid` checks the structure and raises :class:`GridError` naming the file,
 the system and the key; the configs themselves are checked by the runner
-(:func:`scanmt.experiments.runner.plan_runs`) before any heavy work.
+(:func:`scanmt.experiments.planning.plan_runs`) before any heavy work.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ RUNNER_KEYS: dict[str, str] = {
 #: config keys that only set how fast a run goes on the machine at hand (a bf16 forward runs at 0.2-1.9x fp32's
 #: speed, depending on the processor: docs/results.md 1b): their change does not make a finished run stale, and
 #: a grid's runs may differ in them. Threads and precision change the arithmetic, as another machine does, so
-#: each attempt records them (:func:`scanmt.experiments.runner.machine`)
+#: each attempt records them (:func:`scanmt.experiments.planning.machine`)
 SPEED_KEYS = ("train.threads", "train.precision", "decode.batch_size")
 
 TOP_KEYS = ("name", "description", "title", "baseline", "reference_arm", "figure", "set", "predictor_set", "align",

@@ -24,49 +24,17 @@ import json
 import logging
 import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from scanmt import api
 from scanmt.api.prepare import parse_pair
 from scanmt.errors import ConfigError, DataError, ScanmtError
-from scanmt.fertility.rules import NO_STRATEGY, ORACLE
+from scanmt.experiments.fertility_hooks import fertility_options, fertility_step_label, fertility_step_params
+from scanmt.experiments.layout import MIRROR_ORIGIN, SharedPaths
 from scanmt.io import LOCK_FILE, atomic_open
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class SharedPaths:
-    out: Path
-
-    @property
-    def root(self) -> Path:
-        return self.out / "shared"
-
-    @property
-    def data(self) -> Path:
-        return self.root / "data"
-
-    @property
-    def align(self) -> Path:
-        return self.data / "align"
-
-    @property
-    def word_aligner(self) -> Path:
-        return self.align / "word"
-
-    @property
-    def predictor_dir(self) -> Path:
-        return self.root / "predictor"
-
-    @property
-    def predictor(self) -> Path:
-        return self.predictor_dir / "best.pt"
-
-    def marker(self, step: str) -> Path:
-        return self.root / ".done" / f"{step}.json"
 
 
 def _done(paths: SharedPaths, step: str, params: dict) -> bool:
@@ -116,7 +84,7 @@ def mirror_prepared(src: Path, dst: Path) -> None:
     src = src.resolve()
     read_meta(src)  # a clear error if src is not a prepared directory
     dst.mkdir(parents=True, exist_ok=True)
-    origin = dst / ".mirror-of"
+    origin = dst / MIRROR_ORIGIN
     if origin.exists() and origin.read_text(encoding="utf-8").strip() != str(src):
         raise ConfigError(
             f"{dst} mirrors {origin.read_text(encoding='utf-8').strip()}, not {src}: use another --out for other data"
@@ -195,7 +163,7 @@ def train_predictor(paths: SharedPaths, overrides: Sequence[str], say: Callable[
     request = api.FertilityRequest(data=paths.data, train_predictor=paths.predictor_dir, set=tuple(overrides))
 
     def work() -> None:
-        resume = (paths.predictor_dir / "last.pt").exists()
+        resume = paths.predictor_last.exists()
         _run(dataclasses.replace(request, resume=resume), "fertility predictor")
 
     _step(paths, "predictor", {"argv": request.to_argv()}, say, work)
@@ -206,15 +174,10 @@ def train_predictor(paths: SharedPaths, overrides: Sequence[str], say: Callable[
 
 def fertility_request(paths: SharedPaths, fert: dict[str, Any]) -> api.FertilityRequest | None:
     """The fertility request caching train/valid fertilities for one fertility config (None: nothing to cache)."""
-    strategy = fert["strategy"]
-    if strategy in (NO_STRATEGY, ORACLE):
+    options = fertility_options(fert)
+    if options is None:
         return None
-    options: dict[str, Any] = {}
-    if strategy == "constant":
-        options["value"] = float(fert["value"])
-    elif strategy == "predicted":
-        options.update(predictor=fert["predictor"], add=float(fert["add"]))
-    return api.FertilityRequest(data=paths.data, strategy=strategy, splits=("train", "valid"),
+    return api.FertilityRequest(data=paths.data, strategy=fert["strategy"], splits=("train", "valid"),
                                 align_dir=fert.get("align_dir") or None, **options)
 
 
@@ -226,11 +189,6 @@ def cache_fertility(paths: SharedPaths, ferts: Sequence[dict[str, Any]], say: Ca
         if request is None or request in seen:
             continue
         seen.append(request)
-        label = f"fertility-{fert['strategy']}" + (f"-{fert['value']:g}" if fert["strategy"] == "constant" else "")
-        if fert["strategy"] == "predicted":
-            label += f"-add{fert['add']:g}"
-        params: dict[str, Any] = {"argv": request.to_argv()}
-        if fert["strategy"] == "predicted":  # a retrained predictor changes the fertilities
-            p = Path(fert["predictor"])
-            params["predictor_mtime"] = p.stat().st_mtime if p.exists() else None
+        label = fertility_step_label(fert)
+        params = fertility_step_params(fert, request.to_argv())
         _step(paths, label, params, say, lambda request=request: _run(request, "fertility cache"))

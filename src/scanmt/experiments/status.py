@@ -29,20 +29,14 @@ from typing import Any, Sequence
 
 from scanmt.errors import DataError
 from scanmt.experiments.deadline import Estimate, median_updates
+from scanmt.experiments.common import read_json
+from scanmt.experiments.layout import (LAST_CHECKPOINT, LOCK_FILE, METRICS, SPEC, TRAIN_LOG, run_dir, runs_dir,
+                                       seed_name, system_dir)
+from scanmt.experiments.pool import describe
+from scanmt.experiments.progress import RunTimes, logged_updates, planned_updates
 from scanmt.experiments.report import format_rows, grid_records, last_log_line
-from scanmt.experiments.runner import (
-    RunSpec,
-    RunTimes,
-    describe,
-    logged_updates,
-    pending_steps,
-    planned_updates,
-    read_json,
-    resume_note,
-    run_dir,
-    run_status,
-)
-from scanmt.io import LOCK_FILE
+from scanmt.experiments.spec import RunSpec
+from scanmt.experiments.state import resume_note, run_state
 from scanmt.processes import lock_held, lock_holder
 
 #: a run's states, in the order the summary counts them
@@ -50,8 +44,8 @@ STATES = ("done", "training", "decoding", "stopped", "not started")
 
 
 @dataclass(frozen=True)
-class RunState:
-    """One run's state.
+class RunRow:
+    """One run's row of the status table.
 
     Attributes:
         key: ``SYSTEM/seedK``.
@@ -73,7 +67,7 @@ class GridStatus:
     """The runs of one recorded grid, with the command that recorded it last."""
 
     name: str
-    runs: list[RunState]
+    runs: list[RunRow]
     command: str
 
     def counts(self) -> str:
@@ -95,7 +89,7 @@ def valid_bleu(run: Path) -> tuple[float, int, float] | None:
     """``(last, at update, best)`` of the ``valid/bleu`` a training logged in ``RUN/metrics.csv`` (None: none)."""
     rows: list[tuple[int, float]] = []
     try:
-        with open(run / "metrics.csv", encoding="utf-8", newline="") as fh:
+        with open(run / TRAIN_LOG, encoding="utf-8", newline="") as fh:
             for row in csv.reader(fh):
                 if len(row) == 3 and row[1] == "valid/bleu" and row[0].isdigit():
                     try:
@@ -124,36 +118,38 @@ def _training_detail(spec: RunSpec, times: RunTimes, updates: int) -> str:
     return text
 
 
-def run_state(spec: RunSpec | None, key: str, folder: Path, times: RunTimes, steps: Sequence[str]) -> RunState:
-    """The state of the run in ``folder`` (``spec``: its ``spec.json``, None when it has none yet; ``steps``:
-    the steps a run not started will do, for its estimate)."""
+def run_row(spec: RunSpec | None, key: str, folder: Path, times: RunTimes, steps: Sequence[str]) -> RunRow:
+    """The row of the run in ``folder`` (``spec``: its ``spec.json``, None when it has none yet; ``steps``:
+    the steps a run not started will do, for its estimate), from its :func:`~scanmt.experiments.state.run_state`
+    and whether a process holds it."""
     system = key.split("/")[0]
     if spec is None:
-        return RunState(key, folder, "not started", "", times.estimate_steps(system, steps))
-    if run_status(spec) == "done":
-        return RunState(key, folder, "done", describe(read_json(folder / "metrics.json")))
-    pending = pending_steps(spec)
+        return RunRow(key, folder, "not started", "", times.estimate_steps(system, steps))
+    state = run_state(spec.dir, spec)  # (the folder the spec names, as the runner sees it)
+    if state.status == "done":
+        return RunRow(key, folder, "done", describe(read_json(folder / METRICS)))
+    pending = list(state.pending)
     if lock_held(folder / LOCK_FILE):
         if "train" in pending:
             updates = logged_updates(folder)
-            return RunState(key, folder, "training", _training_detail(spec, times, updates),
+            return RunRow(key, folder, "training", _training_detail(spec, times, updates),
                             times.estimate(spec, updates=updates))
         done = sum(request is not None for _, request in spec.steps()) - len(pending)
         where = pending[0] if pending else "its summary"
-        return RunState(key, folder, "decoding", f"{where} ({done} of {done + len(pending)} steps done)",
+        return RunRow(key, folder, "decoding", f"{where} ({done} of {done + len(pending)} steps done)",
                         times.estimate(spec))
     rerun = resume_note(spec).removeprefix(", ") or "starting afresh"
-    if "train" in pending and (folder / "last.pt").exists():
+    if "train" in pending and (folder / LAST_CHECKPOINT).exists():
         rerun += f" (update {logged_updates(folder):,} logged)"
     last = last_log_line(folder, width=120)
-    return RunState(key, folder, "stopped", f"rerun: {rerun}" + (f"; log: {last}" if last else ""),
+    return RunRow(key, folder, "stopped", f"rerun: {rerun}" + (f"; log: {last}" if last else ""),
                     times.estimate(spec))
 
 
 def _read_spec(folder: Path) -> RunSpec | None:
     """The run's ``spec.json`` (None: the run has not started); raises :class:`DataError` naming a file that is
     there but is no run spec (cut short, edited, or from another version of scanmt)."""
-    path = folder / "spec.json"
+    path = folder / SPEC
     if not path.exists():
         return None
     raw = read_json(path)
@@ -169,18 +165,18 @@ def grid_status(out: Path, rec: dict[str, Any], times: RunTimes) -> GridStatus:
     """The state of every run of the recorded grid ``rec`` (systems a ``--systems`` left out and never ran are
     not its runs)."""
     requested = set(rec.get("requested") or (s["name"] for s in rec["systems"]))
-    systems = [s for s in rec["systems"] if s["name"] in requested or (out / "runs" / s["name"]).is_dir()]
+    systems = [s for s in rec["systems"] if s["name"] in requested or system_dir(out, s["name"]).is_dir()]
     runs = []
     for seed in rec.get("seeds") or []:
         for system in systems:
             folder = run_dir(out, system["name"], seed)
-            key = f"{system['name']}/seed{seed}"
+            key = f"{system['name']}/{seed_name(seed)}"
             try:
                 spec = _read_spec(folder)
             except DataError as exc:
-                runs.append(RunState(key, folder, "stopped", str(exc)))
+                runs.append(RunRow(key, folder, "stopped", str(exc)))
                 continue
-            runs.append(run_state(spec, key, folder, times, planned_steps(rec, system)))
+            runs.append(run_row(spec, key, folder, times, planned_steps(rec, system)))
     return GridStatus(rec["name"], runs, rec.get("command") or "")
 
 
@@ -194,7 +190,7 @@ def folder_status(out: Path, grids: Sequence[str] | None = None) -> list[GridSta
             raise DataError(f"{out}: no grid named {', '.join(unknown)} recorded here (recorded: {names})")
         recs = [rec for rec in recs if rec["name"] in grids]
     times = RunTimes()
-    times.add_folder(out / "runs")
+    times.add_folder(runs_dir(out))
     return [grid_status(out, rec, times) for rec in recs]
 
 
@@ -215,7 +211,7 @@ def _duration(seconds: float) -> str:
     return f"{minutes} min" if minutes < 90 else f"{seconds / 3600:.1f} h"
 
 
-def _left_cell(r: RunState) -> str:
+def _left_cell(r: RunRow) -> str:
     if r.state == "done":
         return ""
     if r.left is None:
@@ -255,3 +251,10 @@ def render(out: Path, statuses: Sequence[GridStatus], *, brief: bool = False) ->
     if starred:
         lines.append("* estimated from the folder's other systems: this system has no finished run yet")
     return "\n".join(lines)
+
+
+def status_command(folder: str | Path, grids: Sequence[str] | None = None, *, brief: bool = False) -> int:
+    """``scanmt experiment status``: print where the grids of ``folder`` stand; exit status 0."""
+    out = Path(folder).resolve()
+    print(render(out, folder_status(out, grids), brief=brief))
+    return 0

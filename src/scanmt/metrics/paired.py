@@ -12,7 +12,7 @@ null the resampled differences are centred at 0, so the p-value is the share of 
 ``δ* - δ <= δ``, counted as ``(1 + #) / (1 + samples)``.  A small p says that a's rate is lower
 than b's beyond what the choice of test inputs explains.  The two-sided p-value (no direction expected) counts
 ``|δ* - δ| >= |δ|`` instead.  It does not cover other noise: the training seed
-(repeat over seeds) or, for DROP, the aligner's randomness (:mod:`scanmt.experiments.drop_noise`).
+(repeat over seeds) or, for DROP, the aligner's randomness (:mod:`scanmt.experiments.report.drop_noise`).
 
 With fewer than :data:`MIN_INPUTS` inputs the test cannot be run: the resamples take a handful of distinct values
 (one input: every resample is that input, ``δ* = δ``, and ``p`` would be ``1 / (1 + samples)``, 0.001, whatever

@@ -34,7 +34,7 @@ from scanmt.processes import FileLock, check_unlocked, holds_lock, lock_folder
 METRICS_HEADER = "step,name,value"
 #: files a new run writes that must not be someone else's
 RUN_FILES: tuple[str, ...] = ("config.yaml", "metrics.csv", "best.pt")
-#: the file of a grid run's folder that the experiment runner writes first (:class:`scanmt.experiments.runner.RunSpec`)
+#: the file of a grid run's folder that the experiment runner writes first (:class:`scanmt.experiments.spec.RunSpec`)
 GRID_SPEC = "spec.json"
 #: what a folder a run may write into holds (for the message refusing another one)
 RUN_DIR_HOLDS = (f"a scanmt training run (last.pt, or the {', '.join(RUN_FILES)} a run writes) or a grid run "

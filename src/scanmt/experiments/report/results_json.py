@@ -26,9 +26,9 @@ Shape (one entry per system of the grid, in grid order, for the report's main te
   --stress-k``; main test set only): ``{K: {metric: {"mean", "std", "seeds"}}}`` with K as a string and the
   metrics ``bleu`` (detokenized sacreBLEU), ``rep``, ``drop``, ``dropped_sentences`` (% of joined inputs) and
   ``length_ratio``; ``seeds`` counts the runs that measured the metric at that K
-  (:func:`scanmt.experiments.stress_report.stress_summary`).
+  (:func:`scanmt.experiments.report.stress.stress_summary`).
 - ``drop_noise``: DROP's spread split between the aligner and the model, and its difference to the baseline
-  (:class:`scanmt.experiments.drop_noise.DropNoise`): ``{"seeds", "samples" (the distinct K of the runs),
+  (:class:`scanmt.experiments.report.drop_noise.DropNoise`): ``{"seeds", "samples" (the distinct K of the runs),
   "aligner_runs", "mean", "seed_sd", "aligner_sd", "aligner_se", "model_sd", "baseline", "delta",
   "delta_aligner_se", "delta_seed_se", "beyond_aligner", "beyond_seeds"}``; null where undefined (one seed:
   no ``seed_sd``, ``model_sd``, ``delta_seed_se``, ``beyond_seeds``; no run with K×K ``drop_scores``: no aligner
@@ -55,8 +55,9 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from scanmt.errors import ConfigError
-from scanmt.experiments.drop_noise import drop_noise
-from scanmt.experiments.stress_report import stress_summary
+from scanmt.experiments.layout import DATA_META
+from scanmt.experiments.report.drop_noise import drop_noise
+from scanmt.experiments.report.stress import stress_summary
 from scanmt.io import atomic_open
 
 #: metrics of every system entry, in this order
@@ -124,7 +125,7 @@ def split_display_name(meta: Mapping[str, Any] | None, split: str) -> str:
 def read_meta_lenient(data_dir: Path) -> dict[str, Any] | None:
     """``meta.json`` of the grid's prepared data, or None when it is missing or unreadable."""
     try:
-        meta = json.loads((data_dir / "meta.json").read_text(encoding="utf-8"))
+        meta = json.loads((data_dir / DATA_META).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError, UnicodeDecodeError):
         return None
     return meta if isinstance(meta, dict) else None

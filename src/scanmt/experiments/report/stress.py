@@ -1,6 +1,6 @@
 """The report's coverage stress test (``experiment run --stress-k``): per system and K, the mean ± std over seeds
 of BLEU, REP, DROP, the length ratio and the share of joined inputs that drop a whole sentence, read from each
-finished run's ``metrics.json`` ``stress`` (:func:`scanmt.experiments.runner.stress_metrics`) by
+finished run's ``metrics.json`` ``stress`` (:func:`scanmt.experiments.run_metrics.stress_metrics`) by
 :func:`stress_summary`, which feeds the table, the figure (``DOCS/STEM/stress.png``: one line per system over K,
 bars of ± one std over seeds) and the results JSON; then each system's REP and DROP against its baseline's, tested
 by a paired bootstrap over the joined inputs, seed by seed and pooled over the seeds

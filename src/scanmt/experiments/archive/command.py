@@ -1,0 +1,36 @@
+"""``scanmt experiment archive`` and ``scanmt experiment restore``: pack or restore, then say what was done."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from scanmt.experiments.archive.packing import pack
+from scanmt.experiments.archive.restoring import restore
+
+
+def archive_command(folder: str | Path, dest: str | Path) -> int:
+    """Pack the finished runs of the experiment folder ``folder`` into the archive ``dest`` and print what was
+    added, packed again, kept and left out; exit status 0."""
+    folder, dest = Path(folder), Path(dest)
+    t0 = time.time()
+    s = pack(folder, dest)
+    shared = s.shared.replace("same", "already archived, unchanged", 1) if s.shared.startswith("same") else s.shared
+    print(f"archive {dest}: shared work {shared}; runs added {len(s.added)}, packed again {len(s.updated)}, "
+          f"unchanged {len(s.kept)}; {len(s.unfinished)} unfinished left out ({time.time() - t0:.0f} s)")
+    for what, keys in (("added", s.added), ("packed again", s.updated), ("unfinished", s.unfinished)):
+        if keys:
+            print(f"  {what}: {', '.join(keys)}")
+    return 0
+
+
+def restore_command(archive: str | Path, out: str | Path) -> int:
+    """Restore the archive ``archive`` into its experiment folder ``out`` and print what was restored; exit
+    status 0."""
+    archive, out = Path(archive), Path(out).resolve()
+    s = restore(archive, out)
+    print(f"restore {archive} -> {out}: shared work {s.shared}; runs restored {len(s.added)}, "
+          f"already there {len(s.kept)}")
+    if s.added:
+        print(f"  restored: {', '.join(s.added)}")
+    return 0

@@ -1,0 +1,61 @@
+"""An archive's manifest (``DEST/manifest.json``: its format, the folder it came from, its shared work's
+identity, each run's digest) and what a pack or restore did (:class:`ArchiveSummary`)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from scanmt.data.fertility import file_digest
+from scanmt.errors import DataError
+from scanmt.experiments.layout import MANIFEST, METRICS, archived_run
+from scanmt.io import atomic_open
+
+
+FORMAT = 2
+
+
+#: format 1 (session 19) recorded one digest of the alignments and the predictor's weights; it is read, and
+#: upgraded by the next pack of the same shared work
+READ_FORMATS = (1, 2)
+
+
+@dataclass
+class ArchiveSummary:
+    """What one pack or restore did."""
+
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+    unfinished: list[str] = field(default_factory=list)
+    shared: str = ""
+
+
+def read_manifest(dest: Path) -> dict | None:
+    p = dest / MANIFEST
+    if not p.exists():
+        return None
+    try:
+        m = json.loads(p.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise DataError(f"{p}: not a readable archive manifest ({exc})") from None
+    if not isinstance(m, dict) or m.get("format") not in READ_FORMATS:
+        raise DataError(f"{p}: not a scanmt experiment archive of format {' or '.join(map(str, READ_FORMATS))}")
+    return m
+
+
+def _write_manifest(dest: Path, manifest: dict) -> None:
+    with atomic_open(dest / MANIFEST) as fh:
+        json.dump(manifest, fh, indent=1, sort_keys=True)
+        fh.write("\n")
+
+
+def _metrics_digest(run: Path) -> str:
+    """The digest of a run folder's ``metrics.json`` ("" when it has none), as the manifest records it."""
+    return file_digest(run / METRICS) if (run / METRICS).exists() else ""
+
+
+def _run_tar(dest: Path, key: str) -> Path:
+    """The tarball of run ``key`` (``SYSTEM/seedK``) in the archive ``dest``."""
+    return archived_run(dest, key)

@@ -1,0 +1,215 @@
+"""Packing a grid's finished runs into an archive (:func:`pack`, ``scanmt experiment archive``).
+
+The archive, by concept: :mod:`.manifest`, :mod:`.shared_work` (the shared work's identity), :mod:`.packing`,
+:mod:`.restoring` and :mod:`.unpack` (tarballs read safely).
+
+A grid's finished runs packed small enough for git, and restored on a fresh machine.
+
+A grid of 3 seeds x 4 systems runs for longer than a machine may live: a cloud instance, a scratch
+folder that is wiped, a session that ends.  Checkpoints are too large to keep, but what the report
+reads is small.  ``scanmt experiment archive OUT --to DEST`` packs into ``DEST``::
+
+    manifest.json          the experiment folder it came from, the digests of the prepared data it
+                           mirrors, the identity of its shared work, and each archived run's digest
+    shared.tar.gz          OUT/shared/: the alignments (eflomal cannot be seeded, so they cannot be made
+                           again), the aligner models and the step markers; not the fertility predictor, a
+                           model, which restore retrains from those alignments, nor the fertility caches,
+                           which `run` recomputes; a mirrored data folder travels as its symbolic links,
+                           checked by digest
+    predictor-fertility.npy  what the predictor decides: its expected fertility of every source token of
+                           the valid split.  Retraining is deterministic on one machine (the same weights)
+                           but not across processors, whose arithmetic differs in the last bits; a
+                           retrained predictor counts as the archived one when its fertilities are within
+                           PREDICTOR_TOLERANCE of these
+    grids/NAME.{yaml,json} the grid records
+    runs/SYSTEM/seedK.tar.gz   each finished run (DONE) without its checkpoints (*.pt): spec, commands,
+                           logs, metrics.csv, translations, metrics, stress test, and of the attention
+                           files only seed 1's of the main split (the report's figures)
+
+``scanmt experiment restore DEST --out OUT`` unpacks it into an empty (or partly restored) ``OUT``, so that
+``experiment run`` skips the restored runs, trains the missing ones with the same alignments and the same
+fertility predictor, and ``experiment report`` reads all of them.  Runs store absolute paths (their
+commands, the data they read), so ``OUT`` and the prepared data must sit where they sat when packed.
+
+Packing again adds the runs finished since, and packs a run again only when its ``metrics.json``
+changed (a new test split, a stress test, a redecode).  Packing runs whose shared work differs from the
+archive's (another session aligned afresh, since eflomal cannot be seeded, or its predictor predicts other
+fertilities) is refused, since their fertilities, and the DROP aligner, would not be those of the archived
+runs.  ``DEST`` must be missing, empty or an archive: a folder with other files is refused, since packing
+replaces them.  A pack writes the new archive beside ``DEST`` (hard links of its unchanged files, so an
+unchanged run keeps its bytes) and swaps it in as a whole (:func:`scanmt.folder_swap.replacing_folder`), so a
+pack interrupted at any point, ``kill -9`` included, leaves the archive as it was or complete, never a new run
+tarball beside the old manifest.
+
+Restore checks the whole archive before it writes anything: the run keys of the manifest (``SYSTEM/seedK``),
+every tarball's members (:mod:`scanmt.experiments.archive.unpack`: relative regular files, and in
+``shared.tar.gz`` only the mirrored data links ``data/NAME -> DIR/NAME``, so nothing is written outside
+``OUT``), and each run's ``metrics.json`` against its digest.  It unpacks into temporary folders, checks them
+again, renames them into place, and on a failure removes all it made: no run it unpacked is left ``DONE``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import tarfile
+import time
+from pathlib import Path
+from typing import Callable
+
+from scanmt.errors import ConfigError, DataError
+from scanmt.experiments.archive.manifest import (FORMAT, ArchiveSummary, _metrics_digest, _run_tar, _write_manifest,
+                                                 read_manifest)
+from scanmt.experiments.archive.shared_work import _shared_left_behind, compare_shared, shared_record
+from scanmt.experiments.common import read_json
+from scanmt.experiments.layout import (ATTENTION_SUFFIX, CHECKPOINT_SUFFIX, DONE, GRID_FILE_SUFFIXES, LOCK_FILE,
+                                       MANIFEST, MANIFEST_RUNS, MANIFEST_SHARED, SHARED_TAR, SPEC, SharedPaths,
+                                       attention_name, grids_dir, run_dirs, run_key, runs_dir, seed_name)
+from scanmt.folder_swap import replacing_folder
+from scanmt.io import atomic_open
+
+
+def _deterministic_tar(dest: Path, members: list[tuple[str, Path, os.stat_result]]) -> None:
+    """Write ``dest`` (gzip, atomically) holding ``members``: (name, file or symbolic link, its lstat).
+
+    No time in the gzip header, members sorted, owners dropped, file times in whole seconds, symbolic links
+    with time 0 (extracting one cannot set its own time, so a restored link has the time of its restore): the
+    same files (content and times) give the same bytes, so packing a restored, unchanged run again changes
+    nothing in git."""
+    with atomic_open(dest, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz, \
+            tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for name, item, st in sorted(members, key=lambda m: m[0]):
+            info = tarfile.TarInfo(name)
+            info.mtime = int(st.st_mtime)
+            info.mode = 0o644
+            if item.is_symlink():
+                info.type = tarfile.SYMTYPE
+                info.linkname = os.readlink(item)
+                info.mode = 0o777
+                info.mtime = 0
+                tar.addfile(info)
+            else:
+                info.size = item.stat().st_size
+                with open(item, "rb") as fh:
+                    tar.addfile(info, fh)
+
+
+def _files(root: Path, skip: Callable[[Path], bool]) -> list[tuple[str, Path, os.stat_result]]:
+    out = []
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root)
+        if skip(rel) or not (p.is_symlink() or p.is_file()):
+            continue
+        out.append((rel.as_posix(), p, p.lstat()))
+    return out
+
+
+def finished_runs(out: Path) -> list[Path]:
+    """The run folders of ``out`` that finished (``DONE``), as ``runs/SYSTEM/seedK``."""
+    base = runs_dir(out)
+    return [run for run in run_dirs(base) if (run / DONE).exists()] if base.is_dir() else []
+
+
+def _left_behind(run: Path) -> Callable[[Path], bool]:
+    """What of a run folder is not packed: checkpoints, lock files, and every attention file but seed 1's of
+    the main split, the one the report draws its figures from (1.5-1.8 MB each for a Transformer)."""
+    spec = read_json(run / SPEC) or {}
+    figure = attention_name(spec.get("split") or "test") if run.name == seed_name(1) else None
+
+    def skip(rel: Path) -> bool:
+        if rel.suffix == CHECKPOINT_SUFFIX or rel.name == LOCK_FILE:
+            return True
+        return rel.name.endswith(ATTENTION_SUFFIX) and rel.as_posix() != figure
+
+    return skip
+
+
+def _run_key(run: Path) -> str:
+    return run_key(run)
+
+
+def pack(out: Path, dest: Path) -> ArchiveSummary:
+    """Add the finished runs of the experiment folder ``out`` to the archive ``dest`` (made if missing), as a
+    whole: the new archive is written beside ``dest`` and swapped in (:func:`scanmt.folder_swap.replacing_folder`).
+
+    Raises:
+        ConfigError: ``dest`` is not a folder, or a folder with files that is not an archive (no manifest.json).
+        DataError: ``out`` is not an experiment folder, its shared work differs from the archive's, it was packed
+            from another folder than the archive's, or the archive holds a symbolic link.
+        BusyError: another process has been packing an archive beside ``dest`` for 10 minutes.
+    """
+    out = out.resolve()
+    shared = SharedPaths(out).root
+    if not shared.is_dir() or not grids_dir(out).is_dir():
+        raise DataError(f"{out}: not a scanmt experiment folder (no shared/ and grids/)")
+    with replacing_folder(dest, what="--to", check=_check_archive_folder) as staging:
+        return _pack_into(out, dest, staging)
+
+
+def _check_archive_folder(dest: Path) -> None:
+    """Refuse to pack into ``dest`` unless it is missing, an empty folder, or an archive (a readable manifest)
+    without symbolic links (the new archive's files would be written through them)."""
+    if not dest.is_dir():
+        if os.path.lexists(dest):
+            raise ConfigError(f"--to {dest}: not a folder")
+        return
+    if not (dest / MANIFEST).exists():
+        if any(dest.iterdir()):
+            raise ConfigError(f"--to {dest}: a folder with files but no {MANIFEST}, so not an archive of `scanmt "
+                              f"experiment archive`; packing would replace what it holds ({SHARED_TAR}, grids/, "
+                              "runs/): name a new or an empty folder")
+        return
+    read_manifest(dest)
+    for root, dirs, files in os.walk(dest):
+        for name in (n for n in dirs + files if os.path.islink(os.path.join(root, n))):
+            raise DataError(f"{os.path.join(root, name)}: a symbolic link in the archive {dest}, which holds none "
+                            "(packing would write through it): remove it")
+
+
+def _pack_into(out: Path, dest: Path, staging: Path) -> ArchiveSummary:
+    """:func:`pack`, reading the archive ``dest`` and writing its new version into ``staging`` (a copy of it)."""
+    shared = SharedPaths(out).root
+    manifest = read_manifest(dest) or {"format": FORMAT, "out": str(out), MANIFEST_RUNS: {}}
+    if manifest["out"] != str(out):
+        raise DataError(f"{dest} archives the experiment {manifest['out']}, not {out}: its runs name that folder "
+                        "in their files; restore it there (`scanmt experiment restore`) and run the grid there")
+    summary = ArchiveSummary()
+    if manifest.get(MANIFEST_SHARED) is None:
+        _deterministic_tar(staging / SHARED_TAR, list(_files(shared, _shared_left_behind)))
+        manifest[MANIFEST_SHARED] = shared_record(shared, staging)
+        summary.shared = "packed"
+    else:
+        difference, note = compare_shared(shared, manifest[MANIFEST_SHARED], dest)
+        if difference is not None:
+            raise DataError(
+                f"{out}/shared differs from the shared work archived in {dest}: {difference}; runs trained on it "
+                "are not comparable with the archived ones. Restore the archive into an empty folder first "
+                f"(`scanmt experiment restore {dest} --out {out}`)")
+        summary.shared = "same" + (f" (fertility predictor: {note})" if note.startswith("other") else "")
+        if manifest["format"] != FORMAT:  # format 1, the same shared work: record it the new way
+            record = shared_record(shared, staging)
+            manifest[MANIFEST_SHARED] = {**record, "data": manifest[MANIFEST_SHARED]["data"]}
+            manifest["format"] = FORMAT
+            summary.shared += f", manifest upgraded to format {FORMAT}"
+    for grid in sorted(grids_dir(out).glob("*")):
+        if grid.suffix in GRID_FILE_SUFFIXES:
+            grids_dir(staging).mkdir(parents=True, exist_ok=True)
+            with atomic_open(grids_dir(staging) / grid.name) as fh:
+                fh.write(grid.read_text(encoding="utf-8"))
+    for run in finished_runs(out):
+        key = _run_key(run)
+        digest = _metrics_digest(run)
+        known = manifest[MANIFEST_RUNS].get(key)
+        if known is not None and known["metrics"] == digest:
+            summary.kept.append(key)
+            continue
+        tar = _run_tar(staging, key)
+        tar.parent.mkdir(parents=True, exist_ok=True)
+        _deterministic_tar(tar, list(_files(run, _left_behind(run))))
+        manifest[MANIFEST_RUNS][key] = {"metrics": digest, "size": tar.stat().st_size,
+                                 "packed": time.strftime("%Y-%m-%d %H:%M:%S")}
+        (summary.updated if known is not None else summary.added).append(key)
+    summary.unfinished = sorted(_run_key(p) for p in run_dirs(runs_dir(out))
+                                if p.is_dir() and not (p / DONE).exists()) if runs_dir(out).is_dir() else []
+    _write_manifest(staging, manifest)
+    return summary

@@ -1,0 +1,196 @@
+"""The identity of an experiment folder's shared work, as an archive records and checks it: the digests of the
+alignments and of the fertility predictor, the predictor's expected fertilities on the valid split, the prepared
+data a mirrored data folder links to, and the overrides the predictor was trained with."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from scanmt.data.fertility import file_digest
+from scanmt.errors import DataError
+from scanmt.experiments.layout import (DATA_META, IDENTITY_DIRS, LEFT_OUT_SHARED, LOCK_FILE, MANIFEST, MIRROR_ORIGIN,
+                                       PREDICTOR, PREDICTOR_FERTILITIES, bpe_name, shared_data, shared_marker)
+from scanmt.io import atomic_open
+
+
+#: the largest difference between the archived predictor's expected fertilities on the valid split and a
+#: retrained one's for the two to count as one predictor.  Retrained on another processor the weights differ
+#: in their last bits: at most 7.2e-7 apart on test2016's 14,294 tokens (Intel Xeon against AMD EPYC,
+#: Multi30k De-En); a fertility bound 1e-3 higher moves at most 1e-3 of a token's attention
+PREDICTOR_TOLERANCE = 1e-3
+
+
+def predictor_digest(path: Path) -> str:
+    """Digest of a predictor checkpoint's weights and config (not of the file: its optimizer state may be gone)."""
+    import torch
+
+    ckpt = torch.load(path, map_location="cpu", weights_only=False)
+    h = hashlib.sha256(json.dumps(ckpt.get("config"), sort_keys=True, default=str).encode())
+    for name in sorted(ckpt["model"]):
+        tensor = ckpt["model"][name]
+        h.update(name.encode())
+        h.update(tensor.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy().tobytes())
+    return h.hexdigest()
+
+
+def _hash_alignments(h: "hashlib._Hash", shared: Path) -> None:
+    for rel in IDENTITY_DIRS:
+        base = shared / rel
+        for p in sorted(base.rglob("*")) if base.is_dir() else []:
+            if p.is_file() and not p.is_symlink() and p.name != LOCK_FILE:
+                h.update(f"{p.relative_to(shared)}\0{file_digest(p)}\n".encode())
+
+
+def alignments_digest(shared: Path) -> str:
+    """Digest of every file under ``data/align`` (the alignments and the DROP aligner's models)."""
+    h = hashlib.sha256()
+    _hash_alignments(h, shared)
+    return h.hexdigest()
+
+
+def shared_identity(shared: Path) -> str:
+    """Format 1's single digest of the alignments and the fertility predictor's weights (to read old archives)."""
+    h = hashlib.sha256()
+    _hash_alignments(h, shared)
+    if (shared / PREDICTOR).exists():
+        h.update(f"{PREDICTOR}\0{predictor_digest(shared / PREDICTOR)}\n".encode())
+    return h.hexdigest()
+
+
+def predictor_fertilities(shared: Path) -> "np.ndarray":
+    """The fertility predictor's expected fertility (no ``add``) of every source token of the valid split,
+    ``[N]`` float32, sentence after sentence: what a grid's bounds follow from."""
+    import numpy as np
+    import torch
+
+    from scanmt.fertility.providers import PredictedFertility
+
+    data = shared_data(shared)
+    try:
+        src_lang = json.loads((data / DATA_META).read_text(encoding="utf-8"))["src_lang"]
+        lines = (data / bpe_name("valid", src_lang)).read_text(encoding="utf-8").splitlines()
+    except (OSError, KeyError, TypeError, json.JSONDecodeError) as exc:
+        raise DataError(f"{data}: the valid split's source, on which the fertility predictor is checked, cannot be "
+                        f"read ({type(exc).__name__}: {exc})") from None
+    ckpt = torch.load(shared / PREDICTOR, map_location="cpu", weights_only=False)
+    provider = PredictedFertility.from_checkpoint_state(ckpt, add=0.0)
+    expected = provider.expected([line.split() for line in lines if line.strip()])
+    return np.asarray([e for sentence in expected for e in sentence], dtype=np.float32)
+
+
+def shared_record(shared: Path, dest: Path) -> dict[str, object]:
+    """The manifest's ``shared`` entry of ``shared``, writing the predictor's fertilities into ``dest``."""
+    import numpy as np
+
+    record: dict[str, object] = {"alignments": alignments_digest(shared), "predictor": None,
+                                 "data": mirrored_data(shared), "predictor_set": predictor_overrides(shared)}
+    if (shared / PREDICTOR).exists():
+        fertilities = predictor_fertilities(shared)
+        with atomic_open(dest / PREDICTOR_FERTILITIES, "wb") as fh:
+            np.save(fh, fertilities)
+        record["predictor"] = {"weights": predictor_digest(shared / PREDICTOR), "fertilities": PREDICTOR_FERTILITIES,
+                               "tokens": int(fertilities.size), "tolerance": PREDICTOR_TOLERANCE}
+    return record
+
+
+def compare_shared(shared: Path, recorded: dict, dest: Path) -> tuple[str | None, str]:
+    """``(difference, note)``: what makes ``shared`` another shared work than the archived one (None: none),
+    and how its predictor matched ("the same weights", or the largest fertility difference)."""
+    import numpy as np
+
+    if "identity" in recorded:  # format 1: one digest, bitwise
+        same = shared_identity(shared) == recorded["identity"]
+        return (None if same else "the alignments or the fertility predictor's weights differ"), "the same weights"
+    if alignments_digest(shared) != recorded["alignments"]:
+        return "the alignments differ (aligned afresh? eflomal cannot be seeded)", ""
+    predictor, have = recorded.get("predictor"), (shared / PREDICTOR).exists()
+    if predictor is None or not have:
+        return (None, "") if predictor is None and not have else (
+            "one has a fertility predictor and the other none", "")
+    if predictor_digest(shared / PREDICTOR) == predictor["weights"]:
+        return None, "the same weights"
+    try:
+        archived = np.load(dest / predictor["fertilities"])
+    except (OSError, ValueError) as exc:
+        raise DataError(f"{dest / predictor['fertilities']}: the archived predictor's fertilities cannot be read "
+                        f"({type(exc).__name__}: {exc})") from None
+    here = predictor_fertilities(shared)
+    if here.shape != archived.shape:
+        return (f"the fertility predictor scores {here.size} valid tokens, the archived one {archived.size} "
+                "(other prepared data?)"), ""
+    gap = float(np.abs(here.astype(np.float64) - archived).max(initial=0.0))
+    tolerance = float(predictor.get("tolerance", PREDICTOR_TOLERANCE))
+    note = f"other weights, the same fertilities: largest difference {gap:.1e} over {here.size} valid tokens"
+    if gap > tolerance:
+        return (f"the fertility predictor's expected fertilities on the valid split differ by up to {gap:.3g} "
+                f"(tolerance {tolerance:g})"), ""
+    return None, note
+
+
+def mirrored_data(shared: Path) -> dict[str, object] | None:
+    """``{"dir": prepared data folder, "files": {name: sha256}}`` of a mirrored data folder (``--data PATH``),
+    None when the data was prepared inside the experiment (its files then travel in ``shared.tar.gz``).
+
+    ``spm.model`` is left out: sentencepiece writes the paths of its training files into it, so two
+    preparations of the same data differ there only (the pieces and scores are equal; checked on Multi30k
+    De-En); the subword files themselves are compared."""
+    origin = shared_data(shared) / MIRROR_ORIGIN
+    if not origin.exists():
+        return None
+    src = Path(origin.read_text(encoding="utf-8").strip())
+    files = {}
+    for link in sorted(shared_data(shared).iterdir()):
+        if link.is_symlink() and link.name != "spm.model":
+            target = Path(os.readlink(link))
+            if target.is_file():
+                files[link.name] = file_digest(target)
+    return {"dir": str(src), "files": files}
+
+
+def check_data(recorded: dict[str, object], where: str) -> None:
+    """Raise :class:`DataError` unless the prepared data the archive mirrors is there, unchanged."""
+    src, files = Path(str(recorded.get("dir"))), recorded.get("files")
+    if not isinstance(files, dict):
+        raise DataError(f"{where}/{MANIFEST}: its prepared data has no file digests (a damaged manifest)")
+    if not src.is_dir():
+        raise DataError(f"{where}: its runs read the prepared data in {src}, which is missing: prepare it there "
+                        f"first (`scanmt prepare ... --out {src}`, as in the runs' command.txt)")
+    for name, digest in files.items():
+        p = src / name
+        if not p.is_file():
+            raise DataError(f"{where}: {p} is missing from the prepared data its runs read")
+        if file_digest(p) != digest:
+            raise DataError(f"{where}: {p} differs from the file its runs read (sha256 {digest[:12]}…): the data "
+                            "was prepared with other settings or another corpus version")
+
+
+def _shared_left_behind(rel: Path) -> bool:
+    return rel.name == LOCK_FILE or rel.as_posix().startswith(LEFT_OUT_SHARED)
+
+
+def predictor_overrides(shared: Path) -> list[str] | None:
+    """The ``--set`` overrides the grid trained its fertility predictor with (its step marker's command line),
+    None when it has none.
+
+    Raises:
+        DataError: a predictor without a readable step marker (it could not be retrained the same way).
+    """
+    marker = shared_marker(shared, "predictor")
+    if not marker.exists():
+        if (shared / PREDICTOR).exists():
+            raise DataError(f"{shared / PREDICTOR}: no step marker {marker}, so it cannot be retrained on restore")
+        return None
+    try:
+        argv = json.loads(marker.read_text(encoding="utf-8"))["params"]["argv"]
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as exc:
+        raise DataError(f"{marker}: not a readable step marker ({exc})") from None
+    overrides, in_set = [], False
+    for word in argv:  # `--set A B C` (the request's tuple), up to the next option
+        if word.startswith("--"):
+            in_set = word == "--set"
+        elif in_set:
+            overrides.append(word)
+    return overrides

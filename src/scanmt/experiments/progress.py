@@ -1,0 +1,152 @@
+"""How far a run has come and how long its steps take: the step times of finished runs (from their step
+markers), the updates a training has logged, and what they make of a run's remaining time (:class:`RunTimes`,
+for ``experiment run --deadline`` and ``experiment status``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Collection, Sequence
+
+from scanmt.experiments.common import read_json
+from scanmt.experiments.deadline import Estimate, StepTimes, expected_seconds
+from scanmt.experiments.layout import (DONE, LAST_CHECKPOINT, TRAIN_LOG, marker_stage, run_dirs, stage_marker,
+                                       stage_markers)
+from scanmt.experiments.spec import RunSpec
+from scanmt.experiments.state import pending_steps, run_status
+
+
+def step_times(run: Path) -> StepTimes | None:
+    """How long the steps of a finished run took, from its step markers (None: not finished, or no marker
+    records seconds).
+
+    A step's time is its wall-clock seconds, or, for a step that ran on one CPU thread, its CPU seconds
+    when less: the time it takes with its core to itself.  A run that waited for the CPU behind other jobs
+    (a shared machine, a low priority) would otherwise make every later estimate too long; one that had the
+    CPU gives its wall time.  With several threads the CPU time says less (threads also idle for want of
+    work), and a GPU step records none, so those give their wall time, as do markers written before the
+    CPU time was recorded.
+    """
+    if not (run / DONE).exists():
+        return None
+    seconds: dict[str, float] = {}
+    train: dict[str, Any] = {}
+    cpu_timed = False
+    for marker in stage_markers(run):
+        info = read_json(marker) or {}
+        if isinstance(info.get("seconds"), (int, float)):
+            wall = float(info["seconds"])
+            cpu, threads = info.get("cpu_seconds"), info.get("threads")
+            if isinstance(cpu, (int, float)) and threads == 1:
+                wall = min(wall, float(cpu))
+                cpu_timed = cpu_timed or marker_stage(marker) == "train"
+            seconds[marker_stage(marker)] = wall
+        if marker_stage(marker) == "train":
+            train = info
+    if not seconds:
+        return None
+    updates = train.get("steps") if isinstance(train.get("steps"), int) else None
+    attempt = train.get("attempt_steps") if isinstance(train.get("attempt_steps"), int) else None
+    return StepTimes(seconds, updates, attempt, cpu_timed)
+
+
+def updates_done(run: Path) -> int:
+    """The updates an unfinished training has logged (the last step of ``RUN/metrics.csv``; 0 when it has
+    not started, has no checkpoint to resume from, or logs elsewhere).  Training resumes from ``last.pt``,
+    at most ``train.checkpoint_every`` updates before it."""
+    if not (run / LAST_CHECKPOINT).exists() or stage_marker(run, "train").exists():
+        return 0
+    return logged_updates(run)
+
+
+def logged_updates(run: Path) -> int:
+    """The last step a training in ``run`` has logged in ``RUN/metrics.csv`` (0: none, or no such file)."""
+    try:
+        with open(run / TRAIN_LOG, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - 4096))
+            lines = fh.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return 0
+    for line in reversed(lines):
+        first = line.split(",", 1)[0].strip()
+        if first.isdigit():
+            return int(first)
+    return 0
+
+
+def planned_updates(spec: RunSpec) -> int | None:
+    """The updates the run's training will make in all, where its config fixes them and its first epoch has
+    been logged: no early stopping (``train.patience`` 0) and a validation at each epoch's end
+    (``train.valid_every`` 0), so that the first ``valid/`` row of ``RUN/metrics.csv`` is the first epoch's
+    updates: ``train.epochs`` times those, at most ``train.max_steps``.  None otherwise (early stopping,
+    no epoch finished yet, or no training of its own)."""
+    train = (spec.config or {}).get("train") or {}
+    if spec.train is None or train.get("patience") != 0 or train.get("valid_every") != 0 or not train.get("epochs"):
+        return None
+    first = _first_validation(spec.dir / TRAIN_LOG)
+    if first is None:
+        return None
+    planned = int(train["epochs"]) * first
+    return min(planned, int(train["max_steps"])) if train.get("max_steps") else planned
+
+
+def _first_validation(metrics: Path) -> int | None:
+    """The step of the first ``valid/`` row of a ``metrics.csv`` (None: none, or no such file)."""
+    try:
+        with open(metrics, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                step, _, rest = line.partition(",")
+                if rest.startswith("valid/") and step.strip().isdigit():
+                    return int(step)
+    except OSError:
+        return None
+    return None
+
+
+class RunTimes:
+    """The step times of a grid's finished runs, by system, and what they make of a run's remaining time."""
+
+    def __init__(self, specs: Sequence[RunSpec] = ()) -> None:
+        self.by_system: dict[str, list[StepTimes]] = {}
+        for spec in specs:
+            if run_status(spec) == "done":
+                self.add(spec)
+
+    def add(self, spec: RunSpec) -> None:
+        """Add a finished run (one without step times adds nothing)."""
+        self.add_dir(spec.system, spec.dir)
+
+    def add_dir(self, system: str, run: Path) -> None:
+        """Add the finished run in ``run`` of ``system`` (one without step times adds nothing)."""
+        if (times := step_times(run)) is not None:
+            self.by_system.setdefault(system, []).append(times)
+
+    def add_others(self, specs: Sequence[RunSpec]) -> None:
+        """Add the finished runs in the folders of ``specs`` (``OUT/runs/SYSTEM/seedK``) that are not among them:
+        the systems a ``--systems`` left out, and other grids run into the same folder, so that a run of a
+        system without finished runs is estimated from the whole folder's."""
+        mine = {spec.dir.resolve() for spec in specs}
+        for runs in sorted({spec.dir.parent.parent for spec in specs}):
+            self.add_folder(runs, skip=mine)
+
+    def add_folder(self, runs: Path, skip: Collection[Path] = ()) -> None:
+        """Add the finished runs in ``runs`` (an ``OUT/runs`` folder of ``SYSTEM/seedK``), but those whose
+        resolved path is in ``skip``."""
+        for run in run_dirs(runs):
+            if run.is_dir() and run.resolve() not in skip:
+                self.add_dir(run.parent.name, run)
+
+    def estimate(self, spec: RunSpec, updates: int | None = None) -> Estimate | None:
+        """The expected seconds of what ``spec`` still has to do (:func:`expected_seconds`); its training has
+        done ``updates`` updates already (default: those a resume picks up, :func:`updates_done`)."""
+        return self.estimate_steps(spec.system, pending_steps(spec),
+                                   updates_done(spec.dir) if updates is None else updates, planned_updates(spec))
+
+    def estimate_steps(self, system: str, steps: Sequence[str], updates: int = 0,
+                       planned: int | None = None) -> Estimate | None:
+        """The expected seconds of the ``steps`` of a run of ``system`` whose training has done ``updates`` (of
+        ``planned`` in all, where known: :func:`planned_updates`)."""
+        grid = [t for times in self.by_system.values() for t in times]
+        return expected_seconds(steps, updates, self.by_system.get(system, []), grid, planned)

@@ -1,0 +1,149 @@
+"""What the report reads from an experiment folder: the grid records (``OUT/grids/*.json``), each system's finished
+runs (their ``metrics.json``) and unfinished ones (where they stopped: :func:`scanmt.experiments.state.run_state`),
+the test set's text, and the runs' translations.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from scanmt.errors import DataError
+from scanmt.experiments.layout import (COMMAND, LOG, SharedPaths, grid_record_paths, grids_dir, hyp_name,
+                                       raw_name, run_dir, seed_dirs, seed_name, seed_of, system_dir)
+from scanmt.experiments.report.markdown import md_escape
+from scanmt.experiments.state import run_state
+from scanmt.io import read_lines
+
+
+def grid_records(out: Path) -> list[dict[str, Any]]:
+    """The grids recorded in ``OUT/grids/*.json`` by ``scanmt experiment run``."""
+    d = grids_dir(out)
+    if not out.is_dir():
+        raise DataError(f"{out}: experiment directory not found")
+    recs = []
+    for p in grid_record_paths(out):
+        try:
+            rec = json.loads(p.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise DataError(f"{p}: not valid JSON ({exc})") from None
+        recs.append(rec)
+    if not recs:
+        raise DataError(f"{out}: no grid recorded (no {d}/*.json); run `scanmt experiment run GRID --out {out}` first")
+    return recs
+
+
+@dataclass
+class SystemResults:
+    name: str
+    label: str
+    runs: list[dict[str, Any]] = field(default_factory=list)  # metrics.json of finished seeds, by seed
+    unfinished: list[str] = field(default_factory=list)  # "seedK (training)", ...
+    commands: str = ""
+
+    def seed(self, k: int) -> dict[str, Any] | None:
+        return next((r for r in self.runs if r["seed"] == k), None)
+
+    def values(self, key: str) -> list[float]:
+        return [float(r[key]) for r in self.runs if r.get(key) is not None]
+
+    def on_split(self, split: str) -> "SystemResults":
+        """The same system on an extra test split: the finished seeds that scored it (``test_sets``)."""
+        runs = [{"seed": r["seed"], **r["test_sets"][split]} for r in self.runs if split in (r.get("test_sets") or {})]
+        return SystemResults(self.name, self.label, runs, self.unfinished, self.commands)
+
+
+def last_log_line(run: Path, width: int = 200) -> str:
+    """The last line of ``RUN/log.txt`` with text (at most its last ``width`` characters; a progress bar's
+    carriage returns end a line; "": no log)."""
+    try:
+        text = (run / LOG).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    lines = [ln.strip() for ln in text.replace("\r", "\n").splitlines() if ln.strip() and not ln.startswith("#####")]
+    return lines[-1][-width:] if lines else ""
+
+
+def stopped_where(run: Path) -> str:
+    """Where an unfinished run stopped (:meth:`scanmt.experiments.state.RunState.stopped_where`), with the last
+    line of its log (often the error)."""
+    where = run_state(run).stopped_where()
+    if last := last_log_line(run):
+        where += f"; last log line: {last}"
+    return where
+
+
+def collect(out: Path, rec: dict[str, Any]) -> list[SystemResults]:
+    seeds = list(rec.get("seeds") or [])
+    res = []
+    requested = set(rec.get("requested") or (s["name"] for s in rec["systems"]))
+    for s in rec["systems"]:
+        if s["name"] not in requested and not system_dir(out, s["name"]).is_dir():
+            continue  # left out with --systems: neither a result nor a missing run
+        sr = SystemResults(s["name"], s.get("label") or s["name"])
+        base = system_dir(out, s["name"])
+        found = set()
+        for d in seed_dirs(base):
+            k = seed_of(d)
+            if k is None:
+                continue
+            found.add(k)
+            state = run_state(d)
+            if state.finished:
+                sr.runs.append(state.metrics)
+            else:
+                sr.unfinished.append(f"{seed_name(k)} ({md_escape(stopped_where(d))})")
+        for k in seeds:
+            if k not in found:
+                sr.unfinished.append(f"{seed_name(k)} (not started)")
+        first = min((r["seed"] for r in sr.runs), default=None)
+        if first is not None and (run_dir(out, s["name"], first) / COMMAND).exists():
+            sr.commands = (run_dir(out, s["name"], first) / COMMAND).read_text(encoding="utf-8")
+        res.append(sr)
+    return res
+
+
+def tokenize_all(lines: Sequence[str], lang: str) -> list[str]:
+    from scanmt.data.tokenize import tokenize
+
+    return [tokenize(x, lang) if x.strip() else "" for x in lines]
+
+
+@dataclass
+class Texts:
+    """Test-set text shared by all systems: raw and tokenized source and reference."""
+
+    src: list[str]
+    ref: list[str]
+    ref_tok: list[str]
+    tgt_lang: str
+
+
+def load_texts(out: Path, rec: dict[str, Any]) -> Texts:
+    """The source and reference of ``rec['split']`` (raises :class:`DataError` when missing)."""
+    data = SharedPaths(out).data
+    split, s, t = rec["split"], rec["src_lang"], rec["tgt_lang"]
+    src = read_lines(data / raw_name(split, s), what="source file")
+    ref = read_lines(data / raw_name(split, t), what="reference file")
+    return Texts(src, ref, tokenize_all(ref, t), t)
+
+
+def hyp_lines(out: Path, rec: dict[str, Any], system: str, seed: int) -> list[str] | None:
+    p = run_dir(out, system, seed) / hyp_name(rec["split"], rec["tgt_lang"])
+    return read_lines(p, allow_empty=True, what="hypothesis file") if p.exists() else None
+
+
+def run_dir_of(out: Path, system: str, r: dict[str, Any]) -> Path:
+    """The folder whose training log belongs to a finished run ``r`` (its ``metrics.json``) of ``system``: the
+    trained model's, for a run that reused one."""
+    return Path(r["model_from"]) if r.get("model_from") else run_dir(out, system, r["seed"])
+
+
+def system_outputs(rec: dict[str, Any], systems: Sequence[SystemResults]) -> dict[str, str]:
+    """Each system's ``model.output``: the grid record's ``outputs``, else its runs' ``metrics.json`` ``output``,
+    else softmax (records and runs from before either was written)."""
+    known = rec.get("outputs") or {}
+    return {s.name: known.get(s.name) or next((r["output"] for r in s.runs if r.get("output")), "softmax")
+            for s in systems}

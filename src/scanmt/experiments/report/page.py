@@ -1,0 +1,44 @@
+"""One grid's report page: the options of ``experiment report`` (:class:`ReportOptions`) and what every section
+of the page reads (:class:`Page`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from scanmt.experiments.baselines import Baselines
+from scanmt.experiments.report.collection import SystemResults, Texts
+
+
+@dataclass
+class ReportOptions:
+    baseline: str | None = None
+    #: instead of the grid's ``reference_arm`` (:func:`scanmt.experiments.report.stress.contrast_section`)
+    reference_arm: str | None = None
+    samples: int = 1000
+    figures: int = 2
+    examples: int = 5
+    max_figure_words: int = 25
+    max_figure_tokens: int = 30
+    command: str = ""
+
+
+@dataclass
+class Page:
+    """What every section of one grid's report reads."""
+
+    out: Path
+    rec: dict[str, Any]
+    docs: Path
+    stem: str
+    opts: ReportOptions
+    systems: list[SystemResults]
+    baseline: str  #: the grid's baseline (figures, examples)
+    baselines: Baselines  #: each system's baseline (the paired comparisons)
+    texts: Texts
+
+    @property
+    def base(self) -> SystemResults:
+        return next(s for s in self.systems if s.name == self.baseline)

@@ -1,0 +1,154 @@
+"""Writing a grid's report: the page rendered section by section (:func:`render`), its Markdown, JSON and figures
+written (:func:`write_reports`), and the ``experiment report`` command (:func:`report_command`).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+from typing import Any, Sequence
+
+from scanmt.errors import ConfigError
+from scanmt.experiments.baselines import grid_baseline, resolve_baselines, resolve_reference_arm
+from scanmt.experiments.grid import check_name
+from scanmt.experiments.layout import SharedPaths, report_figure_dir, report_json, report_markdown, report_stem
+from scanmt.experiments.report.collection import SystemResults, collect, grid_records, load_texts
+from scanmt.experiments.report.drop_noise import drop_noise, drop_noise_section, has_aligner_samples
+from scanmt.experiments.report.figures import examples, figures
+from scanmt.experiments.report.markdown import anchor, code_span, md_escape
+from scanmt.experiments.report.page import Page, ReportOptions
+from scanmt.experiments.report.results_json import (extra_splits, read_meta_lenient, results_table,
+                                                    split_display_name, write_results_json)
+from scanmt.experiments.report.stress import CONTRAST_FIGURE
+from scanmt.experiments.report.stress import FIGURE as STRESS_FIGURE
+from scanmt.experiments.report.stress import (contrast_section, draw_contrast_figure, draw_stress_figure,
+                                              stress_section)
+from scanmt.experiments.report.tables import (details, extra_split_sections, header, main_table, output_layer,
+                                              system_labels)
+from scanmt.io import atomic_open, check_output_file
+
+log = logging.getLogger("scanmt.experiment")
+
+
+#: a figure link as the report writes it: ``](STEM/attention-N.png)``, ``](STEM/stress.png)``
+FIGURE_LINK = re.compile(r"\]\(([^()/]+)/(attention-\d+\.png|stress\.png|stress-contrast\.png)\)")
+
+
+def _drop_noise(p: Page) -> list[str]:
+    """DROP's spread split between the aligner and the model, on the main and each extra test split
+    (:mod:`scanmt.experiments.report.drop_noise`)."""
+    meta = read_meta_lenient(SharedPaths(p.out).data)
+    splits = [(p.rec["split"], p.systems)]
+    splits += [(split, [s.on_split(split) for s in p.systems]) for split in extra_splits(
+        {s.name: s.runs for s in p.systems}, p.rec["split"])]
+    tables = [(code_span(split_display_name(meta, split)), drop_noise({s.name: s.runs for s in views}, p.baselines))
+              for split, views in splits]
+    sampled = has_aligner_samples([s.runs for _, views in splits for s in views])
+    return drop_noise_section(tables, system_labels(p.systems), sampled)
+
+
+def _commands(p: Page) -> list[str]:
+    """Each system's commands, then the runs that are missing or unfinished."""
+    L = ["## Commands", "",
+         "The exact commands of each system's first finished seed (`command.txt` in its run directory): the grid "
+         "command, then one `scanmt` line per step; other seeds differ only in `train.seed` and paths.", ""]
+    for s in p.systems:
+        if not s.runs:
+            continue
+        L += [f'<a id="{anchor(s.name)}"></a>', "", f"### {md_escape(s.label)}", "", "```", s.commands.strip(), "```", ""]
+    missing = [(s, u) for s in p.systems for u in s.unfinished]
+    L += ["## Missing or unfinished runs", ""]
+    if missing:
+        L += [f"- {md_escape(s.label)}: {u}" for s, u in missing]
+        L += ["", "Rerun the grid command to finish them (finished runs are skipped, interrupted ones resume).", ""]
+    else:
+        L += ["None: every requested run finished.", ""]
+    return L
+
+
+def render(out: Path, rec: dict[str, Any], docs: Path, stem: str, opts: ReportOptions,
+           systems: list[SystemResults] | None = None) -> tuple[str, list[Path]]:
+    """The Markdown text and the figure files written for one grid record (``systems``: :func:`collect`'s)."""
+    systems = collect(out, rec) if systems is None else systems
+    names = [s.name for s in systems]
+    baselines = resolve_baselines(rec, names, opts.baseline)
+    p = Page(out, rec, docs, stem, opts, systems, grid_baseline(rec, names, opts.baseline), baselines,
+              load_texts(out, rec))
+    L = header(p) + main_table(p) + extra_split_sections(out, rec, systems, baselines, opts) + _drop_noise(p)
+    L += output_layer(p)
+    stress_png = report_figure_dir(docs, stem) / STRESS_FIGURE
+    drawn = draw_stress_figure(systems, stress_png)
+    L += stress_section(systems, baselines, f"{stem}/{STRESS_FIGURE}" if drawn else None)
+    reference = resolve_reference_arm(rec, names, opts.reference_arm)
+    contrast_png = report_figure_dir(docs, stem) / CONTRAST_FIGURE
+    contrast_drawn = draw_contrast_figure(systems, baselines, reference, contrast_png)
+    L += contrast_section(systems, baselines, reference, f"{stem}/{CONTRAST_FIGURE}" if contrast_drawn else None)
+    L += details(p)
+    fig_lines, files, chosen = figures(p)
+    L += fig_lines + examples(p, chosen) + _commands(p)
+    return "\n".join(L), ([stress_png] if drawn else []) + ([contrast_png] if contrast_drawn else []) + files
+
+
+def write_reports(out: Path, docs: Path, *, grid: str | None = None, name: str | None = None,
+                  opts: ReportOptions | None = None) -> list[Path]:
+    """Write one Markdown report and its JSON per recorded grid (or only ``grid``); returns the files written.
+
+    ``name`` (the files' stem, default ``experiments-GRID``) is a name as a grid's
+    (:data:`~scanmt.experiments.grid.NAME_RE`), so that the report and its figure folder stay in ``docs``:
+    ``../x`` or ``/abs`` is refused before anything is read.
+    """
+    if name is not None:
+        check_name(name, "--name")
+    opts = opts or ReportOptions()
+    recs = grid_records(out)
+    if grid is not None:
+        recs = [r for r in recs if r["name"] == grid]
+        if not recs:
+            known = ", ".join(r["name"] for r in grid_records(out))
+            raise ConfigError(f"--grid {grid}: not recorded in {out} (recorded: {known})")
+    if name is not None and len(recs) > 1:
+        raise ConfigError(f"--name needs a single grid, but {out} holds {len(recs)}: add --grid NAME")
+    stems = [name or f"experiments-{rec['name']}" for rec in recs]
+    for stem in stems:  # every report's files, before any report is computed
+        check_report_files(docs, stem)
+    written = []
+    for rec, stem in zip(recs, stems):
+        systems = collect(out, rec)
+        table = results_table({s.name: s.runs for s in systems}, rec["split"],
+                              read_meta_lenient(SharedPaths(out).data),
+                              resolve_baselines(rec, [s.name for s in systems], opts.baseline))
+        text, files = render(out, rec, docs, stem, opts, systems)
+        md = report_markdown(docs, stem)
+        stale = stale_figures(md, files)
+        with atomic_open(md) as fh:
+            fh.write(text)
+        for f in stale:
+            f.unlink()
+            log.info("removed %s: a figure of the previous report that this one no longer shows", f)
+        written += [md, write_results_json(report_json(docs, stem), table), *files]
+    return written
+
+
+def check_report_files(docs: Path, stem: str) -> None:
+    """Refuse a report that could not be written, before it is computed: ``--out`` (``docs``) a file, below one,
+    or in a folder this user cannot write; a file where the report's figure folder ``docs/stem`` goes."""
+    for f in (report_markdown(docs, stem), report_json(docs, stem)):
+        check_output_file(f, "--out")
+    figures_dir = report_figure_dir(docs, stem)
+    if figures_dir.exists() and not figures_dir.is_dir():
+        raise ConfigError(f"{figures_dir}: is a file, but the report puts its figures in a folder of that "
+                          "name; move the file away or give another --name")
+
+
+def stale_figures(md: Path, keep: Sequence[Path]) -> list[Path]:
+    """Figures the previous report ``md`` linked in its own folder (``STEM/attention-N.png``) that are not in
+    ``keep``.  Only files a report wrote and linked qualify, so nothing a user put there is ever touched."""
+    try:
+        old = md.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return []
+    kept = {f.resolve() for f in keep}
+    stem = report_stem(md)
+    found = {report_figure_dir(md.parent, stem) / name for folder, name in FIGURE_LINK.findall(old) if folder == stem}
+    return sorted(f for f in found if f.is_file() and f.resolve() not in kept)
