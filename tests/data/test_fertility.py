@@ -8,17 +8,11 @@ from pathlib import Path
 import pytest
 
 from scanmt.cli.main import main
-from scanmt.data.fertility import (
-    alignment_counts,
-    cached_fertility,
-    fertility_cache_path,
-    fertility_stats,
-    format_value,
-    read_fertility,
-    write_fertility,
-)
+from scanmt.data.fertility import fertility_stats, format_value, read_fertility, write_fertility
 from scanmt.errors import ConfigError, DataError
-from scanmt.fertility.compute import compute_fertility, require_predictor
+from scanmt.fertility.alignments import alignment_counts
+from scanmt.fertility.cache import cached_fertility, fertility_cache_path
+from scanmt.fertility.strategies import compute_fertility, require_predictor
 from scanmt.fertility.providers import GuidedFertility, actual_fertility, constant
 
 # ---------------------------------------------------------------------------- strategies

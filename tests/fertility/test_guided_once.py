@@ -39,7 +39,7 @@ def train_spy(monkeypatch) -> list[int]:
 
 
 def _setup(data_dir: Path):
-    from scanmt.training.fertility_setup import setup_fertility
+    from scanmt.fertility.setup import setup_fertility
 
     cfg = tiny_config(data_dir, model__attention__transform="csoftmax",
                       model__attention__fertility={"strategy": "guided"})
