@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -13,15 +12,8 @@ from tests.conftest import tiny_config
 
 
 @pytest.fixture
-def data_dir(tmp_path: Path) -> Path:
-    d = tmp_path / "data"
-    d.mkdir()
-    (d / "meta.json").write_text(json.dumps({"src_lang": "de", "tgt_lang": "en", "splits": ["train", "valid"]}))
-    (d / "train.bpe.de").write_text("▁ein ▁Hund e\n▁ein ▁Mann\n")
-    (d / "valid.bpe.de").write_text("▁ein ▁Katze\n")
-    (d / "align").mkdir()
-    (d / "align" / "train.subword.align").write_text("0-0 1-1 1-2\n0-0\n")
-    return d
+def data_dir(fertility_data_dir: Path) -> Path:
+    return fertility_data_dir
 
 
 @pytest.fixture
