@@ -35,7 +35,7 @@ from scanmt.checkpoint_file import FORMAT_VERSION, load_checkpoint, save_checkpo
 from scanmt.config import Config
 from scanmt.data.pipeline import TextPipeline
 from scanmt.errors import ConfigError, DataError
-from scanmt.fertility.providers import FertilityProvider, PredictorWeights, provider_from_state
+from scanmt.fertility.providers import FertilityProvider, provider_from_state
 
 __all__ = ["FORMAT_VERSION", "Checkpoint", "last_saved", "load_checkpoint", "save_checkpoint"]
 
@@ -118,7 +118,3 @@ class Checkpoint:
     def fertility_provider(self) -> FertilityProvider | None:
         """The fertility provider a constrained model was trained with (None for unconstrained ones)."""
         return provider_from_state(self.fertility)
-
-    def predictor_weights(self) -> PredictorWeights:
-        """A fertility predictor checkpoint as a ``predicted`` provider stores it."""
-        return PredictorWeights.from_dict(self.to_dict())
