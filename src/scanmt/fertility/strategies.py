@@ -33,7 +33,7 @@ from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 from scanmt.choices import STRATEGIES
 from scanmt.data.dataset import ParallelData
-from scanmt.data.fertility import Fertilities, file_digest
+from scanmt.data.fertility import file_digest
 from scanmt.data.prepare import read_meta
 from scanmt.errors import ConfigError, DataError
 from scanmt.fertility.alignments import ALIGN_DIR, alignment_path, read_split_links
