@@ -39,7 +39,7 @@ def load_trained(path: str | Path) -> Trained:
     Raises:
         DataError: no checkpoint there, or its data folder (``data.dir``) is gone.
     """
-    from scanmt.training.fertility_setup import setup_fertility
+    from scanmt.fertility.setup import setup_fertility
     from scanmt.training.trainer import load_train_data
 
     ckpt = load_checkpoint(path)

@@ -126,3 +126,22 @@ def assert_one_line_error(capsys, argv: list[str], *expected: str) -> str:
     for text in expected:
         assert text in err, err
     return err
+
+
+@pytest.fixture
+def fertility_data_dir(tmp_path: Path) -> Path:
+    """A prepared folder of two train and one valid sentence pairs with their subword alignments (no eflomal)."""
+    import json
+
+    d = tmp_path / "data"
+    d.mkdir()
+    (d / "meta.json").write_text(json.dumps({"src_lang": "de", "tgt_lang": "en", "splits": ["train", "valid"]}))
+    (d / "train.bpe.de").write_text("▁ein ▁Hund e\n▁ein ▁Mann\n")
+    (d / "train.bpe.en").write_text("▁a ▁dog s\n▁a ▁man\n")
+    (d / "valid.bpe.de").write_text("▁ein ▁Katze\n")
+    (d / "valid.bpe.en").write_text("▁a ▁cat\n")
+    a = d / "align"
+    a.mkdir()
+    (a / "train.subword.align").write_text("0-0 1-1 1-2\n0-0\n")  # Hund -> dog s; e, Mann unaligned
+    (a / "valid.subword.align").write_text("0-0 1-1\n")
+    return d

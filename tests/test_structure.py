@@ -31,6 +31,8 @@ PLACED = {
     "scanmt.config": "base",
     # every closed set of config values, declared once (imports only scanmt.errors)
     "scanmt.choices": "base",
+    # the checkpoint file as a plain dict (torch.save/torch.load, checked): fertility loads a predictor without model/
+    "scanmt.checkpoint_file": "base",
     "scanmt.presets": "base",
     # the fertility rules are pure (they import only scanmt.errors): config.py checks them when a Config is built
     "scanmt.fertility.rules": "base",

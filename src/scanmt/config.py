@@ -753,7 +753,7 @@ class PredictorConfig:
     #: `scanmt align` output with {train,valid}.{level}.align (default: data.dir/align)
     align_dir: str = ""
     #: fertility targets: subword (aligner counts per subword) | word (each word's count from the word
-    #: aligner, on every piece; bounds shared evenly among a word's pieces; see scanmt.data.word_fertility).
+    #: aligner, on every piece; bounds shared evenly among a word's pieces; see scanmt.fertility.predictor.targets).
     #: Predictors saved before this key existed are subword ones.
     level: str = "subword"
     model: PredictorModelConfig = field(default_factory=PredictorModelConfig)

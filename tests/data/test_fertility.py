@@ -8,17 +8,11 @@ from pathlib import Path
 import pytest
 
 from scanmt.cli.main import main
-from scanmt.data.fertility import (
-    alignment_counts,
-    cached_fertility,
-    fertility_cache_path,
-    fertility_stats,
-    format_value,
-    read_fertility,
-    write_fertility,
-)
+from scanmt.data.fertility import fertility_stats, format_value, read_fertility, write_fertility
 from scanmt.errors import ConfigError, DataError
-from scanmt.fertility.compute import compute_fertility, require_predictor
+from scanmt.fertility.alignments import alignment_counts
+from scanmt.fertility.cache import cached_fertility, fertility_cache_path
+from scanmt.fertility.strategies import compute_fertility, require_predictor
 from scanmt.fertility.providers import GuidedFertility, actual_fertility, constant
 
 # ---------------------------------------------------------------------------- strategies
@@ -179,19 +173,8 @@ def test_cache_checks_computed_lengths(tmp_path):
 
 
 @pytest.fixture
-def data_dir(tmp_path: Path) -> Path:
-    d = tmp_path / "data"
-    d.mkdir()
-    (d / "meta.json").write_text(json.dumps({"src_lang": "de", "tgt_lang": "en", "splits": ["train", "valid"]}))
-    (d / "train.bpe.de").write_text("▁ein ▁Hund e\n▁ein ▁Mann\n")
-    (d / "train.bpe.en").write_text("▁a ▁dog s\n▁a ▁man\n")
-    (d / "valid.bpe.de").write_text("▁ein ▁Katze\n")
-    (d / "valid.bpe.en").write_text("▁a ▁cat\n")
-    a = d / "align"
-    a.mkdir()
-    (a / "train.subword.align").write_text("0-0 1-1 1-2\n0-0\n")  # Hund -> dog s; e, Mann unaligned
-    (a / "valid.subword.align").write_text("0-0 1-1\n")
-    return d
+def data_dir(fertility_data_dir: Path) -> Path:
+    return fertility_data_dir
 
 
 def test_compute_guided_and_actual(data_dir):

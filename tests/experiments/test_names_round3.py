@@ -46,7 +46,7 @@ def test_grid_names_ending_in_a_newline_are_refused(tmp_path, text):
 
 
 def test_other_whole_string_checks_refuse_a_trailing_newline(tmp_path):
-    from scanmt.data.fertility import _param_tag, fertility_cache_path
+    from scanmt.fertility.cache import _param_tag, fertility_cache_path
     from scanmt.io import _open_descriptor
 
     with pytest.raises(ConfigError, match="bad split name"):

@@ -9,10 +9,10 @@ from scanmt.config import PredictorConfig
 from scanmt.data.dataset import collate
 from scanmt.data.vocab import SPECIALS, Vocab
 from scanmt.errors import ConfigError
-from scanmt.fertility.predictor import FertilityPredictor
+from scanmt.fertility.predictor.network import FertilityPredictor
 from scanmt.fertility.providers import PredictedFertility, provider_from_state, provider_state
 from scanmt.model.checkpoint import load_checkpoint, save_checkpoint
-from scanmt.training.fertility_eval import class_shares, majority_class
+from scanmt.fertility.predictor.evaluation import class_shares, majority_class
 
 SENTS = [["▁ein", "▁Spiel", "ha", "us", "▁."], ["▁zwei", "▁Hund", "e"]]
 
@@ -89,7 +89,7 @@ def test_majority_class_and_shares():
 
 
 def test_word_view_by_hand(tmp_path):
-    from scanmt.training.fertility_eval import word_view
+    from scanmt.fertility.predictor.evaluation import word_view
 
     pieces = [["▁ein", "▁Spiel", "ha", "us", "▁."]]  # words: ein, Spielhaus (3 pieces), .
     align = tmp_path / "valid.word.align"

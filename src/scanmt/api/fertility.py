@@ -24,7 +24,8 @@ from scanmt.api.requests import CommandRequest
 from scanmt.errors import ConfigError
 
 if TYPE_CHECKING:
-    from scanmt.training.fertility_eval import PredictorEval
+    from scanmt.fertility.predictor.evaluation import PredictorEval
+    from scanmt.fertility.strategies import FertilitySource
 
 
 @dataclass(frozen=True)
@@ -125,8 +126,8 @@ def eval_splits(request: FertilityRequest) -> list[str]:
 
 def evaluate_predictor_split(request: FertilityRequest, split: str) -> PredictorEval:
     """Score the predictor ``request.eval_predictor`` on one split."""
-    from scanmt.fertility.compute import require_predictor
-    from scanmt.training.fertility_eval import evaluate_predictor
+    from scanmt.fertility.predictor.evaluation import evaluate_predictor
+    from scanmt.fertility.strategies import require_predictor
 
     path = require_predictor(request.eval_predictor, key="--eval-predictor")
     return evaluate_predictor(path, request.data, split=split, add=request.add, align_dir=request.align_dir)
@@ -140,37 +141,23 @@ def write_predictor_evals(path: str | Path, predictor: Path, evals: list[Predict
         fh.write("\n")
 
 
-def compute_plan(request: FertilityRequest) -> tuple[dict, list[str], dict[str, Any]]:
-    """``(meta, splits, extra arguments of compute_fertility)`` of a compute request, checked."""
+def compute_plan(request: FertilityRequest) -> tuple[dict, list[str], FertilitySource]:
+    """``(meta, splits, the strategy on the folder)`` of a compute request, checked."""
     from scanmt.data.prepare import read_meta
+    from scanmt.fertility.strategies import FertilityOptions, fertility_source
 
-    extra = _predicted_kwargs(request) if request.strategy == "predicted" else {}
-    if request.strategy == "constant" and request.value is None:
-        raise ConfigError("--strategy constant needs --value F (e.g. --value 2)")
-    if request.strategy != "constant" and request.value is not None:
-        raise ConfigError(f"--value is only for --strategy constant, not {request.strategy}")
+    options = FertilityOptions(value=request.value, predictor=request.predictor, add=request.add,
+                               align_dir=request.align_dir, predictor_key="--predictor", cli=True)
+    source = fertility_source(request.data, request.strategy, options)
     meta = read_meta(request.data)
-    return meta, list(request.splits or meta.get("splits") or ["train", "valid", "test"]), extra
+    return meta, list(request.splits or meta.get("splits") or ["train", "valid", "test"]), source
 
 
-def _predicted_kwargs(request: FertilityRequest) -> dict[str, Any]:
-    from scanmt.data.fertility import file_digest
-    from scanmt.fertility.compute import require_predictor
-    from scanmt.fertility.providers import PredictedFertility
-    from scanmt.model.checkpoint import Checkpoint
-
-    path = require_predictor(request.predictor, key="--predictor")
-    provider = PredictedFertility.from_weights(Checkpoint.load(path).predictor_weights(), request.add)
-    return {"predictor": provider.apply, "predictor_id": f"{file_digest(path)[:16]}-add{request.add:g}"}
-
-
-def compute_split(request: FertilityRequest, split: str, extra: dict[str, Any]) -> FertilitySplit:
+def compute_split(request: FertilityRequest, split: str, source: FertilitySource) -> FertilitySplit:
     """The fertilities of one split (computed or read from the cache)."""
     from scanmt.data.fertility import fertility_stats
-    from scanmt.fertility.compute import compute_fertility
 
-    res = compute_fertility(request.data, split, request.strategy, value=request.value, align_dir=request.align_dir,
-                            force=request.force, **extra)
+    res = source.compute(split, force=request.force)
     return FertilitySplit(split, fertility_stats(res.values), res.path, res.reused)
 
 
@@ -185,5 +172,5 @@ def fertility(request: FertilityRequest) -> PredictorTrainResult | list[Predicto
         if request.json:
             write_predictor_evals(request.json, Path(request.eval_predictor), evals)
         return evals
-    _, splits, extra = compute_plan(request)
-    return [compute_split(request, s, extra) for s in splits]
+    _, splits, source = compute_plan(request)
+    return [compute_split(request, s, source) for s in splits]

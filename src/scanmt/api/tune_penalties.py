@@ -27,7 +27,6 @@ from scanmt.api.decode import DecodeOverrides, load_penalties  # noqa: F401 - lo
 from scanmt.api.requests import CommandRequest, option
 from scanmt.config import Range, key_range
 from scanmt.errors import ConfigError
-from scanmt.fertility.rules import ORACLE
 
 if TYPE_CHECKING:
     from scanmt.data.dataset import ParallelData
@@ -146,12 +145,10 @@ def _split_data(request: TunePenaltiesRequest, tr: Translator) -> tuple[Parallel
         src_lines, refs = src_lines[: request.limit], refs[: request.limit]
     vocab = tr.pipeline.vocab
     data = ParallelData([vocab.encode(p) for p in tr.pipeline.source_pieces_all(src_lines)], None)
-    if tr.model.constrained and tr.fertility_strategy == ORACLE:
-        from scanmt.fertility.compute import compute_fertility
+    from scanmt.fertility.strategies import is_oracle, source_from_config
 
-        fc = tr.config.model.attention.fertility
-        cached = compute_fertility(data_dir, split, ORACLE, align_dir=fc.align_dir or None)
-        data = data.with_fertility(cached.values, source=str(cached.path))
+    if tr.model.constrained and is_oracle(tr.fertility_strategy):  # bounds from the split's own alignment
+        data = source_from_config(data_dir, tr.config.model.attention.fertility).attach(data, split)
     return data, refs
 
 

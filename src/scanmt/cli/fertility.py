@@ -26,7 +26,7 @@ from scanmt.api.fertility import (
 )
 from scanmt.api.requests import request_from_namespace
 from scanmt.data.fertility import format_value
-from scanmt.fertility.compute import BUILTIN
+from scanmt.fertility.strategies import COMPUTE_CHOICES
 
 NAME = "fertility"
 HELP = "compute and cache fertilities (constant, guided, actual) for the splits of a prepared directory"
@@ -47,7 +47,7 @@ source subword) and prints a summary. guided and actual need the subword alignme
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", type=Path, required=True, help="prepared data directory")
-    p.add_argument("--strategy", choices=BUILTIN + ("predicted",), help="the fertility strategy to compute")
+    p.add_argument("--strategy", choices=COMPUTE_CHOICES, help="the fertility strategy to compute")
     p.add_argument("--value", type=float, help="the fertility of every token (constant only)")
     p.add_argument("--predictor", type=Path, help="predictor checkpoint (predicted only)")
     p.add_argument("--add", type=float, default=1.0, help="added to the expected predicted fertility (predicted and --eval-predictor)")
@@ -91,7 +91,7 @@ def print_predictor(r: PredictorTrainResult) -> None:
 
 
 def _eval_predictor(request: FertilityRequest) -> None:
-    from scanmt.training.fertility_eval import format_eval
+    from scanmt.fertility.predictor.evaluation import format_eval
 
     evals = []
     for split in eval_splits(request):
@@ -102,13 +102,13 @@ def _eval_predictor(request: FertilityRequest) -> None:
 
 
 def _compute(request: FertilityRequest) -> None:
-    meta, splits, extra = compute_plan(request)
+    meta, splits, source = compute_plan(request)
     value = request.value
     label = f"{request.strategy}" + (f" {format_value(value)}" if value is not None else "")
     print(f"scanmt fertility: {label} on {request.data} ({meta['src_lang']} subwords)")
     print(f"  {'split':<8} {'sents':>7} {'tokens':>8} {'mean':>6} {'max':>5} {'=1':>6}  file")
     for split in splits:
-        r = compute_split(request, split, extra)
+        r = compute_split(request, split, source)
         st = r.stats
         note = " (cached)" if r.reused else ""
         print(

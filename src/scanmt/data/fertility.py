@@ -1,52 +1,30 @@
-"""Fertility values on disk: the file format, the cache, and counting aligned tokens.
+"""Fertility files: one line per sentence, one number per source subword (the format, read and written checked).
 
 Fertilities live on the **subword** source tokens (``{split}.bpe.{src}`` of a
 prepared data directory), because those are what the model attends to and what
 ``scanmt align`` aligns.  The model appends the ``<sink>`` token (fertility
 ∞) itself (:mod:`scanmt.fertility.sink`); fertility files never contain it.
-The strategies that produce the values (constant, guided, predicted, actual) are
-:mod:`scanmt.fertility` (providers; :func:`scanmt.fertility.compute.compute_fertility`
-for a split); this module only stores what they compute, and counts alignments
-(:func:`alignment_counts`, zeros included, e.g. as supervision for the predictor).
+The strategies that produce the values (constant, guided, predicted, actual) and the
+cache of a prepared folder's files are :mod:`scanmt.fertility` (:mod:`scanmt.fertility.strategies`,
+:mod:`scanmt.fertility.cache`); this module only reads and writes what they compute.
 
-Fertility file format: one line per sentence, space-separated numbers, one per
-source subword, integers written without a decimal point.  Reading validates
-everything (:func:`read_fertility`): every error names the file and 1-based line.
-
-Cache: ``DIR/fertility/{split}.{strategy}-{tag}.fert`` with a sidecar
-``.fert.json`` recording the parameters and the SHA-256 of the source file (see
-:func:`fertility_cache_path` and :func:`cached_fertility`).  A cached file is
-reused only if the parameters and the source text are unchanged and it still
-validates; otherwise it is recomputed.  Parameters that depend on data (the
-alignment files) enter the key through their digests, so re-aligning
-invalidates the cache by itself.
+Format: one line per sentence, space-separated numbers, one per source subword,
+integers written without a decimal point.  Reading validates everything
+(:func:`read_fertility`): every error names the file and 1-based line.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-import logging
 import math
-import re
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Sequence
 
-from scanmt.data.links import read_links
-from scanmt.errors import ConfigError, DataError
-from scanmt.fertility.rules import STRATEGIES
+from scanmt.errors import DataError
 from scanmt.io import atomic_open, read_lines
 
-log = logging.getLogger(__name__)
-
-Link = tuple[int, int]
 Fertilities = list[list[float]]
-
-CACHE_DIR = "fertility"
-ALIGN_DIR = "align"
-LEVEL = "subword"
 
 
 # --------------------------------------------------------------------------- values
@@ -69,27 +47,6 @@ def format_value(x: float) -> str:
     if x.is_integer() and abs(x) < 1e15:
         return str(int(x))
     return format(x, ".6g")
-
-
-# --------------------------------------------------------------------------- alignments
-
-
-def alignment_counts(links: Iterable[Link], src_len: int) -> list[int]:
-    """Number of distinct target tokens aligned to each source position (zeros included).
-
-    Raises:
-        DataError: a link whose source index is outside ``0..src_len-1``.
-    """
-    counts = [0] * src_len
-    seen: set[Link] = set()
-    for i, j in links:
-        if not 0 <= i < src_len:
-            raise DataError(f"link {i}-{j}: source index {i} out of range for {src_len} source tokens")
-        if (i, j) not in seen:
-            seen.add((i, j))
-            counts[i] += 1
-    return counts
-
 
 
 # --------------------------------------------------------------------------- files
@@ -176,37 +133,6 @@ def fertility_stats(fertilities: Sequence[Sequence[float]]) -> dict:
     }
 
 
-# --------------------------------------------------------------------------- cache
-
-_SAFE = re.compile(r"[A-Za-z0-9.+_]{1,24}")
-
-
-def _param_tag(params: Mapping[str, object]) -> str:
-    if len(params) == 1:
-        (v,) = params.values()
-        s = format_value(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
-        if _SAFE.fullmatch(s):
-            return s
-    blob = json.dumps(params, sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:10]
-
-
-def fertility_cache_path(data_dir: str | Path, split: str, strategy: str, params: Mapping[str, object]) -> Path:
-    """Where the fertilities of ``split`` for a strategy and its parameters are cached.
-
-    ``DIR/fertility/{split}.{strategy}-{tag}.fert``: ``tag`` is the value itself
-    for a single simple parameter (``train.constant-2.fert``), otherwise the
-    first 10 hex digits of the SHA-256 of the parameters as sorted JSON
-    (``train.guided-3f9a1c2b7d.fert``).  The sidecar ``.fert.json`` spells the
-    parameters out.
-    """
-    if strategy not in STRATEGIES:
-        raise ConfigError(f"unknown fertility strategy {strategy!r}; choose one of: {', '.join(STRATEGIES)}")
-    if not re.fullmatch(r"[A-Za-z0-9_.-]+", split):
-        raise ConfigError(f"bad split name {split!r}")
-    return Path(data_dir) / CACHE_DIR / f"{split}.{strategy}-{_param_tag(params)}.fert"
-
-
 def file_digest(path: str | Path) -> str:
     """SHA-256 (hex) of a file's bytes."""
     path = Path(path)
@@ -217,84 +143,3 @@ def file_digest(path: str | Path) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
-
-
-@dataclass
-class CachedFertility:
-    """Result of :func:`cached_fertility`."""
-
-    path: Path
-    values: Fertilities
-    reused: bool
-
-
-def _sidecar(path: Path) -> Path:
-    return path.with_name(path.name + ".json")
-
-
-def cached_fertility(
-    data_dir: str | Path,
-    split: str,
-    strategy: str,
-    params: Mapping[str, object],
-    src_path: str | Path,
-    compute: Callable[[list[list[str]]], Sequence[Sequence[float]]],
-    *,
-    force: bool = False,
-) -> CachedFertility:
-    """Fertilities of ``split`` from the cache, computing and caching them on a miss.
-
-    Args:
-        data_dir: the prepared data directory (the cache is ``data_dir/fertility``).
-        split, strategy, params: the cache key (:func:`fertility_cache_path`).
-        src_path: the subword source file of the split; its digest is checked on reuse.
-        compute: called with the source token lists on a miss; returns fertilities.
-        force: recompute even if a valid cache entry exists.
-    """
-    path = fertility_cache_path(data_dir, split, strategy, params)
-    src_path = Path(src_path)
-    src = [ln.split() for ln in read_lines(src_path, what="source file")]
-    src_lens = [len(s) for s in src]
-    src_sha = file_digest(src_path)
-    meta = {"strategy": strategy, "params": dict(params), "split": split,
-            "source": {"path": src_path.name, "sha256": src_sha}}
-    side = _sidecar(path)
-    if not force and path.exists() and side.exists():
-        try:
-            old = json.loads(side.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            old = None
-        if isinstance(old, dict) and all(old.get(k) == json.loads(json.dumps(v, default=str)) for k, v in meta.items()):
-            values = read_fertility(path, src_lens=src_lens, src_path=src_path)
-            log.info("reusing cached fertilities %s", path)
-            return CachedFertility(path, values, True)
-        log.info("cached fertilities %s are stale (parameters or source changed); recomputing", path)
-    values = [list(map(float, fs)) for fs in compute(src)]
-    if len(values) != len(src):
-        raise DataError(f"{strategy} fertility for {split}: {len(values)} sentences for {len(src)} source sentences")
-    for n, (fs, s) in enumerate(zip(values, src)):
-        if len(fs) != len(s):
-            raise DataError(
-                f"{strategy} fertility for {src_path}:{n + 1}: {len(fs)} values for a sentence of {len(s)} tokens"
-            )
-    write_fertility(path, values)
-    with atomic_open(side) as fh:
-        json.dump({**meta, "stats": fertility_stats(values)}, fh, indent=2, sort_keys=True, default=str)
-        fh.write("\n")
-    return CachedFertility(path, values, False)
-
-
-# --------------------------------------------------------------------------- prepared data
-
-
-def alignment_path(align_dir: str | Path, split: str, level: str = LEVEL) -> Path:
-    """``ALIGN_DIR/{split}.{level}.align`` as written by ``scanmt align``."""
-    return Path(align_dir) / f"{split}.{level}.align"
-
-
-def read_split_links(align_dir: Path, split: str, src: list[list[str]], data_dir: Path) -> list[set[Link]]:
-    """The sure links of ``split``'s subword alignment in ``align_dir``, checked against the source ``src``."""
-    path = alignment_path(align_dir, split)
-    if not path.exists():
-        raise DataError(f"{path}: no {LEVEL} alignment for split {split!r}; run `scanmt align --data {data_dir}` first")
-    return [sure for sure, _ in read_links(path, src_lens=[len(s) for s in src])]

@@ -3,7 +3,7 @@
 A provider is what a constrained NMT checkpoint stores (``fertility`` key) so that translation
 needs nothing else.  Each has a ``name`` (its strategy, :data:`scanmt.fertility.rules.STRATEGIES`),
 ``apply(pieces)`` for sentences of subwords, ``apply_ids(ids, vocab)`` for id-encoded ones,
-and ``state()``:
+and ``state()`` (read back by ``from_state``, :func:`provider_from_state`):
 
 * ``constant``: ``{"strategy": "constant", "value": f}``: every token gets ``f`` (finite, > 0).
 * ``guided``: ``{"strategy": "guided", "table": {type: max aligned count}}``: per source *type*,
@@ -11,7 +11,7 @@ and ``state()``:
   alignments; **1 if the type is unseen or was never aligned** (the paper's "or 1 if no
   alignment was observed"), hence ``max(1, table.get(token, 0))``.
 * ``predicted``: ``{"strategy": "predicted", "add": c, "predictor": {"config", "vocab", "model"}}``:
-  the expected fertility of a :class:`~scanmt.fertility.predictor.FertilityPredictor`, plus ``c``;
+  the expected fertility of a :class:`~scanmt.fertility.predictor.network.FertilityPredictor`, plus ``c``;
   the predictor's config says whether it has subword or word targets (``level``, subword when
   absent: predictors saved before the key existed).
 * ``actual``: ``{"strategy": "actual"}``: an oracle for analysis, from the alignment of each
@@ -24,17 +24,21 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import torch
 
 from scanmt.choices import PREDICTOR_LEVELS
+from scanmt.checkpoint_file import load_checkpoint
 from scanmt.data.dataset import collate
-from scanmt.data.fertility import Fertilities, Link, alignment_counts, check_value
+from scanmt.data.fertility import Fertilities, check_value
 from scanmt.data.vocab import Vocab
-from scanmt.data.word_fertility import piece_bounds
 from scanmt.errors import ConfigError, DataError
-from scanmt.fertility.predictor import FertilityPredictor
+from scanmt.fertility.alignments import Link, alignment_counts
+from scanmt.fertility.predictor.network import FertilityPredictor
+from scanmt.fertility.predictor.targets import piece_bounds
 from scanmt.fertility.rules import ORACLE
 
 
@@ -54,6 +58,11 @@ class FertilityProvider(ABC):
     @abstractmethod
     def state(self) -> dict[str, Any]:
         """What :func:`provider_from_state` rebuilds the provider from (stored in checkpoints)."""
+
+    @classmethod
+    @abstractmethod
+    def from_state(cls, state: Mapping[str, Any]) -> "FertilityProvider":
+        """The provider whose :meth:`state` is ``state``."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +89,10 @@ class ConstantFertility(FertilityProvider):
     def state(self) -> dict[str, Any]:
         return {"strategy": self.name, "value": self.value}
 
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any]) -> "ConstantFertility":
+        return cls(state["value"])
+
 
 def constant(value: float) -> ConstantFertility:
     """The ``constant`` strategy with fertility ``value`` (> 0)."""
@@ -87,7 +100,7 @@ def constant(value: float) -> ConstantFertility:
 
 
 def _per_sentence_counts(src: Sequence[Sequence[str]], links: Sequence[Iterable[Link]]) -> list[list[int]]:
-    """:func:`~scanmt.data.fertility.alignment_counts` of every sentence, errors naming the sentence."""
+    """:func:`~scanmt.fertility.alignments.alignment_counts` of every sentence, errors naming the sentence."""
     if len(src) != len(links):
         raise DataError(f"{len(src)} source sentences but {len(links)} alignment lines")
     out = []
@@ -130,6 +143,10 @@ class GuidedFertility(FertilityProvider):
     def state(self) -> dict[str, Any]:
         return {"strategy": self.name, "table": dict(self.table)}
 
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any]) -> "GuidedFertility":
+        return cls(state["table"])
+
 
 def actual_fertility(src: Sequence[Sequence[str]], links: Sequence[Iterable[Link]]) -> Fertilities:
     """Oracle fertilities from each pair's own alignment: ``max(1, count)`` per source token."""
@@ -149,6 +166,10 @@ class ActualFertility(FertilityProvider):
 
     def state(self) -> dict[str, Any]:
         return {"strategy": self.name}
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any]) -> "ActualFertility":
+        return cls()
 
 
 @dataclass
@@ -174,7 +195,7 @@ class PredictedFertility(FertilityProvider):
 
     ``level`` is the predictor's target level: ``subword``, the bound of a token is its
     expected fertility; ``word``, the expected fertility of its word shared evenly among the
-    word's pieces (:func:`scanmt.data.word_fertility.piece_bounds`).  Either way ``add`` is
+    word's pieces (:func:`scanmt.fertility.predictor.targets.piece_bounds`).  Either way ``add`` is
     then added to every token.
     """
 
@@ -202,6 +223,15 @@ class PredictedFertility(FertilityProvider):
     def from_checkpoint_state(cls, ckpt: Mapping[str, Any], add: float) -> "PredictedFertility":
         """From a predictor checkpoint's dict (its ``config``, ``vocab`` and ``model`` keys)."""
         return cls.from_weights(PredictorWeights.from_dict(ckpt), add)
+
+    @classmethod
+    def load(cls, path: str | Path, add: float) -> "PredictedFertility":
+        """From a predictor checkpoint file (as ``scanmt fertility --train-predictor`` writes it)."""
+        return cls.from_checkpoint_state(load_checkpoint(path), add)
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any]) -> "PredictedFertility":
+        return cls.from_checkpoint_state(state["predictor"], state["add"])
 
     @torch.no_grad()
     def _per_token(self, src: Sequence[Sequence[int]], fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
@@ -263,13 +293,12 @@ def provider_from_state(state: Mapping[str, Any] | None) -> FertilityProvider | 
     """The provider saved by :func:`provider_state` (None for unconstrained models)."""
     if not state:
         return None
-    s = state["strategy"]
-    if s == ConstantFertility.name:
-        return ConstantFertility(state["value"])
-    if s == GuidedFertility.name:
-        return GuidedFertility(state["table"])
-    if s == PredictedFertility.name:
-        return PredictedFertility.from_checkpoint_state(state["predictor"], state["add"])
-    if s == ActualFertility.name:
-        return ActualFertility()
-    raise ConfigError(f"checkpoint has an unknown fertility strategy {s!r}")
+    cls = PROVIDERS.get(state["strategy"])
+    if cls is None:
+        raise ConfigError(f"checkpoint has an unknown fertility strategy {state['strategy']!r}")
+    return cls.from_state(state)
+
+
+#: strategy name -> the provider class that saves and restores its state
+PROVIDERS: Mapping[str, type[FertilityProvider]] = MappingProxyType(
+    {cls.name: cls for cls in (ConstantFertility, GuidedFertility, PredictedFertility, ActualFertility)})

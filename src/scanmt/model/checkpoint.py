@@ -18,7 +18,8 @@ except the weights, stored as ``model``)::
 
 Keys the schema does not name are kept (``extra``) and written back.  Files are written to
 a temporary name and renamed, so a killed run never leaves a half-written checkpoint.
-:func:`load_checkpoint` and :func:`save_checkpoint` are the same file as a plain dict.
+:func:`load_checkpoint` and :func:`save_checkpoint` are the same file as a plain dict (the file I/O lives at
+the base level, :mod:`scanmt.checkpoint_file`, so that the fertility predictor loads without this module).
 """
 
 from __future__ import annotations
@@ -30,42 +31,18 @@ from typing import Any
 
 import torch
 
+from scanmt.checkpoint_file import FORMAT_VERSION, load_checkpoint, save_checkpoint
 from scanmt.config import Config
 from scanmt.data.pipeline import TextPipeline
 from scanmt.errors import ConfigError, DataError
-from scanmt.fertility.providers import FertilityProvider, PredictorWeights, provider_from_state
-from scanmt.io import atomic_open, write_error
+from scanmt.fertility.providers import FertilityProvider, provider_from_state
 
-FORMAT_VERSION = 1
+__all__ = ["FORMAT_VERSION", "Checkpoint", "last_saved", "load_checkpoint", "save_checkpoint"]
+
 #: the file's key of each field whose key is not its name
 _KEY = {"weights": "model"}
 #: fields that are not keys of the file: unknown keys, and the file a checkpoint was loaded from
 _NOT_KEYS = ("extra", "source")
-
-
-def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> None:
-    """Write the checkpoint dict ``payload`` (atomically), stamped with the format version."""
-    try:
-        with atomic_open(path, "wb") as fh:
-            torch.save({**payload, "version": FORMAT_VERSION}, fh)
-    except RuntimeError as exc:  # torch reports a failed write as "[enforce fail at inline_container.cc ...]"
-        raise write_error(path, exc, "torch.save") from None
-
-
-def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
-    """The checkpoint dict in ``path``, checked to be a scanmt checkpoint of this format version."""
-    path = Path(path)
-    if not path.exists():
-        raise DataError(f"{path}: checkpoint not found")
-    try:
-        ckpt = torch.load(path, map_location=map_location, weights_only=False)
-    except Exception as exc:  # torch raises many types for corrupt files
-        raise DataError(f"{path}: not a readable checkpoint ({type(exc).__name__}: {exc})") from None
-    if not isinstance(ckpt, dict) or "config" not in ckpt or "model" not in ckpt:
-        raise DataError(f"{path}: not a scanmt checkpoint (missing config/model)")
-    if ckpt.get("version") != FORMAT_VERSION:
-        raise ConfigError(f"{path}: checkpoint format version {ckpt.get('version')} is not {FORMAT_VERSION}")
-    return ckpt
 
 
 def last_saved(run_dir: str | Path) -> str:
@@ -141,7 +118,3 @@ class Checkpoint:
     def fertility_provider(self) -> FertilityProvider | None:
         """The fertility provider a constrained model was trained with (None for unconstrained ones)."""
         return provider_from_state(self.fertility)
-
-    def predictor_weights(self) -> PredictorWeights:
-        """A fertility predictor checkpoint as a ``predicted`` provider stores it."""
-        return PredictorWeights.from_dict(self.to_dict())

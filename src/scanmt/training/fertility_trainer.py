@@ -1,10 +1,13 @@
-"""Training the fertility predictor (a BiLSTM tagger) with the shared :class:`TrainLoop`.
+"""Training the fertility predictor (a BiLSTM tagger) with the shared :class:`TrainLoop`: the loop's task.
+
+The network, its targets and its evaluation are :mod:`scanmt.fertility.predictor`; this
+module is what belongs to the training loop (the task and the run).
 
 Targets are the aligner's fertilities (``level``): with ``subword`` (the default), for
 every source subword of the train (valid) split, the number of target subwords it is
 aligned to in ``ALIGN_DIR/{split}.subword.align``; with ``word``, for every piece, the
 number of target words its word is aligned to in ``ALIGN_DIR/{split}.word.align``
-(:mod:`scanmt.data.word_fertility`).  Both are capped at ``model.max_fertility``.
+(:mod:`scanmt.fertility.predictor.targets`).  Both are capped at ``model.max_fertility``.
 Validation reports accuracy (argmax class = capped count) and the mean absolute
 error of the expected fertility against the uncapped count; early stopping
 follows accuracy.
@@ -22,46 +25,14 @@ from torch.nn import functional as F
 
 from scanmt.config import PredictorConfig
 from scanmt.data.dataset import Batch, ParallelData
-from scanmt.data.fertility import ALIGN_DIR, alignment_counts, alignment_path
-from scanmt.data.links import read_links
 from scanmt.data.prepare import read_meta
 from scanmt.data.vocab import Vocab
-from scanmt.data.word_fertility import word_count, word_targets
-from scanmt.errors import DataError
-from scanmt.fertility.predictor import FertilityPredictor
-from scanmt.io import read_lines
+from scanmt.fertility.alignments import ALIGN_DIR
+from scanmt.fertility.predictor.network import FertilityPredictor
+from scanmt.fertility.predictor.targets import load_split
 from scanmt.training import distributed
 from scanmt.training.loop import Progress, TrainLoop
 from scanmt.training.run_dir import claim_run_dir
-
-
-def fertility_targets(pieces: list[list[str]], links_path: Path, level: str) -> list[list[int]]:
-    """Per source piece, its fertility target at ``level`` from the links file of that level.
-
-    Raises:
-        DataError: naming the links file and line, for a line count or link index that does not fit.
-    """
-    if level == "subword":
-        lens = [len(p) for p in pieces]
-        return [alignment_counts(sure, n) for (sure, _), n in zip(read_links(links_path, src_lens=lens), lens)]
-    links = read_links(links_path, src_lens=[word_count(p) for p in pieces])
-    return [word_targets(p, sure) for p, (sure, _) in zip(pieces, links)]
-
-
-def load_split(data_dir: Path, align_dir: Path, split: str, vocab: Vocab, src_lang: str, limit: int = 0,
-               level: str = "subword") -> ParallelData:
-    """Source subwords of ``split`` with their ``level`` fertility targets in ``ParallelData.fertility``."""
-    src_path = data_dir / f"{split}.bpe.{src_lang}"
-    path = alignment_path(align_dir, split, level)
-    if not path.exists():
-        raise DataError(f"{path}: no {level} alignment for {split!r}; run `scanmt align --data {data_dir}` first")
-    data = ParallelData.from_files(src_path, None, vocab)
-    pieces = read_lines(src_path, what="source file")
-    targets = fertility_targets([ln.split() for ln in pieces], path, level)
-    data = data.with_fertility(targets, source=str(path))
-    if limit:
-        data = ParallelData(data.src[:limit], None, data.index[:limit], data.fertility[:limit])
-    return data
 
 
 class FertilityTask:

@@ -7,7 +7,7 @@ softmax) trains with its Fenchel–Young loss (:mod:`scanmt.model.output`); its
 perplexity would be infinite as soon as a reference token gets zero probability,
 so validation reports the Fenchel–Young loss per token (``valid/fy_loss``, which lr
 decay follows) and token accuracy (``valid/accuracy``) instead.  Constrained transforms get their fertility
-bounds from :mod:`scanmt.training.fertility_setup`, and the fertility provider
+bounds from :mod:`scanmt.fertility.setup`, and the fertility provider
 is stored in every checkpoint.
 """
 
@@ -40,7 +40,7 @@ from scanmt.model.output import fy_loss, is_sparse, output_loss, token_accuracy
 from scanmt.ops import load_native_kernels
 from scanmt.training import distributed
 from scanmt.training.attention_health import AttentionHealth
-from scanmt.training.fertility_setup import FertilitySetup, setup_fertility
+from scanmt.fertility.setup import FertilitySetup, setup_fertility
 from scanmt.training.loop import Progress, TrainLoop
 from scanmt.training.precision import precision_advice
 from scanmt.training.run_dir import claim_run_dir

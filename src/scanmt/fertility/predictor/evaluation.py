@@ -1,7 +1,7 @@
 """How much a trained fertility predictor knows: ``scanmt fertility --eval-predictor CKPT``.
 
 On one split (``valid``) and at the predictor's own target level (subword or word,
-:mod:`scanmt.data.word_fertility`), per source piece:
+:mod:`scanmt.fertility.predictor.targets`), per source piece:
 
 - accuracy of the argmax class against the capped target, and the MAE of the expected
   fertility against the uncapped target (the trainer's validation numbers);
@@ -24,16 +24,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from scanmt.data.fertility import alignment_counts, alignment_path
 from scanmt.data.links import read_links
 from scanmt.data.prepare import read_meta
 from scanmt.data.subword import word_index
-from scanmt.data.word_fertility import word_count
 from scanmt.errors import DataError
+from scanmt.fertility.alignments import alignment_counts, alignment_path
+from scanmt.fertility.predictor.targets import fertility_targets, word_count
 from scanmt.fertility.providers import PredictedFertility
 from scanmt.io import read_lines
-from scanmt.model.checkpoint import Checkpoint
-from scanmt.training.fertility_trainer import fertility_targets
 
 
 @dataclass
@@ -144,7 +142,7 @@ def _targets(data_dir: Path, align_dir: Path, split: str, pieces: list[list[str]
 def evaluate_predictor(checkpoint: Path, data_dir: Path, *, split: str = "valid", add: float = 1.0,
                        align_dir: Path | None = None) -> PredictorEval:
     """Score a predictor checkpoint on ``split`` of a prepared directory (see the module docstring)."""
-    provider = PredictedFertility.from_weights(Checkpoint.load(checkpoint).predictor_weights(), add)
+    provider = PredictedFertility.load(checkpoint, add)
     cap = provider.predictor.max_fertility
     src_lang = read_meta(data_dir)["src_lang"]
     align_dir = align_dir or data_dir / "align"

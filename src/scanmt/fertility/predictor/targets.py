@@ -1,4 +1,9 @@
-"""Word-level fertilities on subword sources: the targets and bounds of a ``level: word`` predictor.
+"""The predictor's targets: subword fertilities, and word-level ones carried to the pieces (``level: word``).
+
+:func:`fertility_targets` reads a split's targets at either level (:func:`load_split`: with the
+source, as a :class:`~scanmt.data.dataset.ParallelData` whose ``fertility`` holds them).  At the
+subword level a piece's target is the number of target subwords aligned to it
+(:func:`scanmt.fertility.alignments.alignment_counts`).
 
 The paper (Section 4) sets the fertility of every source *word* from a word aligner.
 The model attends to subwords, so a word's fertility has to be carried to its pieces.
@@ -25,11 +30,16 @@ words) gets ``ê_w`` itself, exactly the word-level bound of the paper.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Iterable, Sequence
 
-from scanmt.data.fertility import Link, alignment_counts
+from scanmt.data.dataset import ParallelData
+from scanmt.data.links import read_links
 from scanmt.data.subword import word_index
+from scanmt.data.vocab import Vocab
 from scanmt.errors import DataError
+from scanmt.fertility.alignments import Link, alignment_counts, alignment_path
+from scanmt.io import read_lines
 
 
 def word_count(pieces: Sequence[str]) -> int:
@@ -73,3 +83,32 @@ def piece_bounds(expected: Sequence[float], pieces: Sequence[str]) -> list[float
         total[w] += float(e)
         size[w] += 1
     return [total[w] / size[w] / size[w] for w in wi]
+
+
+def fertility_targets(pieces: list[list[str]], links_path: Path, level: str) -> list[list[int]]:
+    """Per source piece, its fertility target at ``level`` from the links file of that level.
+
+    Raises:
+        DataError: naming the links file and line, for a line count or link index that does not fit.
+    """
+    if level == "subword":
+        lens = [len(p) for p in pieces]
+        return [alignment_counts(sure, n) for (sure, _), n in zip(read_links(links_path, src_lens=lens), lens)]
+    links = read_links(links_path, src_lens=[word_count(p) for p in pieces])
+    return [word_targets(p, sure) for p, (sure, _) in zip(pieces, links)]
+
+
+def load_split(data_dir: Path, align_dir: Path, split: str, vocab: Vocab, src_lang: str, limit: int = 0,
+               level: str = "subword") -> ParallelData:
+    """Source subwords of ``split`` with their ``level`` fertility targets in ``ParallelData.fertility``."""
+    src_path = data_dir / f"{split}.bpe.{src_lang}"
+    path = alignment_path(align_dir, split, level)
+    if not path.exists():
+        raise DataError(f"{path}: no {level} alignment for {split!r}; run `scanmt align --data {data_dir}` first")
+    data = ParallelData.from_files(src_path, None, vocab)
+    pieces = read_lines(src_path, what="source file")
+    targets = fertility_targets([ln.split() for ln in pieces], path, level)
+    data = data.with_fertility(targets, source=str(path))
+    if limit:
+        data = ParallelData(data.src[:limit], None, data.index[:limit], data.fertility[:limit])
+    return data

@@ -1,12 +1,11 @@
-"""Word-level fertility targets and bounds on subword sources (``level: word`` of the predictor)."""
+"""The predictor's targets: word-level fertilities and bounds on subword sources (``level: word``)."""
 
 from __future__ import annotations
 
 import pytest
 
-from scanmt.data.word_fertility import piece_bounds, spread_to_pieces, word_count, word_targets
 from scanmt.errors import DataError
-from scanmt.training.fertility_trainer import fertility_targets
+from scanmt.fertility.predictor.targets import fertility_targets, piece_bounds, spread_to_pieces, word_count, word_targets
 
 # "ein Spielhaus aus Holz ." in pieces: Spielhaus is 3 pieces, Holz 2
 PIECES = ["▁ein", "▁Spiel", "ha", "us", "▁aus", "▁Hol", "z", "▁."]
