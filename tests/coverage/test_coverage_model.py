@@ -3,11 +3,12 @@
 import pytest
 import torch
 
-from scanmt.config import Config, CoverageConfig, ModelConfig
+from scanmt.config import Config, ModelConfig
+from scanmt.model.lstm.config import CoverageConfig
 from scanmt.data.vocab import PAD_ID
 from scanmt.errors import ConfigError
-from scanmt.model.coverage import build_coverage, expected_parameters
-from scanmt.model.lstm_model import LSTMModel
+from scanmt.model.lstm.covvector import build_coverage, expected_parameters
+from scanmt.model.lstm.model import LSTMModel
 from scanmt.model.loss import nmt_loss
 
 VARIANTS = [("linguistic", 1), ("linguistic_fertility", 1), ("nn", 1), ("nn_gru", 1), ("nn_gru", 10)]

@@ -5,12 +5,13 @@ import math
 import pytest
 import torch
 
-from scanmt.config import CoverageConfig, ModelConfig
+from scanmt.config import ModelConfig
+from scanmt.model.lstm.config import CoverageConfig
 from scanmt.data.vocab import BOS_ID, EOS_ID, PAD_ID
 from scanmt.decoding.penalties import coverage_penalty, length_penalty
 from scanmt.decoding.search import SearchSettings, rescore, search, search_encoded
-from scanmt.model.decoder import LSTMEncoderOutput, LSTMState
-from scanmt.model.lstm_model import LSTMModel
+from scanmt.model.lstm.decoder import LSTMEncoderOutput, LSTMState
+from scanmt.model.lstm.model import LSTMModel
 
 VARIANTS = [("none", 1), ("linguistic", 1), ("linguistic_fertility", 1), ("nn", 1), ("nn_gru", 1), ("nn_gru", 10)]
 V = 14

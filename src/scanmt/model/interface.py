@@ -1,8 +1,8 @@
 """The model interface: what search, the :class:`~scanmt.decoding.translator.Translator`, training,
 attention health, forced decoding and the experiment runner may call on a model.
 
-Every architecture (``model.arch``: the paper's BiLSTM in :mod:`scanmt.model.lstm_model`, the
-Transformer in :mod:`scanmt.model.transformer`) is an :class:`NMTModel` and is used through these
+Every architecture (``model.arch``: the paper's BiLSTM in :mod:`scanmt.model.lstm.model`, the
+Transformer in :mod:`scanmt.model.transformer.model`) is an :class:`NMTModel` and is used through these
 calls only, as fairseq's generator talks to any model through a few methods::
 
     enc   = model.encode(src, src_len, fertility)     # source side, once per sentence   EncoderOutput

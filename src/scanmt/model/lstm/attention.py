@@ -25,7 +25,7 @@ infinite): :class:`~scanmt.model.bounds.BoundedTransform`, shared with the Trans
 a :class:`~scanmt.model.bounds.LearnedAlpha` (``self.alpha``, ``alpha = 1 + softplus(raw)``, starting at
 ``model.attention.alpha``) and passes it to the transform; without it there is no such parameter.
 
-With a coverage model (CovVector, :mod:`scanmt.model.coverage`), the term
+With a coverage model (CovVector, :mod:`scanmt.model.lstm.covvector`), the term
 ``V C_{t-1,j}`` is added to the keys before scoring, for both scores and before
 any transform (padding stays masked)::
 

@@ -17,16 +17,16 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from scanmt.model.attention import Attention
 from scanmt.model.interface import DecoderState, EncoderOutput
-from scanmt.model.coverage import Coverage
-from scanmt.model.lstm import InputFeedLSTM
-from scanmt.model.step_linear import DeferredLinear
+from scanmt.model.lstm.attention import Attention
+from scanmt.model.lstm.cell import InputFeedLSTM
+from scanmt.model.lstm.covvector import Coverage
+from scanmt.model.lstm.step_linear import DeferredLinear
 
 
 @dataclass
 class StepLinears:
-    """The decoder's per-step weights wrapped for one teacher-forced pass (see :mod:`scanmt.model.step_linear`)."""
+    """The decoder's per-step weights wrapped for one teacher-forced pass (see :mod:`scanmt.model.lstm.step_linear`)."""
 
     rnn: list[DeferredLinear]
     out: DeferredLinear

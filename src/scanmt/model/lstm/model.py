@@ -16,28 +16,22 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from scanmt.config import ModelConfig, check_alpha
+from scanmt.config import ModelConfig
 from scanmt.data.vocab import PAD_ID
-from scanmt.errors import ConfigError
-from scanmt.model.attention import Attention
-from scanmt.model.coverage import build_coverage
-from scanmt.model.decoder import Decoder, LSTMEncoderOutput, LSTMState
-from scanmt.model.encoder import BiLSTMEncoder
+from scanmt.model.build import register_architecture
 from scanmt.model.interface import ForwardOutput, NMTModel, Step, log_summary
+from scanmt.model.lstm.attention import Attention
+from scanmt.model.lstm.covvector import build_coverage
+from scanmt.model.lstm.decoder import Decoder, LSTMEncoderOutput, LSTMState
+from scanmt.model.lstm.encoder import BiLSTMEncoder
 
 
 class LSTMModel(NMTModel):
     def __init__(self, cfg: ModelConfig, vocab_size: int):
         super().__init__(cfg, vocab_size)
-        if cfg.tie_generator and cfg.emb_size != cfg.hidden_size:
-            raise ConfigError(
-                f"model.tie_generator needs model.emb_size == model.hidden_size "
-                f"(got {cfg.emb_size} and {cfg.hidden_size})"
-            )
         src_emb = nn.Embedding(vocab_size, cfg.emb_size, padding_idx=PAD_ID)
         tgt_emb = src_emb if cfg.share_embeddings else nn.Embedding(vocab_size, cfg.emb_size, padding_idx=PAD_ID)
         self.encoder = BiLSTMEncoder(src_emb, cfg.hidden_size, cfg.layers, cfg.dropout)
-        check_alpha(cfg)
         attention = Attention(
             cfg.hidden_size, cfg.hidden_size, cfg.attention.score, cfg.attention.transform, cfg.attention.exhaustion,
             cfg.attention.scaling, cfg.attention.alpha, learn_alpha=cfg.attention.learn_alpha == "model",
@@ -104,7 +98,7 @@ class LSTMModel(NMTModel):
         state = self.init_state(enc)
         gates = self.decoder.input_gates(self.decoder.dropout(self.decoder.emb(tgt_in)))  # [B, T, 4H], all steps at once
         outs, attns = [], []
-        # per-step weights: their gradients are formed once for all steps (scanmt.model.step_linear)
+        # per-step weights: their gradients are formed once for all steps (scanmt.model.lstm.step_linear)
         linears = self.decoder.step_linears() if torch.is_grad_enabled() else None
         # unbind, not gates[:, t]: slicing inside the loop makes every step's backward zero-fill [B, T, 4H]
         for g_t in gates.unbind(1):
@@ -117,3 +111,6 @@ class LSTMModel(NMTModel):
     def log_probs(self, h_tilde: torch.Tensor) -> torch.Tensor:
         """``[..., H]`` -> log-probabilities ``[..., V]`` (``model.output``: :meth:`output_log_probs`)."""
         return self.output_log_probs(self.generator(h_tilde))
+
+
+register_architecture("lstm", LSTMModel)

@@ -1,10 +1,10 @@
 """CovVector: the coverage models of Tu et al. (2016, Section 3) for the attention scores.
 
 A coverage model keeps a coverage state ``C [B, S, d]`` per source position
-(it lives in :class:`~scanmt.model.decoder.DecoderState` and is reordered by the
+(it lives in :class:`~scanmt.model.lstm.decoder.DecoderState` and is reordered by the
 beam backpointers), updates it after every decoder step from the attention
 ``alpha_t`` and contributes ``V C_{t-1,j}`` to the attention scores of the next
-step (see :mod:`scanmt.model.attention`)::
+step (see :mod:`scanmt.model.lstm.attention`)::
 
     bilinear (the paper's adaptation):  z_tj = s_t^T (W h_j + V C_{t-1,j})
     MLP (Tu et al., Sec. 3.2):          z_tj = v^T tanh(W s_t + U h_j + V C_{t-1,j})
@@ -47,7 +47,7 @@ import abc
 import torch
 from torch import nn
 
-from scanmt.config import CoverageConfig, check_coverage_config
+from scanmt.config import CoverageConfig
 
 
 class Coverage(nn.Module, abc.ABC):
@@ -139,8 +139,7 @@ class NNCoverage(Coverage):
 
 
 def build_coverage(cfg: CoverageConfig, query_size: int, memory_size: int) -> Coverage | None:
-    """The coverage model of ``model.coverage`` (None for type ``none``)."""
-    check_coverage_config(cfg)
+    """The coverage model of ``model.coverage`` (None for type ``none``), checked when the config was built."""
     if cfg.type == "none":
         return None
     if cfg.type == "linguistic":
