@@ -222,7 +222,7 @@ class DecodeConfig:
     min_len: int = 1
     #: sentences per decoding batch, >= 1
     batch_size: int = 64
-    #: CovPenalty (Wu et al. 2016): beta in cp = beta * sum_j log max(eps, min(1, sum_t alpha_tj)); 0 disables
+    #: CovPenalty (Wu et al. 2016): beta in cp = beta * sum_j log max(eps, min(1, sum_t a_tj)); 0 disables
     coverage_beta: float = 0.0
     #: eps of the coverage penalty (the paper's extension; 0.1)
     coverage_eps: float = 0.1

@@ -24,8 +24,8 @@ def _model(cov, dim=1, transform="softmax", score="general", seed=0, eos_bias=0.
     cfg.coverage = CoverageConfig(type=cov, dim=dim)
     m = LSTMModel(cfg, V).eval()
     with torch.no_grad():
-        if m.decoder.coverage is not None:  # make coverage matter for the attention
-            m.decoder.coverage.V.weight.normal_(0.0, 1.5)
+        if m.decoder.covvector is not None:  # make coverage matter for the attention
+            m.decoder.covvector.V.weight.normal_(0.0, 1.5)
         if peaky:  # state-dependent, peaked output distributions: hypotheses finish at different steps
             m.generator.weight.copy_(torch.randn(m.generator.weight.shape, generator=torch.Generator().manual_seed(7)) * 3)
         m.generator.bias[EOS_ID] += eos_bias

@@ -57,9 +57,17 @@ def build_model(cfg: Config, vocab_size: int, state_dict: dict | None = None, wh
     """
     model = architecture(cfg.model, vocab_size)
     if state_dict is not None:
+        state_dict = type(model).upgrade_state_dict(state_dict)
         check_weights(model.state_dict(), state_dict, what)
         model.load_state_dict(state_dict)
     return model
+
+
+def upgraded_weights(arch: str, weights: dict) -> dict:
+    """``weights`` of a ``model.arch: ARCH`` model with the parameter names of older checkpoints renamed
+    (:meth:`NMTModel.upgrade_state_dict <scanmt.model.interface.NMTModel.upgrade_state_dict>` of its class)."""
+    upgrade = getattr(architectures().get(arch), "upgrade_state_dict", None)
+    return upgrade(weights) if upgrade is not None else weights
 
 
 def check_weights(expected: dict, weights: dict, what: str) -> None:

@@ -170,6 +170,13 @@ class NMTModel(nn.Module, abc.ABC):
     ) -> ForwardOutput:
         """Teacher forcing: ``tgt_in [B, T]`` (``<s> y_1 .. y_n``) -> logits ``[B, T, V]`` and attention."""
 
+    @classmethod
+    def upgrade_state_dict(cls, weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """``weights`` (a saved ``state_dict()``) with the parameter names of older checkpoints renamed to this
+        code's (what :func:`scanmt.model.build.build_model` loads; ``load_state_dict`` renames them too).
+        The default renames nothing."""
+        return weights
+
     # ------------------------------------------------------------------ training hooks
     @abc.abstractmethod
     def reset_parameters(self, init_range: float) -> None:

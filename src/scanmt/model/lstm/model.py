@@ -21,8 +21,8 @@ from scanmt.data.vocab import PAD_ID
 from scanmt.model.build import register_architecture
 from scanmt.model.interface import ForwardOutput, NMTModel, Step, log_summary
 from scanmt.model.lstm.attention import Attention
-from scanmt.model.lstm.covvector import build_coverage
-from scanmt.model.lstm.decoder import Decoder, LSTMEncoderOutput, LSTMState
+from scanmt.model.lstm.covvector import build_covvector
+from scanmt.model.lstm.decoder import Decoder, LSTMEncoderOutput, LSTMState, upgrade_state_dict
 from scanmt.model.lstm.encoder import BiLSTMEncoder
 
 
@@ -36,11 +36,16 @@ class LSTMModel(NMTModel):
             cfg.hidden_size, cfg.hidden_size, cfg.attention.score, cfg.attention.transform, cfg.attention.exhaustion,
             cfg.attention.scaling, cfg.attention.alpha, learn_alpha=cfg.attention.learn_alpha == "model",
         )
-        coverage = build_coverage(cfg.coverage, cfg.hidden_size, cfg.hidden_size)
-        self.decoder = Decoder(tgt_emb, cfg.hidden_size, cfg.layers, cfg.dropout, attention, coverage)
+        covvector = build_covvector(cfg.coverage, cfg.hidden_size, cfg.hidden_size)
+        self.decoder = Decoder(tgt_emb, cfg.hidden_size, cfg.layers, cfg.dropout, attention, covvector)
         self.generator = nn.Linear(cfg.hidden_size, vocab_size)
         if cfg.tie_generator:
             self.generator.weight = tgt_emb.weight
+
+    @classmethod
+    def upgrade_state_dict(cls, weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """Checkpoints written before issue 54 name the CovVector's parameters ``decoder.coverage.*``."""
+        return upgrade_state_dict(weights)
 
     def reset_parameters(self, init_range: float) -> None:
         """OpenNMT-style uniform init in ``[-init_range, init_range]`` (0 keeps torch defaults)."""
@@ -72,13 +77,13 @@ class LSTMModel(NMTModel):
     ) -> LSTMEncoderOutput:
         source = self.source_batch(src, src_len, fertility)
         memory, (h, c) = self.encoder(source.src, source.src_len)
-        cov = self.decoder.coverage
+        covvector = self.decoder.covvector
         return LSTMEncoderOutput(
             memory=memory,
             mask=source.mask,
             fertility=self.masked_fertility(source, memory.dtype),
             keys=self.decoder.attention.keys(memory),
-            covvector_features=cov.precompute(memory) if cov is not None else None,
+            covvector_features=covvector.precompute(memory) if covvector is not None else None,
             final=(h.transpose(0, 1), c.transpose(0, 1)),  # batch first, like every field
         )
 
@@ -86,8 +91,8 @@ class LSTMModel(NMTModel):
         return self.decoder.init_state(enc)
 
     def step(self, y: torch.Tensor, state: LSTMState, enc: LSTMEncoderOutput) -> Step:
-        h_tilde, alpha, state = self.decoder.step(self.decoder.emb(y), state, enc)
-        return Step(self.log_probs(h_tilde), alpha, state)
+        h_tilde, attention, state = self.decoder.step(self.decoder.emb(y), state, enc)
+        return Step(self.log_probs(h_tilde), attention, state)
 
     # ----------------------------------------------------------------- training
     def forward(
@@ -102,9 +107,9 @@ class LSTMModel(NMTModel):
         linears = self.decoder.step_linears() if torch.is_grad_enabled() else None
         # unbind, not gates[:, t]: slicing inside the loop makes every step's backward zero-fill [B, T, 4H]
         for g_t in gates.unbind(1):
-            h_tilde, alpha, state = self.decoder.step(None, state, enc, y_gates=g_t, linears=linears)
+            h_tilde, attention, state = self.decoder.step(None, state, enc, y_gates=g_t, linears=linears)
             outs.append(h_tilde)
-            attns.append(alpha)
+            attns.append(attention)
         hidden = torch.stack(outs, dim=1)
         return ForwardOutput(self.generator(hidden), torch.stack(attns, dim=1))
 

@@ -23,22 +23,22 @@ Cross-attention and fertility bounds
 ------------------------------------
 The cross-attention heads use the transforms of the registry through
 :class:`~scanmt.model.bounds.BoundedTransform`.  With a constrained transform (csoftmax, csparsemax,
-centmax), ``model.transformer.bounded`` says which heads take the bounds ``u = max(0, f - beta)`` (and the
+centmax), ``model.transformer.bounded`` says which heads take the bounds ``u = max(0, f - attention_sum)`` (and the
 exhaustion bonus); the other heads use the unconstrained transform of the same family (softmax for
 csoftmax, sparsemax for csparsemax, entmax with the same alpha for centmax):
 
-* ``all``: every head of every decoder layer, each with its own cumulative attention ``beta``;
-* ``last_layer`` (default): every head of the last decoder layer, each with its own ``beta``;
+* ``all``: every head of every decoder layer, each with its own cumulative attention ``attention_sum``;
+* ``last_layer`` (default): every head of the last decoder layer, each with its own ``attention_sum``;
 * ``one_head``: head 0 of the last decoder layer (one alignment head);
-* ``shared``: every head of the last decoder layer, all bounded by one ``beta``: the running sum of
-  the mean over that layer's heads (which is the reported attention, so ``beta = attention_sum``).
+* ``shared``: every head of the last decoder layer, all bounded by one ``attention_sum``: the running sum of
+  the mean over that layer's heads (which is the reported attention, so this sum is the state's ``attention_sum``).
 
 ``model.transformer.transform_layers`` says which layers use ``model.attention.transform`` at all:
 ``all`` (every decoder layer; the unbounded heads use the family's unconstrained transform) or
 ``last_layer`` (the cross-attention of the layers below the last is plain softmax, fused, as in a softmax
 model; only the last layer is sparse or bounded).
 
-With its own ``beta``, each bounded head attends to word ``j`` at most ``f_j`` times in total, so the
+With its own ``attention_sum``, each bounded head attends to word ``j`` at most ``f_j`` times in total, so the
 reported attention (a mean over heads) does too.  With an unconstrained transform (softmax, sparsemax,
 entmax15, entmax) every head uses it and ``bounded`` is ignored.  The sink column (appended by
 ``source_batch``, bound ``inf``) absorbs what the bounds no longer allow.
