@@ -69,7 +69,7 @@ def test_bad_scaling_values_name_the_key():
     with pytest.raises(ConfigError, match="model.attention.scaling"):  # refused when the config is built
         Config.from_dict({"model": {"attention": {"scaling": "tempered"}}})
     with pytest.raises(ConfigError, match="cosine needs model.attention.score=general"):
-        Attention(8, 8, "mlp", "softmax", scaling="cosine")
+        Config.from_dict({"model": {"attention": {"score": "mlp", "scaling": "cosine"}}})
 
 
 def test_checkpoint_without_scaling_key_loads_as_unscaled(small_data_dir, tmp_path):

@@ -41,7 +41,6 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from scanmt.fertility.rules import check_scaling
 from scanmt.model.bounds import BoundedTransform, LearnedAlpha
 
 
@@ -64,7 +63,6 @@ class Attention(nn.Module):
         #: the learned alpha of entmax / centmax (model.attention.learn_alpha: model), else None
         self.alpha = LearnedAlpha(alpha) if learn_alpha else None
         # score and scaling are among scanmt.choices' (checked when the Config was built)
-        check_scaling(score, scaling)
         self.scaling = scaling
         #: fixed multiplier of the scores (``sqrt``); ``learned`` starts its scale at the same 1/sqrt(d)
         self.fixed_scale = 1.0 / math.sqrt(query_size) if scaling == "sqrt" else 1.0
