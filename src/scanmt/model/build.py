@@ -2,10 +2,12 @@
 
 Architectures register themselves here (:func:`register_architecture`): the module of each one's model calls
 it when imported, with the class (or any callable) that builds the model of a
-:class:`~scanmt.config.ModelConfig` for a vocabulary size.  The built-in ones (:data:`BUILT_IN`) are imported
-when a model is first built; their config keys and checks register with :class:`~scanmt.config.Config`
-(:func:`scanmt.config.register_architecture_keys`).  An unknown ``model.arch`` is a
-:class:`~scanmt.errors.ConfigError` naming it and the known ones.
+:class:`~scanmt.config.ModelConfig` for a vocabulary size.  The built-in ones (:mod:`scanmt.model.lstm`,
+:mod:`scanmt.model.transformer`) are imported when the registry is first read (:func:`architectures`).  An
+architecture's config keys and checks are :class:`~scanmt.config.Config`'s (the built-in ones' in
+``scanmt.model.*.config``; another one's through :func:`scanmt.config.register_architecture_keys`), so a config
+is checked once, when it is built.  An unknown ``model.arch`` is a :class:`~scanmt.errors.ConfigError` naming it
+and the known ones.
 """
 
 from __future__ import annotations
