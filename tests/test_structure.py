@@ -36,6 +36,11 @@ PLACED = {
     "scanmt.presets": "base",
     # the fertility rules are pure (they import only scanmt.errors): config.py checks them when a Config is built
     "scanmt.fertility.rules": "base",
+    # numeric ranges of config keys (imports only scanmt.errors)
+    "scanmt.ranges": "base",
+    # each architecture's config keys and checks, beside it: config.py builds the Config with them
+    "scanmt.model.lstm.config": "base",
+    "scanmt.model.transformer.config": "base",
 }
 MAX_FUNCTION_LINES = 80
 
@@ -127,9 +132,7 @@ def test_no_function_over_80_lines():
 
 
 #: what belongs to one architecture: modules, and the attributes of its model (issue 28)
-ARCHITECTURE_MODULES = ("scanmt.model.lstm_model", "scanmt.model.decoder", "scanmt.model.encoder",
-                        "scanmt.model.attention", "scanmt.model.coverage", "scanmt.model.lstm",
-                        "scanmt.model.step_linear", "scanmt.model.transformer")
+ARCHITECTURE_MODULES = ("scanmt.model.lstm", "scanmt.model.transformer")
 ARCHITECTURE_ATTRIBUTES = ("decoder", "encoder", "generator")
 
 
@@ -156,7 +159,7 @@ def test_only_the_model_package_knows_an_architecture():
 
 def test_reaching_into_an_architecture_is_caught(tmp_path):
     fake = tmp_path / "probe.py"
-    fake.write_text("from scanmt.model.decoder import LSTMState\n\ndef f(model):\n    return model.decoder.emb\n",
+    fake.write_text("from scanmt.model.lstm.decoder import LSTMState\n\ndef f(model):\n    return model.decoder.emb\n",
                     encoding="utf-8")
     assert architecture_reaches(fake, "scanmt.decoding.probe") == [
-        "probe.py:1: imports scanmt.model.decoder", "probe.py:4: reads .decoder"]
+        "probe.py:1: imports scanmt.model.lstm.decoder", "probe.py:4: reads .decoder"]

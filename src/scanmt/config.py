@@ -24,11 +24,7 @@ from typing import Any, Callable, Optional, Sequence
 import yaml
 
 from scanmt.choices import (
-    ARCHS,
-    BOUNDED_MODES,
-    TRANSFORM_LAYERS,
     ALPHA_TRANSFORMS,
-    COVERAGE_TYPES,
     LEARN_ALPHA,
     LOGGERS,
     NORMALIZATIONS,
@@ -44,8 +40,16 @@ from scanmt.choices import (
     check_choice,
 )
 from scanmt.errors import ConfigError
-from scanmt.fertility.rules import check_attention, check_sink, is_constrained
+from scanmt.fertility.rules import check_attention, check_sink
 from scanmt.io import load_yaml, read_text
+# the keys and checks of each built-in architecture live with it (base modules of scanmt.model.*)
+from scanmt.model.lstm.config import (  # noqa: F401 (CoverageConfig, check_coverage_config: re-exported)
+    COVERAGE_RANGES, CoverageConfig, check_coverage_config, check_lstm,
+)
+from scanmt.model.transformer.config import (  # noqa: F401 (TransformerConfig: re-exported)
+    RANGES as TRANSFORMER_RANGES, TransformerConfig, check_transformer,
+)
+from scanmt.ranges import MAX_WIDTH, Range, check_values, is_int_field  # noqa: F401 (re-exported)
 
 
 @dataclass
@@ -111,53 +115,6 @@ class AttentionConfig:
     #: exhaustion strategy: scores z + c * u on real tokens (the paper uses c = 0.2), c in [0, 100]; constrained only
     exhaustion: float = 0.0
     fertility: FertilityConfig = field(default_factory=FertilityConfig)
-
-
-@dataclass
-class CoverageConfig:
-    """CovVector: the coverage models of Tu et al. (2016) in the attention scores."""
-
-    #: none | linguistic (C = sum of attention) | linguistic_fertility (update divided by Phi_j = N*sigmoid(U_f h_j))
-    #: | nn (tanh RNN coverage) | nn_gru (GRU-gated NN coverage)
-    type: str = "none"
-    #: coverage dimension d of the NN-based models (1 or 10 in the paper); linguistic models use 1
-    dim: int = 1
-    #: N in Phi_j = N * sigmoid(U_f h_j) (linguistic_fertility)
-    fertility_scale: float = 2.0
-
-
-
-
-@dataclass
-class TransformerConfig:
-    """The Transformer's own keys (``model.arch: transformer``; ignored by the lstm architecture).
-
-    d_model is ``model.hidden_size`` (``model.emb_size`` must equal it); ``model.layers`` is not used
-    (the two layer keys below are); ``model.dropout`` is the residual and embedding dropout.
-    """
-
-    #: attention heads of every self- and cross-attention; must divide d_model (model.hidden_size)
-    heads: int = 4
-    #: inner size of the position-wise feed-forward layers
-    ff_size: int = 1024
-    #: encoder layers (>= 1)
-    encoder_layers: int = 3
-    #: decoder layers (>= 1)
-    decoder_layers: int = 3
-    #: dropout on the attention weights (self- and cross-attention), in [0, 1)
-    attention_dropout: float = 0.1
-    #: which cross-attention heads take the fertility bounds of a constrained transform (csoftmax, csparsemax,
-    #: centmax; the other heads use the unconstrained transform of the same family: softmax, sparsemax, entmax):
-    #: all (every head of every decoder layer, each with its own cumulative attention) | last_layer (every
-    #: head of the last decoder layer, each with its own cumulative attention) | one_head (head 0 of the last
-    #: decoder layer only) | shared (every head of the last decoder layer, bounded by one cumulative attention:
-    #: the running sum of the mean over its heads, which is the reported attention). Ignored for unconstrained
-    #: transforms. The default is provisional (a measurement will choose).
-    bounded: str = "last_layer"
-    #: which decoder layers' cross-attention uses model.attention.transform: all | last_layer (the layers below
-    #: the last use plain softmax, fused). With last_layer, bounded must not be all, and learn_alpha must not
-    #: be head. Checkpoints written before this key existed load as all (their behaviour).
-    transform_layers: str = "all"
 
 
 @dataclass
@@ -265,7 +222,7 @@ class DecodeConfig:
     min_len: int = 1
     #: sentences per decoding batch, >= 1
     batch_size: int = 64
-    #: CovPenalty (Wu et al. 2016): beta in cp = beta * sum_j log max(eps, min(1, sum_t alpha_tj)); 0 disables
+    #: CovPenalty (Wu et al. 2016): beta in cp = beta * sum_j log max(eps, min(1, sum_t a_tj)); 0 disables
     coverage_beta: float = 0.0
     #: eps of the coverage penalty (the paper's extension; 0.1)
     coverage_eps: float = 0.1
@@ -291,7 +248,7 @@ def check_attention_choices(a: "AttentionConfig", prefix: str = "model.attention
 
 def check_alpha(m: "ModelConfig") -> None:
     """Raise :class:`ConfigError` for a learned alpha that the model cannot have: ``learn_alpha`` with a transform
-    without an alpha, or ``head`` without heads (the lstm architecture has one attention)."""
+    without an alpha (whether an architecture has heads for ``head`` is its own check)."""
     a = m.attention
     if a.learn_alpha == "none":
         return
@@ -301,135 +258,37 @@ def check_alpha(m: "ModelConfig") -> None:
             f"to learn, not model.attention.transform={a.transform} (set learn_alpha: none, or transform: entmax "
             "or centmax)"
         )
-    if a.learn_alpha == "head" and m.arch != "transformer":
-        raise ConfigError(
-            f"model.attention.learn_alpha=head: one alpha per attention head needs model.arch=transformer; the "
-            f"{m.arch} architecture has a single attention (use learn_alpha: model)"
-        )
+
+
+#: the config check of each architecture (``model.arch``), run once when a :class:`Config` is built: the built-in
+#: ones (:data:`scanmt.choices.ARCHS`) with their keys, others through :func:`register_architecture_keys`
+_ARCHITECTURE_CHECKS: dict[str, Callable[["ModelConfig"], None]] = {
+    "lstm": check_lstm,
+    "transformer": check_transformer,
+}
+
+
+def register_architecture_keys(arch: str, check: Callable[["ModelConfig"], None]) -> None:
+    """Accept ``model.arch: ARCH`` in configs, and check their ``model`` section with ``check`` (which raises
+    :class:`ConfigError` naming the key) when a :class:`Config` is built.  The model itself registers with
+    :func:`scanmt.model.build.register_architecture`."""
+    _ARCHITECTURE_CHECKS[arch] = check
 
 
 def check_arch(m: "ModelConfig") -> None:
-    """Raise :class:`ConfigError` for an unknown ``model.arch`` or ``model.output``, or a key its architecture does
-    not have."""
-    check_choice("model.arch", m.arch, ARCHS, "architecture")
+    """Raise :class:`ConfigError` for an unknown ``model.arch`` or ``model.output``, a key its architecture does
+    not have (the architecture's own check, after :func:`check_alpha`), or a tied generator that does not fit the
+    embeddings."""
+    check_choice("model.arch", m.arch, tuple(_ARCHITECTURE_CHECKS), "architecture")
     check_choice("model.output", m.output, OUTPUTS, "output")
-    if m.arch == "transformer" and m.coverage.type != "none":
+    check_alpha(m)
+    _ARCHITECTURE_CHECKS[m.arch](m)
+    if m.tie_generator and m.emb_size != m.hidden_size:
         raise ConfigError(
-            f"model.coverage.type={m.coverage.type}: Tu et al.'s CovVector is a recurrent mechanism of the lstm "
-            "architecture; a transformer has none (its coverage baseline is the CovPenalty, decode.coverage_beta)"
-        )
-    if m.arch == "transformer":
-        check_transformer(m)
-
-
-def check_transformer(m: "ModelConfig") -> None:
-    """Raise :class:`ConfigError` naming the key for a bad transformer config (``model.transformer`` and the
-    ``model`` keys a transformer reads differently: d_model is ``model.hidden_size``)."""
-    t = m.transformer
-    p = "model.transformer"
-    if m.emb_size != m.hidden_size:
-        raise ConfigError(
-            f"model.emb_size={m.emb_size}: a transformer's embeddings have d_model = model.hidden_size "
-            f"({m.hidden_size}) units; set both to the same value"
-        )
-    check_ranges(t, p)
-    if m.hidden_size % t.heads:
-        raise ConfigError(
-            f"{p}.heads={t.heads} must divide d_model (model.hidden_size={m.hidden_size})"
-        )
-    check_choice(f"{p}.bounded", t.bounded, BOUNDED_MODES, "mode")
-    check_choice(f"{p}.transform_layers", t.transform_layers, TRANSFORM_LAYERS, "choice")
-    if t.transform_layers == "last_layer" and t.decoder_layers > 1:
-        if is_constrained(m.attention.transform) and t.bounded == "all":
-            raise ConfigError(
-                f"{p}.bounded=all bounds every decoder layer, but {p}.transform_layers=last_layer gives the layers "
-                "below the last plain softmax; use bounded: last_layer, one_head or shared, or transform_layers: all"
-            )
-        if m.attention.learn_alpha == "head":
-            raise ConfigError(
-                f"model.attention.learn_alpha=head learns one alpha per head of every decoder layer, but "
-                f"{p}.transform_layers=last_layer gives the layers below the last plain softmax (no alpha); "
-                "use learn_alpha: model, or transform_layers: all"
-            )
-    if m.attention.score != "general":
-        raise ConfigError(
-            f"model.attention.score={m.attention.score}: a transformer's attention scores are scaled dot "
-            "products (use general)"
-        )
-    if m.attention.scaling not in ("none", "sqrt", "cosine"):
-        raise ConfigError(
-            f"model.attention.scaling={m.attention.scaling}: a transformer scales its scores by 1/sqrt(d_head) "
-            "(none or sqrt), or uses cosine cross-attention scores with a learned scale per head (cosine)"
+            f"model.tie_generator needs model.emb_size == model.hidden_size (got {m.emb_size} and {m.hidden_size})"
         )
 
 
-def check_coverage_config(c: "CoverageConfig", prefix: str = "model.coverage") -> None:
-    """Raise :class:`ConfigError` naming the key for a bad ``model.coverage`` section."""
-    check_choice(f"{prefix}.type", c.type, COVERAGE_TYPES, "coverage model")
-    check_ranges(c, "model.coverage", prefix=prefix)
-    if c.type in ("linguistic", "linguistic_fertility") and c.dim != 1:
-        raise ConfigError(
-            f"{prefix}.dim={c.dim} applies to the NN-based models (nn, nn_gru); {c.type} coverage is a scalar (dim 1)"
-        )
-
-
-@dataclass(frozen=True)
-class Range:
-    """The valid values of a numeric config key (or of the option that sets it): finite numbers from
-    ``low`` to ``high`` (None: unbounded), each end inclusive unless ``*_open``; ``note`` says what a
-    special value means (``0 = no limit``).  One declaration per key (:data:`RANGES`) serves
-    :class:`Config`, the commands' options and the API's requests, so all give the same message."""
-
-    low: float | None = None
-    high: float | None = None
-    low_open: bool = False
-    high_open: bool = False
-    note: str = ""
-
-    @property
-    def words(self) -> str:
-        """The range as the messages write it: ``> 0``, ``in [0, 1)``, ``>= 1 (1 = greedy)``."""
-        if self.low is not None and self.high is not None:
-            text = (f"in {'(' if self.low_open else '['}{_plain(self.low)}, {_plain(self.high)}"
-                    f"{')' if self.high_open else ']'}")
-        elif self.low is not None:
-            text = f"{'>' if self.low_open else '>='} {_plain(self.low)}"
-        else:
-            text = f"{'<' if self.high_open else '<='} {_plain(self.high)}"
-        return f"{text} ({self.note})" if self.note else text
-
-    def contains(self, value: float) -> bool:
-        """Whether the finite number ``value`` lies in the range."""
-        lo, hi = self.low, self.high
-        return ((lo is None or (value > lo if self.low_open else value >= lo))
-                and (hi is None or (value < hi if self.high_open else value <= hi)))
-
-    def problem(self, name: str, value: Any, integer: bool = False) -> str | None:
-        """None for a good value; else ``NAME must be RANGE, got VALUE`` (``a whole number``/``a number`` for
-        a value of the wrong type)."""
-        is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if integer and not isinstance(value, int) or isinstance(value, bool):
-            return f"{name} must be a whole number {self.words}, got {value!r}"
-        if not is_number:
-            return f"{name} must be a number {self.words}, got {value!r}"
-        if not math.isfinite(value) or not self.contains(value):
-            return f"{name} must be {self.words}, got {value}"
-        return None
-
-    def check(self, name: str, value: Any, integer: bool = False) -> None:
-        """Raise :class:`ConfigError` with :meth:`problem` for a bad ``value``."""
-        message = self.problem(name, value, integer)
-        if message:
-            raise ConfigError(message)
-
-
-def _plain(bound: float) -> str:
-    """A range's end as written in messages: whole numbers in full (``4294967295``), others as ``%g``."""
-    return str(int(bound)) if float(bound).is_integer() else f"{bound:g}"
-
-
-#: largest model width (emb_size, hidden_size): 16384 is already 1 GiB per LSTM weight matrix
-MAX_WIDTH = 16384
 #: the range of every numeric key, by section (checked when a Config is built: :func:`check_ranges`)
 RANGES: dict[str, dict[str, Range]] = {
     "data": {
@@ -448,14 +307,8 @@ RANGES: dict[str, dict[str, Range]] = {
     },
     "model.attention": {"exhaustion": Range(0, 100), "alpha": Range(1, 10, low_open=True)},
     "model.attention.fertility": {"value": Range(0, 1000, low_open=True), "add": Range(0, 1000)},
-    "model.coverage": {"dim": Range(1, 1024), "fertility_scale": Range(0, 1000, low_open=True)},
-    "model.transformer": {
-        "heads": Range(1, 1024),
-        "ff_size": Range(1, 4 * MAX_WIDTH),
-        "encoder_layers": Range(1, 64),
-        "decoder_layers": Range(1, 64),
-        "attention_dropout": Range(0, 1, high_open=True),
-    },
+    "model.coverage": COVERAGE_RANGES,
+    "model.transformer": TRANSFORMER_RANGES,
     "train": {
         "seed": Range(0, 2**32 - 1),
         "lr": Range(0, 1000, low_open=True),
@@ -501,15 +354,7 @@ def check_ranges(section: Any, name: str, keys: Sequence[str] | None = None, pre
     """Raise :class:`ConfigError` for the first value of ``section`` (the config section ``name``) out of
     its range (``keys``: only those); messages name ``PREFIX.KEY`` (``prefix`` defaults to ``name``)."""
     ranges = RANGES[name]
-    for key in keys if keys is not None else ranges:
-        value = getattr(section, key)
-        ranges[key].check(f"{prefix or name}.{key}", value, integer=_is_int_field(section, key))
-
-
-def _is_int_field(section: Any, key: str) -> bool:
-    """Whether ``key`` of the dataclass ``section`` is declared ``int``."""
-    hints = typing.get_type_hints(type(section)) if dataclasses.is_dataclass(section) else {}
-    return hints.get(key) is int
+    check_values(section, {key: ranges[key] for key in keys} if keys is not None else ranges, prefix or name)
 
 
 def check_train_config(t: "TrainConfig", prefix: str = "train") -> None:
@@ -577,10 +422,8 @@ class Config:
     def from_dict(cls, d: dict[str, Any]) -> "Config":
         cfg = _build(cls, d, "")
         check_sections(cfg)
-        check_coverage_config(cfg.model.coverage)
         check_attention_choices(cfg.model.attention)
         check_arch(cfg.model)
-        check_alpha(cfg.model)
         check_train_config(cfg.train)
         check_decode_config(cfg.decode)
         check_attention(cfg.model.attention)  # fertility and attention cross-field rules (scanmt.fertility.rules)

@@ -3,11 +3,12 @@
 import pytest
 import torch
 
-from scanmt.config import Config, CoverageConfig, ModelConfig
+from scanmt.config import Config, ModelConfig
+from scanmt.model.lstm.config import CoverageConfig
 from scanmt.data.vocab import PAD_ID
 from scanmt.errors import ConfigError
-from scanmt.model.coverage import build_coverage, expected_parameters
-from scanmt.model.lstm_model import LSTMModel
+from scanmt.model.lstm.covvector import build_covvector, expected_parameters
+from scanmt.model.lstm.model import LSTMModel
 from scanmt.model.loss import nmt_loss
 
 VARIANTS = [("linguistic", 1), ("linguistic_fertility", 1), ("nn", 1), ("nn_gru", 1), ("nn_gru", 10)]
@@ -55,7 +56,7 @@ def test_parameter_count_matches_the_formula(cov, dim, score):
     base = _n(_model(score=score))
     m = _model(cov, dim, score=score)
     added = _n(m) - base
-    assert added == expected_parameters(m.cfg.coverage, 16, 16) == _n(m.decoder.coverage)
+    assert added == expected_parameters(m.cfg.coverage, 16, 16) == _n(m.decoder.covvector)
 
 
 @pytest.mark.parametrize(
@@ -64,7 +65,7 @@ def test_parameter_count_matches_the_formula(cov, dim, score):
     [("linguistic", 1, 1), ("linguistic_fertility", 1, 3), ("nn", 1, 4), ("nn_gru", 1, 10), ("nn_gru", 10, 100)],
 )
 def test_parameter_count_matches_tu_et_al(cov, dim, paper_k):
-    c = build_coverage(CoverageConfig(type=cov, dim=dim), query_size=1000, memory_size=2000)
+    c = build_covvector(CoverageConfig(type=cov, dim=dim), query_size=1000, memory_size=2000)
     assert round(_n(c) / 1000) == paper_k
     if cov == "linguistic_fertility":
         assert _n(c.U_f) == 2000  # "2K for fertility model"
@@ -75,7 +76,7 @@ def test_parameter_count_matches_tu_et_al(cov, dim, paper_k):
 
 def test_no_coverage_adds_nothing():
     m = _model()
-    assert m.decoder.coverage is None
+    assert m.decoder.covvector is None
     assert not [k for k in m.state_dict() if "coverage" in k]
     src, src_len, tgt_in, _ = _batch()
     enc, states, _ = _run_states(m, src, src_len, tgt_in)
@@ -89,15 +90,15 @@ def test_zero_coverage_weights_give_the_plain_model(cov, dim, score):
     plain = _model(score=score).eval()
     m = _model(cov, dim, seed=1, score=score).eval()
     missing = m.load_state_dict(plain.state_dict(), strict=False).missing_keys
-    assert missing and all(k.startswith("decoder.coverage.") for k in missing)
+    assert missing and all(k.startswith("decoder.covvector.") for k in missing)
     with torch.no_grad():
-        m.decoder.coverage.V.weight.zero_()
+        m.decoder.covvector.V.weight.zero_()
     src, src_len, tgt_in, _ = _batch()
     a, b = plain(src, src_len, tgt_in), m(src, src_len, tgt_in)
     torch.testing.assert_close(a.logits, b.logits)
     torch.testing.assert_close(a.attention, b.attention)
     with torch.no_grad():
-        m.decoder.coverage.V.weight.fill_(0.5)
+        m.decoder.covvector.V.weight.fill_(0.5)
     assert not torch.allclose(m(src, src_len, tgt_in).attention, a.attention)
 
 
@@ -113,11 +114,11 @@ def test_linguistic_coverage_is_the_cumulative_attention():
 
 def test_fertility_coverage_divides_by_phi():
     m = _model("linguistic_fertility").eval()
-    m.decoder.coverage.scale = 2.0
+    m.decoder.covvector.scale = 2.0
     src, src_len, tgt_in, _ = _batch()
     enc, states, attn = _run_states(m, src, src_len, tgt_in)
     phi = enc.covvector_features.squeeze(-1)
-    manual = 2.0 * torch.sigmoid(enc.memory @ m.decoder.coverage.U_f.weight.squeeze(0))
+    manual = 2.0 * torch.sigmoid(enc.memory @ m.decoder.covvector.U_f.weight.squeeze(0))
     torch.testing.assert_close(phi, manual)
     assert torch.all((phi > 0) & (phi < 2.0))
     torch.testing.assert_close(states[-1].covvector.squeeze(-1), attn.sum(1) / phi)
@@ -137,7 +138,7 @@ def test_nn_coverage_state_shape_and_padding(cov, dim):
 
 def test_nn_coverage_depends_on_its_inputs():
     """C_t = f(C_{t-1}, alpha_tj, h_j, s): changing alpha or the decoder state changes C_t."""
-    c = build_coverage(CoverageConfig(type="nn_gru", dim=3), query_size=8, memory_size=6)
+    c = build_covvector(CoverageConfig(type="nn_gru", dim=3), query_size=8, memory_size=6)
     torch.manual_seed(0)
     memory, mask = torch.randn(2, 5, 6), torch.ones(2, 5, dtype=torch.bool)
     feats, cov = c.precompute(memory), torch.rand(2, 5, 3)
@@ -160,7 +161,7 @@ def test_every_variant_trains_on_a_tiny_batch(cov, dim, score):
         loss = nmt_loss(m(src, src_len, tgt_in).logits, tgt_out)
         opt.zero_grad()
         loss.backward()
-        grads = [p.grad for p in m.decoder.coverage.parameters()]
+        grads = [p.grad for p in m.decoder.covvector.parameters()]
         assert all(g is not None and torch.isfinite(g).all() for g in grads)
         opt.step()
         losses.append(float(loss.detach()))
@@ -174,7 +175,7 @@ def test_every_variant_trains_on_a_tiny_batch(cov, dim, score):
 def test_coverage_combines_with_every_transform(cov, dim, transform):
     m = _model(cov, dim, transform=transform, score="mlp" if cov == "nn" else "general").eval()
     with torch.no_grad():
-        m.decoder.coverage.V.weight.normal_(0, 2.0)
+        m.decoder.covvector.V.weight.normal_(0, 2.0)
     src, src_len, tgt_in, tgt_out = _batch()
     fert = torch.tensor([[1.0, 2.0, 1.0, 1.0], [1.5, 1.0, 0, 0]]) if m.constrained else None
     out = m(src, src_len, tgt_in, fert)
@@ -188,7 +189,7 @@ def test_coverage_combines_with_every_transform(cov, dim, transform):
         assert torch.all(beta[0, :4] <= fert[0] + 1e-5) and torch.all(beta[1, :2] <= fert[1, :2] + 1e-5)
     loss = nmt_loss(out.logits, tgt_out)
     loss.backward()
-    assert torch.isfinite(m.decoder.coverage.V.weight.grad).all()
+    assert torch.isfinite(m.decoder.covvector.V.weight.grad).all()
 
 
 # ------------------------------------------------------------------ config

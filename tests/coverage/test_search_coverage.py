@@ -5,12 +5,13 @@ import math
 import pytest
 import torch
 
-from scanmt.config import CoverageConfig, ModelConfig
+from scanmt.config import ModelConfig
+from scanmt.model.lstm.config import CoverageConfig
 from scanmt.data.vocab import BOS_ID, EOS_ID, PAD_ID
 from scanmt.decoding.penalties import coverage_penalty, length_penalty
 from scanmt.decoding.search import SearchSettings, rescore, search, search_encoded
-from scanmt.model.decoder import LSTMEncoderOutput, LSTMState
-from scanmt.model.lstm_model import LSTMModel
+from scanmt.model.lstm.decoder import LSTMEncoderOutput, LSTMState
+from scanmt.model.lstm.model import LSTMModel
 
 VARIANTS = [("none", 1), ("linguistic", 1), ("linguistic_fertility", 1), ("nn", 1), ("nn_gru", 1), ("nn_gru", 10)]
 V = 14
@@ -23,8 +24,8 @@ def _model(cov, dim=1, transform="softmax", score="general", seed=0, eos_bias=0.
     cfg.coverage = CoverageConfig(type=cov, dim=dim)
     m = LSTMModel(cfg, V).eval()
     with torch.no_grad():
-        if m.decoder.coverage is not None:  # make coverage matter for the attention
-            m.decoder.coverage.V.weight.normal_(0.0, 1.5)
+        if m.decoder.covvector is not None:  # make coverage matter for the attention
+            m.decoder.covvector.V.weight.normal_(0.0, 1.5)
         if peaky:  # state-dependent, peaked output distributions: hypotheses finish at different steps
             m.generator.weight.copy_(torch.randn(m.generator.weight.shape, generator=torch.Generator().manual_seed(7)) * 3)
         m.generator.bias[EOS_ID] += eos_bias

@@ -9,7 +9,7 @@ from scanmt.errors import ConfigError
 from scanmt.data.vocab import BOS_ID, EOS_ID, PAD_ID
 from scanmt.decoding.penalties import length_penalty
 from scanmt.decoding.search import SearchSettings, search
-from scanmt.model.lstm_model import LSTMModel
+from scanmt.model.lstm.model import LSTMModel
 
 
 @pytest.fixture(scope="module")

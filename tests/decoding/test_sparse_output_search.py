@@ -175,7 +175,7 @@ def test_search_stats_of_translations():
 
 
 def test_softmax_never_forces_and_reports_the_whole_vocabulary():
-    from scanmt.model.lstm_model import LSTMModel
+    from scanmt.model.lstm.model import LSTMModel
 
     torch.manual_seed(3)
     m = LSTMModel(ModelConfig(emb_size=16, hidden_size=16, dropout=0.0), 12).eval()

@@ -164,8 +164,9 @@ systems:
   - name: a
   - name: b
     reuse_model: a
-    set: [model.emb_size=64, decode.beam=2]
+    set: [model.emb_size=64, model.hidden_size=64, decode.beam=2]
 """)
+    # (hidden_size too: a tied generator needs both equal, which the Config checks when it is built)
     assert main(dry_run(grid, tmp_path / "exp")) == 2
     assert "reuse_model 'a' was trained with model.emb_size=256 but this system sets model.emb_size=64" in \
         capsys.readouterr().err

@@ -9,7 +9,7 @@ import torch
 
 from scanmt.config import ModelConfig
 from scanmt.errors import ConfigError
-from scanmt.model.attention import Attention
+from scanmt.model.lstm.attention import Attention
 
 
 def _scores(scaling: str, score: str = "general", d: int = 16):
@@ -37,7 +37,7 @@ def test_learned_scale_starts_at_one_over_sqrt_d_and_learns():
 @pytest.mark.parametrize("scaling,logged", [("learned", 0.25), ("cosine", 1.0), ("sqrt", None), ("none", None)])
 def test_an_lstm_logs_its_learned_scale(scaling, logged):
     from scanmt.model.interface import log_summary
-    from scanmt.model.lstm_model import LSTMModel
+    from scanmt.model.lstm.model import LSTMModel
 
     cfg = ModelConfig(emb_size=16, hidden_size=16, dropout=0.0)
     cfg.attention.scaling = scaling
@@ -69,7 +69,7 @@ def test_bad_scaling_values_name_the_key():
     with pytest.raises(ConfigError, match="model.attention.scaling"):  # refused when the config is built
         Config.from_dict({"model": {"attention": {"scaling": "tempered"}}})
     with pytest.raises(ConfigError, match="cosine needs model.attention.score=general"):
-        Attention(8, 8, "mlp", "softmax", scaling="cosine")
+        Config.from_dict({"model": {"attention": {"score": "mlp", "scaling": "cosine"}}})
 
 
 def test_checkpoint_without_scaling_key_loads_as_unscaled(small_data_dir, tmp_path):

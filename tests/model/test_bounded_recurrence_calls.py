@@ -10,10 +10,11 @@ import pytest
 import torch
 
 import scanmt.ops
-from scanmt.config import ModelConfig, TransformerConfig
+from scanmt.config import ModelConfig
+from scanmt.model.transformer.config import TransformerConfig
 from scanmt.data.vocab import PAD_ID
-from scanmt.model.lstm_model import LSTMModel
-from scanmt.model.transformer import TransformerModel
+from scanmt.model.lstm.model import LSTMModel
+from scanmt.model.transformer.model import TransformerModel
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from scanmt.config import ModelConfig
 from scanmt.data.vocab import PAD_ID
 from scanmt.decoding.search import SearchSettings, search
 from scanmt.errors import ConfigError
-from scanmt.model.lstm_model import LSTMModel
+from scanmt.model.lstm.model import LSTMModel
 from scanmt.model.loss import nmt_loss
 
 

@@ -9,14 +9,16 @@ import math
 import pytest
 import torch
 
-from scanmt.config import BOUNDED_MODES, ModelConfig, TransformerConfig
+from scanmt.config import ModelConfig
+from scanmt.choices import BOUNDED_MODES
+from scanmt.model.transformer.config import TransformerConfig
 from scanmt.data.vocab import PAD_ID
 from scanmt.decoding.search import SearchSettings, search
 from scanmt.model.interface import NMTModel
 from scanmt.model.loss import nmt_loss
-from scanmt.model.lstm_model import LSTMModel
+from scanmt.model.lstm.model import LSTMModel
 from scanmt.model.output import output_loss
-from scanmt.model.transformer import TransformerModel
+from scanmt.model.transformer.model import TransformerModel
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here")
 
@@ -116,8 +118,8 @@ def test_transformer_trains_in_bf16_on_cuda(transform):
 
 
 def _spy_sdpa(monkeypatch, call_through: bool) -> list:
-    """Record (dtype, cuDNN enabled, flash enabled) at every SDPA call of scanmt.model.fused_attention."""
-    import scanmt.model.fused_attention as fa
+    """Record (dtype, cuDNN enabled, flash enabled) at every SDPA call of scanmt.model.transformer.fused_attention."""
+    import scanmt.model.transformer.fused_attention as fa
 
     seen = []
     real = fa.F.scaled_dot_product_attention
@@ -132,10 +134,10 @@ def _spy_sdpa(monkeypatch, call_through: bool) -> list:
 
 def test_bf16_fused_attention_leaves_cudnn_out(monkeypatch):
     """Under bf16 autocast every SDPA call of the Transformer runs with cuDNN's backend disabled, and the
-    flags are as before afterwards (scanmt.model.fused_attention)."""
+    flags are as before afterwards (scanmt.model.transformer.fused_attention)."""
     from torch.nn.attention import SDPBackend
 
-    from scanmt.model.fused_attention import enabled_backends
+    from scanmt.model.transformer.fused_attention import enabled_backends
 
     seen = _spy_sdpa(monkeypatch, call_through=True)
     m = _model("softmax", arch="transformer").float().cuda().train()
@@ -153,7 +155,7 @@ def test_fused_attention_keeps_cudnn_when_it_is_the_only_backend(monkeypatch):
     """A caller that enables cuDNN alone (benchmarks/train_throughput.py --sdpa cudnn) keeps it."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    from scanmt.model.fused_attention import fused_attention
+    from scanmt.model.transformer.fused_attention import fused_attention
 
     seen = _spy_sdpa(monkeypatch, call_through=False)
     q = torch.randn(2, 4, 5, 64, device="cuda", dtype=torch.bfloat16)

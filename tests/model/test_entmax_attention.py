@@ -11,13 +11,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from scanmt.config import Config, ModelConfig, TransformerConfig
+from scanmt.config import Config, ModelConfig
+from scanmt.model.transformer.config import TransformerConfig
 from scanmt.data.vocab import PAD_ID
 from scanmt.decoding.search import SearchSettings, search
 from scanmt.errors import ConfigError
 from scanmt.model.bounds import LearnedAlpha
-from scanmt.model.lstm_model import LSTMModel
-from scanmt.model.transformer import TransformerModel
+from scanmt.model.lstm.model import LSTMModel
+from scanmt.model.transformer.model import TransformerModel
 
 V = 15
 #: (arch, transform, learn_alpha) of the runs trained through the Trainer

@@ -1,12 +1,12 @@
 """The Transformer's fused attention leaves cuDNN's SDPA backend out for half-precision GPU inputs only
-(scanmt.model.fused_attention); the GPU half of this is in tests/model/test_cuda.py."""
+(scanmt.model.transformer.fused_attention); the GPU half of this is in tests/model/test_cuda.py."""
 
 import pytest
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend
 
-from scanmt.model import fused_attention as fa
+from scanmt.model.transformer import fused_attention as fa
 
 FLASH, EFF, MATH, CUDNN = (SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH,
                            SDPBackend.CUDNN_ATTENTION)

@@ -1,10 +1,10 @@
 import pytest
 import torch
 
-from scanmt.config import ModelConfig
+from scanmt.config import Config, ModelConfig
 from scanmt.data.vocab import PAD_ID, SINK_ID
 from scanmt.errors import ConfigError
-from scanmt.model.lstm_model import LSTMModel
+from scanmt.model.lstm.model import LSTMModel
 from scanmt.model.loss import nmt_loss
 
 
@@ -71,5 +71,15 @@ def test_unknown_transform_and_bad_tying_are_config_errors():
     cfg.attention.transform = "entmax42"
     with pytest.raises(ConfigError, match="model.attention.transform: unknown transform 'entmax42'"):
         LSTMModel(cfg, 10)
+    # checked once, when the Config is built (issue 54: the constructors no longer check again)
     with pytest.raises(ConfigError, match="tie_generator needs model.emb_size == model.hidden_size"):
-        LSTMModel(ModelConfig(emb_size=8, hidden_size=16, tie_generator=True), 10)
+        Config.from_dict({"model": {"emb_size": 8, "hidden_size": 16, "tie_generator": True}})
+
+
+def test_an_odd_hidden_size_is_refused_when_the_config_is_built():
+    """The BiLSTM encoder gives each direction half of model.hidden_size (lstm only: a transformer's d_model
+    may be odd when its heads divide it)."""
+    with pytest.raises(ConfigError, match="model.hidden_size must be even for a bidirectional encoder, got 15"):
+        Config.from_dict({"model": {"emb_size": 15, "hidden_size": 15}})
+    t = {"arch": "transformer", "emb_size": 15, "hidden_size": 15, "transformer": {"heads": 3}}
+    assert Config.from_dict({"model": t}).model.hidden_size == 15

@@ -11,14 +11,15 @@ import torch
 from torch.nn import functional as F
 
 from scanmt import choices
-from scanmt.config import Config, ModelConfig, TransformerConfig
+from scanmt.config import Config, ModelConfig
+from scanmt.model.transformer.config import TransformerConfig
 from scanmt.data.vocab import PAD_ID
 from scanmt.decoding.search import SearchSettings, search
 from scanmt.errors import ConfigError
 from scanmt.model.loss import nmt_loss
-from scanmt.model.lstm_model import LSTMModel
+from scanmt.model.lstm.model import LSTMModel
 from scanmt.model.output import fy_loss, output_log_probs, output_loss, output_probs, token_accuracy
-from scanmt.model.transformer import TransformerModel
+from scanmt.model.transformer.model import TransformerModel
 from scanmt.ops import entmax_bisect
 from tests.conftest import tiny_config
 

@@ -5,9 +5,9 @@ import torch
 
 from scanmt.config import ModelConfig
 from scanmt.data.vocab import PAD_ID
-from scanmt.model.lstm_model import LSTMModel
+from scanmt.model.lstm.model import LSTMModel
 from scanmt.model.loss import nmt_loss
-from scanmt.model.step_linear import DeferredLinear
+from scanmt.model.lstm.step_linear import DeferredLinear
 
 
 def test_recurrence_gradients_match_plain_autograd():

@@ -10,14 +10,17 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from scanmt.config import BOUNDED_MODES, Config, ModelConfig, TransformerConfig
+from scanmt.config import Config, ModelConfig
+from scanmt.choices import BOUNDED_MODES
+from scanmt.model.transformer.config import TransformerConfig
 from scanmt.data.vocab import EOS_ID, PAD_ID
 from scanmt.decoding.search import SearchSettings, search
 from scanmt.errors import ConfigError
 from scanmt.model.build import build_model
 from scanmt.model.interface import DecoderState, EncoderOutput, NMTModel, Step
 from scanmt.model.loss import nmt_loss
-from scanmt.model.transformer import CrossAttention, TransformerModel
+from scanmt.model.transformer.layers import CrossAttention
+from scanmt.model.transformer.model import TransformerModel
 
 V = 30
 TRANSFORMS = ("softmax", "sparsemax", "csoftmax", "csparsemax", "entmax", "centmax")

@@ -47,10 +47,11 @@ def test_auto_picks_triton_on_cuda(monkeypatch) -> None:
 def test_transformer_step_with_triton_matches_torch(transform: str) -> None:
     """A float32 Transformer training step with bounded heads (every layer, learned alpha for centmax): the
     loss, the reported attention and every gradient agree between the two backends."""
-    from scanmt.config import ModelConfig, TransformerConfig
+    from scanmt.config import ModelConfig
+    from scanmt.model.transformer.config import TransformerConfig
     from scanmt.data.vocab import PAD_ID
     from scanmt.model.loss import nmt_loss
-    from scanmt.model.transformer import TransformerModel
+    from scanmt.model.transformer.model import TransformerModel
     from scanmt.ops.recurrence import use_backend
 
     torch.manual_seed(0)

@@ -3,7 +3,7 @@
 ``lp(Y) = ((5 + |Y|) / 6) ** alpha`` — the length penalty; ``|Y|`` counts the
 output tokens including the final ``</s>``.
 
-``cp(X; Y) = beta * sum_j log max(eps, min(1, sum_t alpha_tj))`` — the coverage
+``cp(X; Y) = beta * sum_j log max(eps, min(1, sum_t a_tj))`` — the coverage
 penalty over the real source tokens ``j`` (padding and the ``<sink>`` are
 masked out; ``t`` runs over every output step including ``</s>``).  The paper
 adds ``eps`` (0.1) so that the penalty stays finite when sparse attention gives

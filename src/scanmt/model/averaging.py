@@ -18,6 +18,7 @@ run), and records its sources as ``averaged_from``: ``[{"file", "step"}, ...]``.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 from typing import Any, Sequence
@@ -26,6 +27,7 @@ import torch
 
 from scanmt.config import config_differences, with_defaults
 from scanmt.errors import ConfigError, DataError, ScanmtError
+from scanmt.model.build import upgraded_weights
 from scanmt.model.checkpoint import Checkpoint
 
 #: the folder of a run where ``train.keep_checkpoints`` puts its checkpoints
@@ -78,6 +80,9 @@ def average_checkpoints(ckpts: Sequence[Checkpoint]) -> Checkpoint:
     for c in ckpts:
         if c.pipeline is None:
             raise DataError(f"{c.name}: not an NMT checkpoint (it has no text pipeline); only NMT models are averaged")
+    # the parameter names of checkpoints written before a rename (a run resumed across it keeps both kinds)
+    ckpts = [dataclasses.replace(c, weights=upgraded_weights(with_defaults(c.config)["model"]["arch"], c.weights))
+             for c in ckpts]
     newest = max(ckpts, key=step_of)
     for c in ckpts:
         _check_same_model(newest, c)

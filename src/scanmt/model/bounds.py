@@ -1,7 +1,7 @@
 """Fertility-bounded attention: the paper's bound bookkeeping, shared by every architecture.
 
 For scores ``z`` over the source columns (the sink last, with bound ``f = inf``), fertilities ``f``
-and the attention paid so far ``attention_sum`` (the paper's cumulative attention beta)::
+and the attention paid so far ``attention_sum`` (the paper's cumulative attention)::
 
     u     = max(0, f - attention_sum)        # what each source word may still receive
     z'    = z + c * u                        # the exhaustion bonus, real words only (u is inf at the sink)

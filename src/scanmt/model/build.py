@@ -1,6 +1,18 @@
-"""Build the :class:`~scanmt.model.interface.NMTModel` of a config (``model.arch``), optionally with saved weights."""
+"""Build the :class:`~scanmt.model.interface.NMTModel` of a config (``model.arch``), optionally with saved weights.
+
+Architectures register themselves here (:func:`register_architecture`): the module of each one's model calls
+it when imported, with the class (or any callable) that builds the model of a
+:class:`~scanmt.config.ModelConfig` for a vocabulary size.  The built-in ones (:mod:`scanmt.model.lstm`,
+:mod:`scanmt.model.transformer`) are imported when the registry is first read (:func:`architectures`).  An
+architecture's config keys and checks are :class:`~scanmt.config.Config`'s (the built-in ones' in
+``scanmt.model.*.config``; another one's through :func:`scanmt.config.register_architecture_keys`), so a config
+is checked once, when it is built.  An unknown ``model.arch`` is a :class:`~scanmt.errors.ConfigError` naming it
+and the known ones.
+"""
 
 from __future__ import annotations
+
+from typing import Callable
 
 import torch
 
@@ -8,16 +20,35 @@ from scanmt.config import Config, ModelConfig
 from scanmt.errors import ConfigError
 from scanmt.model.interface import NMTModel
 
+#: ``(model config, vocabulary size) -> untrained model`` of one architecture
+Builder = Callable[[ModelConfig, int], NMTModel]
+#: the builder of each registered architecture, by ``model.arch``
+_ARCHITECTURES: dict[str, Builder] = {}
+
+
+def register_architecture(arch: str, builder: Builder) -> None:
+    """Build the models of ``model.arch: ARCH`` with ``builder`` (a later registration of ``arch`` replaces it)."""
+    _ARCHITECTURES[arch] = builder
+
+
+def architectures() -> dict[str, Builder]:
+    """Every registered architecture (the built-in ones included) by name."""
+    import scanmt.model.lstm.model  # noqa: F401  (the built-in architectures register themselves)
+    import scanmt.model.transformer.model  # noqa: F401
+
+    return dict(_ARCHITECTURES)
+
 
 def architecture(cfg: ModelConfig, vocab_size: int) -> NMTModel:
-    """The untrained model of ``model.arch`` (``lstm``: the paper's BiLSTM; ``transformer``)."""
-    if cfg.arch == "lstm":
-        from scanmt.model.lstm_model import LSTMModel
+    """The untrained model of ``model.arch`` (``lstm``: the paper's BiLSTM; ``transformer``; any registered one).
 
-        return LSTMModel(cfg, vocab_size)
-    from scanmt.model.transformer import TransformerModel  # the other of scanmt.choices.ARCHS
-
-    return TransformerModel(cfg, vocab_size)
+    Raises:
+        ConfigError: for an architecture nobody registered, naming it and the known ones.
+    """
+    known = architectures()
+    if cfg.arch not in known:
+        raise ConfigError(f"model.arch: unknown architecture {cfg.arch!r} (known: {', '.join(known)})")
+    return known[cfg.arch](cfg, vocab_size)
 
 
 def build_model(cfg: Config, vocab_size: int, state_dict: dict | None = None, what: str = "checkpoint") -> NMTModel:
@@ -28,9 +59,17 @@ def build_model(cfg: Config, vocab_size: int, state_dict: dict | None = None, wh
     """
     model = architecture(cfg.model, vocab_size)
     if state_dict is not None:
+        state_dict = type(model).upgrade_state_dict(state_dict)
         check_weights(model.state_dict(), state_dict, what)
         model.load_state_dict(state_dict)
     return model
+
+
+def upgraded_weights(arch: str, weights: dict) -> dict:
+    """``weights`` of a ``model.arch: ARCH`` model with the parameter names of older checkpoints renamed
+    (:meth:`NMTModel.upgrade_state_dict <scanmt.model.interface.NMTModel.upgrade_state_dict>` of its class)."""
+    upgrade = getattr(architectures().get(arch), "upgrade_state_dict", None)
+    return upgrade(weights) if upgrade is not None else weights
 
 
 def check_weights(expected: dict, weights: dict, what: str) -> None:

@@ -1,8 +1,8 @@
 """The model interface: what search, the :class:`~scanmt.decoding.translator.Translator`, training,
 attention health, forced decoding and the experiment runner may call on a model.
 
-Every architecture (``model.arch``: the paper's BiLSTM in :mod:`scanmt.model.lstm_model`, the
-Transformer in :mod:`scanmt.model.transformer`) is an :class:`NMTModel` and is used through these
+Every architecture (``model.arch``: the paper's BiLSTM in :mod:`scanmt.model.lstm.model`, the
+Transformer in :mod:`scanmt.model.transformer.model`) is an :class:`NMTModel` and is used through these
 calls only, as fairseq's generator talks to any model through a few methods::
 
     enc   = model.encode(src, src_len, fertility)     # source side, once per sentence   EncoderOutput
@@ -169,6 +169,13 @@ class NMTModel(nn.Module, abc.ABC):
         self, src: torch.Tensor, src_len: torch.Tensor, tgt_in: torch.Tensor, fertility: torch.Tensor | None = None
     ) -> ForwardOutput:
         """Teacher forcing: ``tgt_in [B, T]`` (``<s> y_1 .. y_n``) -> logits ``[B, T, V]`` and attention."""
+
+    @classmethod
+    def upgrade_state_dict(cls, weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """``weights`` (a saved ``state_dict()``) with the parameter names of older checkpoints renamed to this
+        code's (what :func:`scanmt.model.build.build_model` loads; ``load_state_dict`` renames them too).
+        The default renames nothing."""
+        return weights
 
     # ------------------------------------------------------------------ training hooks
     @abc.abstractmethod

@@ -28,8 +28,8 @@ All four solve a problem over the probability simplex
     Ferreira and Martins, 2018).  ``p_j = clip(z_j - tau, 0, u_j)``: both sparse
     and bounded.
 
-In neural machine translation the bounds are ``u = f - beta``: a fertility ``f``
-per source word minus the attention ``beta`` it has received so far, so a word
+In neural machine translation the bounds are ``u = f - attention_sum``: a fertility ``f``
+per source word minus the attention ``attention_sum`` it has received so far, so a word
 cannot be attended to more than ``f`` times in total.
 
 ``entmax15(z, dim=-1, mask=None)``, ``entmax_bisect(z, alpha, dim=-1, mask=None)`` and ``centmax(z, u, alpha, dim=-1, mask=None)``

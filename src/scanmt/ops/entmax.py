@@ -387,15 +387,15 @@ def _alpha_dtype(device: torch.device) -> torch.dtype:
     return torch.float32 if device.type == "mps" else torch.float64
 
 
-def _threshold(x: Tensor, uc: Optional[Tensor], beta: Tensor, live: Tensor, lo: Optional[Tensor] = None) -> Tensor:
+def _threshold(x: Tensor, uc: Optional[Tensor], am1: Tensor, live: Tensor, lo: Optional[Tensor] = None) -> Tensor:
     """The threshold ``t`` (units of ``z``) of alpha-entmax (``uc is None``) or centmax, by Newton's
     method (:func:`_newton`): ``x`` float64 scores (``-inf`` = unusable; the row maximum 0, or at most
-    ``-lo`` for the recentred rows), bounds ``uc`` in ``[0, 1]`` (0 where unusable), per-row ``beta``;
+    ``-lo`` for the recentred rows), bounds ``uc`` in ``[0, 1]`` (0 where unusable), per-row ``am1 = alpha - 1``;
     rows without ``live`` are not solved (0).  ``lo`` overrides the lower end of the bracket."""
-    inv = 1.0 / beta
+    inv = 1.0 / am1
     if uc is None:
         n = torch.gt(x, float("-inf")).sum(-1, keepdim=True).clamp(min=1).to(x.dtype)
-        lo_, hi = -inv, -torch.pow(1.0 / n, beta) * inv
+        lo_, hi = -inv, -torch.pow(1.0 / n, am1) * inv
     else:
         # every usable entry is capped at t <= min z - 1/b (q >= 1 >= u there), none positive at max z
         lo_ = torch.where(live, x.nan_to_num(neginf=float("inf")).amin(-1, keepdim=True) - inv, -inv)
@@ -406,8 +406,8 @@ def _threshold(x: Tensor, uc: Optional[Tensor], beta: Tensor, live: Tensor, lo: 
     if uc is not None:
         # and for b > 1, b times as many: an entry at the threshold holds (b (z - t))^(1/b), so p to 2^-60
         # takes t to 2^(-60 b) (alpha = 10: p = 0.005 is 1e-22 above t)
-        ratio, b_max = (float(v) for v in torch.cat([((hi - lo) * beta).amax().clamp(min=1.0).reshape(1),
-                                                     beta.amax().clamp(min=1.0).reshape(1)]))
+        ratio, b_max = (float(v) for v in torch.cat([((hi - lo) * am1).amax().clamp(min=1.0).reshape(1),
+                                                     am1.amax().clamp(min=1.0).reshape(1)]))
         steps = min(MAX_BISECT_STEPS, BISECT_STEPS * math.ceil(b_max) + math.ceil(math.log2(ratio)))
     elif _long(x):
         wide = _wide(x, -inv)  # the threshold is at least -1/b
@@ -420,20 +420,20 @@ def _threshold(x: Tensor, uc: Optional[Tensor], beta: Tensor, live: Tensor, lo: 
                     return t if rows is None else t.index_select(0, rows)
 
                 start = pick(lo) if prev is None else torch.maximum(prev, pick(lo))
-                t = _newton(xs, None, pick(beta), start, pick(hi), pick(live), steps)
+                t = _newton(xs, None, pick(am1), start, pick(hi), pick(live), steps)
                 return t, torch.le(xs[:, -1:], t)
 
             return _on_largest(x, solve, wide, TOP_K)
-    return _newton(x, uc, beta, lo, hi, live, steps)
+    return _newton(x, uc, am1, lo, hi, live, steps)
 
 
-def _sums(x: Tensor, t: Tensor, uc: Optional[Tensor], beta: Tensor, inv: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+def _sums(x: Tensor, t: Tensor, uc: Optional[Tensor], am1: Tensor, inv: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
     """At the thresholds ``t`` ``[n, 1]``: ``phi(t) = sum_j min(u_j, q_j)``, the mass of the free entries
     ``sum_F q`` (``F = {q < u}``) and minus the slope of ``phi`` there, ``sum_F q_j / y_j``, with
     ``y = [b (x - t)]_+`` and ``q = y^(1/b)`` (``[n, 1]`` each; ``x`` ``[n, J]``, ``uc`` ``[n, J]`` or
     ``None``).  ``torch.pow`` rather than ``exp(log(y) / b)``: as fast where ``y > 0`` and several
     times faster at ``y = 0`` (``log(0)`` and ``exp(-inf)`` leave the vectorised code)."""
-    y = torch.sub(x, t).mul_(beta).relu_()
+    y = torch.sub(x, t).mul_(am1).relu_()
     q = torch.pow(y, inv)
     if uc is None:
         phi = q.sum(-1, keepdim=True)
@@ -446,10 +446,10 @@ def _sums(x: Tensor, t: Tensor, uc: Optional[Tensor], beta: Tensor, inv: Tensor)
 
 
 def _newton(
-    x: Tensor, uc: Optional[Tensor], beta: Tensor, lo: Tensor, hi: Tensor, live: Tensor, max_steps: int
+    x: Tensor, uc: Optional[Tensor], am1: Tensor, lo: Tensor, hi: Tensor, live: Tensor, max_steps: int
 ) -> Tensor:
     """The root ``t`` ``[R, 1]`` of ``phi(t) = 1`` in the bracket ``[lo, hi]`` (``phi(lo) >= 1 >= phi(hi)``)
-    by Newton steps; ``x`` ``[R, J]``, ``uc`` ``[R, J]`` or ``None``, ``beta`` ``[R, 1]``; rows without
+    by Newton steps; ``x`` ``[R, J]``, ``uc`` ``[R, J]`` or ``None``, ``am1`` ``[R, 1]``; rows without
     ``live`` get 0.
 
     The steps solve ``(sum_F q)^b = B^b`` with the partition held fixed (``F`` free, ``B = 1 -`` the
@@ -465,27 +465,27 @@ def _newton(
     if idx.numel() == 0:
         return t_out
     if idx.numel() < x.shape[0]:
-        x, beta, lo, hi = (v.index_select(0, idx) for v in (x, beta, lo, hi))
+        x, am1, lo, hi = (v.index_select(0, idx) for v in (x, am1, lo, hi))
         uc = None if uc is None else uc.index_select(0, idx)
-    if uc is None and not bool(torch.gt(beta, 1.0).any()):
-        _newton_monotone(x, beta, lo, max_steps, idx, t_out)
+    if uc is None and not bool(torch.gt(am1, 1.0).any()):
+        _newton_monotone(x, am1, lo, max_steps, idx, t_out)
     else:
-        _newton_guarded(x, uc, beta, lo, hi, max_steps, idx, t_out)
+        _newton_guarded(x, uc, am1, lo, hi, max_steps, idx, t_out)
     return t_out
 
 
-def _newton_monotone(x: Tensor, beta: Tensor, lo: Tensor, max_steps: int, idx: Tensor, t_out: Tensor) -> None:
+def _newton_monotone(x: Tensor, am1: Tensor, lo: Tensor, max_steps: int, idx: Tensor, t_out: Tensor) -> None:
     """:func:`_newton` without bounds for ``a <= 2``: plain steps from ``t = lo`` (increasing, each
     below the root, where ``phi >= 1`` and ``S' > 0``); a row is done once its step is at rounding,
     ``4 eps (1 + |lo|)`` (``|t| <= |lo|``), and takes that last step.  Writes ``t_out[idx]``."""
-    inv = 1.0 / beta
-    nbeta = -beta
+    inv = 1.0 / am1
+    neg_am1 = -am1
     tol = lo.abs().add_(1.0).mul_(4.0 * torch.finfo(x.dtype).eps)
     t = lo.clone()
     for _ in range(max_steps):
-        phi, _, slope = _sums(x, t, None, beta, inv)
+        phi, _, slope = _sums(x, t, None, am1, inv)
         # dt = -S expm1(-b log S) / (b S')
-        step = phi.log().mul_(nbeta).expm1_().mul_(phi).div_(slope.mul_(nbeta))
+        step = phi.log().mul_(neg_am1).expm1_().mul_(phi).div_(slope.mul_(neg_am1))
         t.add_(step)
         done = torch.le(step.abs_(), tol).reshape(-1)
         n_done = int(done.sum())
@@ -496,12 +496,12 @@ def _newton_monotone(x: Tensor, beta: Tensor, lo: Tensor, max_steps: int, idx: T
             t_out[idx[rows]] = t.index_select(0, rows)
             keep = done.logical_not_().nonzero().reshape(-1)
             idx, x, t = idx.index_select(0, keep), x.index_select(0, keep), t.index_select(0, keep)
-            beta, nbeta, inv, tol = (v.index_select(0, keep) for v in (beta, nbeta, inv, tol))
+            am1, neg_am1, inv, tol = (v.index_select(0, keep) for v in (am1, neg_am1, inv, tol))
     t_out[idx] = t
 
 
 def _newton_guarded(
-    x: Tensor, uc: Optional[Tensor], beta: Tensor, lo: Tensor, hi: Tensor, max_steps: int, idx: Tensor,
+    x: Tensor, uc: Optional[Tensor], am1: Tensor, lo: Tensor, hi: Tensor, max_steps: int, idx: Tensor,
     t_out: Tensor,
 ) -> None:
     """:func:`_newton` with bounds, or ``a > 2``, from ``t = -1/b`` (clipped to the bracket): a step is
@@ -516,17 +516,17 @@ def _newton_guarded(
     steps) take its lower end, where ``phi >= 1``: the free entries there hold at least the budget,
     which :func:`_finish` rescales them to.  Writes ``t_out[idx]``."""
     k = _checks.consts(x.dtype, x.device)
-    inv, nbeta = 1.0 / beta, -beta
+    inv, neg_am1 = 1.0 / am1, -am1
     res_tol = RESIDUAL_TOL * torch.finfo(x.dtype).eps * math.sqrt(x.shape[-1])
     # a <= 2: a step at rounding of t ends the row (not of the bracket's ends: an entry at -1e30 puts lo
     # there, and a step at its rounding, 1e14, would end the row anywhere)
-    steady = torch.le(beta, 1.0)
+    steady = torch.le(am1, 1.0)
     eps4 = 4.0 * torch.finfo(x.dtype).eps
     t = torch.maximum(torch.minimum(-inv, hi), lo)
     dx1 = hi - lo
     dx2 = dx1
     for step in range(max_steps + 1):
-        phi, mass, slope = _sums(x, t, uc, beta, inv)
+        phi, mass, slope = _sums(x, t, uc, am1, inv)
         res = phi - k.one  # (phi is mass itself without bounds)
         above = torch.ge(res, k.zero)
         lo = torch.where(above, t, lo)
@@ -534,7 +534,7 @@ def _newton_guarded(
         budget = mass - res  # 1 - the capped mass
         ok = torch.gt(torch.minimum(torch.minimum(mass, slope), budget), k.zero)
         # NaN or inf where not ok (rejected below)
-        dt = budget.div_(mass).log_().mul_(beta).expm1_().mul_(mass).div_(slope.mul_(nbeta))
+        dt = budget.div_(mass).log_().mul_(am1).expm1_().mul_(mass).div_(slope.mul_(neg_am1))
         t_new = t + dt
         adt = dt.abs_()
         small = torch.le(adt, t.abs().add_(1.0).mul_(eps4)).logical_and_(ok).logical_and_(steady)
@@ -559,20 +559,20 @@ def _newton_guarded(
             rows = done.nonzero().reshape(-1)
             t_out[idx[rows]] = t.index_select(0, rows)
             keep = done.logical_not_().nonzero().reshape(-1)
-            state = torch.cat([t, lo, hi, dx1, dx2, beta, nbeta, inv, steady.to(x.dtype)], 1)
+            state = torch.cat([t, lo, hi, dx1, dx2, am1, neg_am1, inv, steady.to(x.dtype)], 1)
             state = state.index_select(0, keep)
-            t, lo, hi, dx1, dx2, beta, nbeta, inv, steady_f = state.split(1, dim=1)
+            t, lo, hi, dx1, dx2, am1, neg_am1, inv, steady_f = state.split(1, dim=1)
             steady = torch.gt(steady_f, 0.5)
             idx, x = idx.index_select(0, keep), x.index_select(0, keep)
             uc = None if uc is None else uc.index_select(0, keep)
 
 
-def _finish(x: Tensor, t: Tensor, uc: Optional[Tensor], beta: Tensor, live: Tensor) -> Tensor:
+def _finish(x: Tensor, t: Tensor, uc: Optional[Tensor], am1: Tensor, live: Tensor) -> Tensor:
     """``p`` from the threshold ``t``, made exact to rounding: without bounds ``p / sum(p)``;
     with bounds the free entries rescaled to the budget ``1 - sum_capped u``, clipped at ``u``.
     Rows without ``live`` get 0 (the caller fills them).  Masks as 0/1 floats: ``torch.where`` is
     ten times slower than a product on large inputs."""
-    q = torch.sub(x, t).mul_(beta).relu_().pow_(1.0 / beta)  # in place: one [R, J] tensor at vocabulary size
+    q = torch.sub(x, t).mul_(am1).relu_().pow_(1.0 / am1)  # in place: one [R, J] tensor at vocabulary size
     if uc is None:
         p = q.div_(q.sum(-1, keepdim=True).clamp(min=torch.finfo(q.dtype).tiny))
     else:
@@ -586,9 +586,9 @@ def _finish(x: Tensor, t: Tensor, uc: Optional[Tensor], beta: Tensor, live: Tens
     return p.mul_(live.to(p.dtype))
 
 
-def _frame_error(zs: Tensor, uc: Tensor, t: Tensor, beta: Tensor, rows: Optional[Tensor]) -> Tensor:
+def _frame_error(zs: Tensor, uc: Tensor, t: Tensor, am1: Tensor, rows: Optional[Tensor]) -> Tensor:
     """``[R, 1]``: how far the rounding of the frame ``zs = z - max z`` ``[R, J]`` may have moved ``p``
-    (bounds ``uc`` ``[R, J]``, threshold ``t`` and ``beta`` ``[R, 1]``) in the rows ``rows`` (indices),
+    (bounds ``uc`` ``[R, J]``, threshold ``t`` and ``am1`` ``[R, 1]``) in the rows ``rows`` (indices),
     or a bound on it in every row where ``rows`` is None (no pass over ``[R, J]``).
 
     Near the threshold ``zs`` and ``t`` are known to ``d = 4 eps |t|``: ``p_j = min(u_j, [b (z_j - t)]_+^(1/b))``
@@ -598,39 +598,39 @@ def _frame_error(zs: Tensor, uc: Tensor, t: Tensor, beta: Tensor, rows: Optional
     an entry at the threshold may hold 0.07): ``J`` times their maximum is the bound."""
     d = t.abs().mul_(4.0 * torch.finfo(zs.dtype).eps)
     if rows is None:
-        spread = d.mul(beta).mul_(2.0).pow_(1.0 / beta)
+        spread = d.mul(am1).mul_(2.0).pow_(1.0 / am1)
         return torch.maximum(spread, d.mul_(2.0)).mul_(zs.shape[-1])
-    zs, uc, t, beta, d = (v.index_select(0, rows) for v in (zs, uc, t, beta, d))
-    y = torch.sub(zs, t).mul_(beta)
-    bd = d.mul_(beta)
-    hi = torch.add(y, bd).relu_().pow_(1.0 / beta)
-    lo = y.sub_(bd).relu_().pow_(1.0 / beta)
+    zs, uc, t, am1, d = (v.index_select(0, rows) for v in (zs, uc, t, am1, d))
+    y = torch.sub(zs, t).mul_(am1)
+    bd = d.mul_(am1)
+    hi = torch.add(y, bd).relu_().pow_(1.0 / am1)
+    lo = y.sub_(bd).relu_().pow_(1.0 / am1)
     return torch.minimum(hi, uc, out=hi).sub_(torch.minimum(lo, uc, out=lo)).sum(-1, keepdim=True)
 
 
-def _imprecise_rows(zs: Tensor, uc: Tensor, t: Tensor, beta: Tensor, live: Tensor) -> Tensor:
+def _imprecise_rows(zs: Tensor, uc: Tensor, t: Tensor, am1: Tensor, live: Tensor) -> Tensor:
     """The indices ``[n]`` of the ``live`` rows whose ``p`` the frame ``zs`` may have moved by more than
     ``FRAME_TOL`` (:func:`_frame_error`; arguments as there).  One host synchronisation where the bound
     rules every row out (``alpha <= 2`` and ``|t| < 5e5 / J``: most rows), else two."""
-    maybe = torch.gt(_frame_error(zs, uc, t, beta, None), FRAME_TOL).logical_and_(live).reshape(-1)
+    maybe = torch.gt(_frame_error(zs, uc, t, am1, None), FRAME_TOL).logical_and_(live).reshape(-1)
     rows = maybe.nonzero().reshape(-1)
     if rows.numel() == 0:
         return rows
-    return rows[torch.gt(_frame_error(zs, uc, t, beta, rows), FRAME_TOL).reshape(-1)]
+    return rows[torch.gt(_frame_error(zs, uc, t, am1, rows), FRAME_TOL).reshape(-1)]
 
 
-def _solve(z2: Tensor, zmax: Tensor, zs: Tensor, uc: Optional[Tensor], beta: Tensor, live: Tensor) -> Tensor:
+def _solve(z2: Tensor, zmax: Tensor, zs: Tensor, uc: Optional[Tensor], am1: Tensor, live: Tensor) -> Tensor:
     """``p`` on the shifted scores ``zs = z - max(z)``; rows where the rounding of ``zs`` near the
     threshold may have moved ``p`` by more than ``FRAME_TOL`` (:func:`_frame_error`: bounds binding at
     the top and the mass far below, huge scores, or ``alpha > 2``, where tiny ``p`` are sensitive to
     ``z``) are solved again in frames centred at the threshold (:func:`._checks.recentre`)."""
-    t = _threshold(zs, uc, beta, live)
-    p = _finish(zs, t, uc, beta, live)
+    t = _threshold(zs, uc, am1, live)
+    p = _finish(zs, t, uc, am1, live)
     if uc is None:
         return p
-    rows = _imprecise_rows(zs, uc, t, beta, live)
+    rows = _imprecise_rows(zs, uc, t, am1, live)
     if rows.numel():
-        z_f, uc_f, b_f = z2[rows], uc[rows], beta[rows]
+        z_f, uc_f, b_f = z2[rows], uc[rows], am1[rows]
         scale = torch.where(z_f > float("-inf"), zs[rows].abs(), 0.0).amax(-1, keepdim=True)
         bound = scale.mul(2.0).add(t[rows].abs())
         margin = 1.0 / b_f + 4.0  # beyond it an entry is capped (above) or zero (below) anyway
@@ -680,12 +680,12 @@ class AlphaEntmaxFunction(torch.autograd.Function):
                 raise ValueError(f"{name}: alpha must be finite and >= 1, got {float(worst):.6g} "
                                  f"in {int(bad.sum())} of {a2.shape[0]} rows")
         zs = _checks.shift(z2, zmax, k)
-        beta = a2 - 1.0
-        one = torch.lt(beta, ALPHA_ONE_TOL).reshape(-1)
+        am1 = a2 - 1.0  # alpha - 1: entmax's p = [am1 (z - t)]_+ ^ (1 / am1)
+        one = torch.lt(am1, ALPHA_ONE_TOL).reshape(-1)
         live = torch.gt(zmax, k.ninf)
         if b is not None:
             live = live & torch.gt(b.usum, k.one)
-        p = _solve(z2, zmax, zs, None if b is None else b.uc, beta.clamp(min=ALPHA_ONE_TOL), live)
+        p = _solve(z2, zmax, zs, None if b is None else b.uc, am1.clamp(min=ALPHA_ONE_TOL), live)
         if b is not None:  # sum(u) <= 1 over the usable positions (or none usable): p = u
             live_f = live.to(dt)
             p = p.mul_(live_f).addcmul_(b.uc, 1.0 - live_f)
@@ -713,7 +713,7 @@ class AlphaEntmaxFunction(torch.autograd.Function):
         tiny = torch.finfo(dt).tiny
         p = rows.take(out, dt)
         v = rows.take(grad, dt)
-        beta = alpha.movedim(ctx.dim, -1).reshape(-1, 1).to(dt) - 1.0
+        am1 = alpha.movedim(ctx.dim, -1).reshape(-1, 1).to(dt) - 1.0
         # masks as 0/1 floats (torch.where is ten times slower than a product on large inputs)
         free = _checks.gt_float(p, torch.zeros((), dtype=dt, device=p.device))
         if uv is None:  # p = 0 at the unusable entries
@@ -722,7 +722,7 @@ class AlphaEntmaxFunction(torch.autograd.Function):
             free = free.mul_(_checks.gt_float(uv, p))
             pf = p * free
         s = torch.log(pf + (1.0 - free))  # log p on S, 0 elsewhere
-        E = torch.expm1(s * -beta)  # p^(-b) - 1 on S
+        E = torch.expm1(s * -am1)  # p^(-b) - 1 on S
         g = pf + pf * E  # p^(2 - a) on S, 0 elsewhere
         m = (g * v).sum(-1, keepdim=True) / g.sum(-1, keepdim=True).clamp(min=tiny)
         vm = v - m
@@ -736,7 +736,7 @@ class AlphaEntmaxFunction(torch.autograd.Function):
             # e1 = sum_S p E / P: the cancellation of the terms of size 1/b^2 done exactly
             W = vm * pf
             P = pf.sum(-1, keepdim=True).clamp(min=tiny)
-            bb = beta.clamp(min=ALPHA_ONE_TOL)
+            bb = am1.clamp(min=ALPHA_ONE_TOL)
             Eb = torch.expm1(s * -bb) if ctx.any_one else E  # the rows solved as alpha = 1 aside
             e1 = (pf * Eb).sum(-1, keepdim=True) / P
             Ws = W * s
@@ -744,7 +744,7 @@ class AlphaEntmaxFunction(torch.autograd.Function):
             if ctx.any_one:  # the limit at alpha = 1: -(1/2) sum_S (v - m) p (s^2 - sum_S p s^2 / P)
                 ps2 = (pf * s * s).sum(-1, keepdim=True) / P
                 limit = ((Ws * s).sum(-1, keepdim=True) - ps2 * W.sum(-1, keepdim=True)) * -0.5
-                da2 = torch.where(torch.lt(beta, ALPHA_ONE_TOL), limit, da2)
+                da2 = torch.where(torch.lt(am1, ALPHA_ONE_TOL), limit, da2)
             ashape = list(rows.moved_shape)
             ashape[-1] = 1
             da = da2.reshape(ashape).movedim(-1, ctx.dim).to(ctx.a_dtype)

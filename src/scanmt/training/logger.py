@@ -36,10 +36,6 @@ class MetricLogger:
             from torch.utils.tensorboard import SummaryWriter
 
             self._tb = SummaryWriter(str(out_dir / "tensorboard"), purge_step=resume_step)
-        elif self.backend != "none":
-            from scanmt.errors import ConfigError
-
-            raise ConfigError(f"train.logger: unknown logger {backend!r} (known: csv, tensorboard, none)")
 
     def log(self, step: int, values: dict[str, float]) -> None:
         if self.backend == "csv":

@@ -18,12 +18,9 @@ import math
 import torch
 
 from scanmt.config import TrainConfig
-from scanmt.errors import ConfigError
 
 
 def build_optimizer(params, cfg: TrainConfig) -> torch.optim.Optimizer:
-    if cfg.lr <= 0:
-        raise ConfigError(f"train.lr must be positive, got {cfg.lr}")
     if cfg.optimizer == "sgd":
         return torch.optim.SGD(params, lr=cfg.lr)
     # adam: the other of scanmt.choices.OPTIMIZERS (checked when the config was built)

@@ -126,7 +126,7 @@ def precision_advice(arch: str, precision: str, device: torch.device, threads: i
 
     - GPU, Transformer, bf16: autocast trained the Transformer preset 18x slower than fp32 on an H200
       (torch 2.11), and ``torch.nn.Transformer`` 14x (docs/transformer.md, section 5).  The likely cause,
-      cuDNN's attention backend, is left out since (:mod:`scanmt.model.fused_attention`), but no GPU has
+      cuDNN's attention backend, is left out since (:mod:`scanmt.model.transformer.fused_attention`), but no GPU has
       measured it yet, so the warning stays.
     - CPU, bf16: when this CPU's bf16 training steps measure slower than fp32's (:func:`cpu_bf16_speedup`:
       this command's one measurement, so the demo's ``--precision auto`` never picks what its trainers warn of).

@@ -159,23 +159,23 @@ def _csoftmax_t(zs, uc, usable, live, MAX_ITER: tl.constexpr):
 
 
 @triton.jit
-def _centmax_p(zs, uc, usable, live, beta, S, MAX_ITER: tl.constexpr):
-    """centmax's ``p`` ``[G, BS]`` (float64) for the rows' ``beta = a - 1`` (at least 1e-6)."""
-    inv = 1.0 / beta
+def _centmax_p(zs, uc, usable, live, am1, S, MAX_ITER: tl.constexpr):
+    """centmax's ``p`` ``[G, BS]`` (float64) for the rows' ``am1 = a - 1`` (at least 1e-6)."""
+    inv = 1.0 / am1
     zmin = tl.min(tl.where(usable, zs, float("inf")), axis=1)
     lo = tl.where(live, zmin - inv, -inv)  # every usable column capped (q >= 1 >= u)
     hi = tl.maximum(lo, 0.0)  # none positive
     eps = 2.220446049250313e-16
     res_tol = 8.0 * eps * tl.sqrt(S * 1.0)
     tol = (tl.maximum(tl.abs(lo), tl.abs(hi)) + 1.0) * (4.0 * eps)
-    steady = beta <= 1.0
+    steady = am1 <= 1.0
     t = tl.maximum(tl.minimum(-inv, hi), lo)
     dx1 = hi - lo
     dx2 = dx1
     done = live == 0
     it = 0
     while (it < MAX_ITER) & (tl.min(done.to(tl.int32), axis=0) == 0):
-        y = tl.maximum(beta[:, None] * (zs - t[:, None]), 0.0)
+        y = tl.maximum(am1[:, None] * (zs - t[:, None]), 0.0)
         q = tl.where(y > 0.0, tl.exp(tl.minimum(tl.log(tl.where(y > 0.0, y, 1.0)) * inv[:, None], 80.0)), 0.0)
         free = uc > q
         mass = tl.sum(tl.where(free, q, 0.0), axis=1)
@@ -188,12 +188,12 @@ def _centmax_p(zs, uc, usable, live, beta, S, MAX_ITER: tl.constexpr):
         budget = mass - res  # 1 - the capped mass
         ok = (mass > 0.0) & (slope > 0.0) & (budget > 0.0)
         # dt = -S expm1(b log(B / S)) / (b S'), expm1 as Kahan's (e - 1) x / log(e) (Triton has none)
-        x = beta * tl.log(tl.where(ok, budget / tl.where(ok, mass, 1.0), 1.0))
+        x = am1 * tl.log(tl.where(ok, budget / tl.where(ok, mass, 1.0), 1.0))
         e = tl.exp(tl.minimum(x, 80.0))
         em1 = e - 1.0
         kahan = (em1 != 0.0) & (em1 != -1.0) & (e < float("inf"))
         em1 = tl.where(kahan, em1 * x / tl.log(tl.where(kahan, e, 2.0)), tl.where(em1 == 0.0, x, em1))
-        dt = em1 * mass / (-beta * tl.where(ok, slope, 1.0))
+        dt = em1 * mass / (-am1 * tl.where(ok, slope, 1.0))
         t_new = t + dt
         small = (tl.abs(dt) <= tol) & ok & steady
         done = done | (tl.abs(res) <= res_tol) | small | (mid <= lo) | (mid >= hi)
@@ -205,7 +205,7 @@ def _centmax_p(zs, uc, usable, live, beta, S, MAX_ITER: tl.constexpr):
         it += 1
     t = tl.where(done, t, 0.5 * (lo + hi))
     # the finish: the free columns rescaled to the budget of the capped ones, clipped at u
-    y = tl.maximum(beta[:, None] * (zs - t[:, None]), 0.0)
+    y = tl.maximum(am1[:, None] * (zs - t[:, None]), 0.0)
     q = tl.where(y > 0.0, tl.exp(tl.minimum(tl.log(tl.where(y > 0.0, y, 1.0)) * inv[:, None], 80.0)), 0.0)
     free = uc > q
     qf = tl.where(free, q, 0.0)
@@ -272,9 +272,9 @@ def bounded_forward(
                                                             HAS_MASK, BLOCK_G, BLOCK_S)
     acc = tl.load(s0_ptr + ss, mask=m2, other=0.0)
     if TRANSFORM == 2:
-        beta_raw = tl.load(alpha_ptr + row, mask=g < H, other=2.0) - 1.0
-        one = beta_raw < 1e-6
-        beta = tl.maximum(beta_raw, 1e-6)
+        am1_raw = tl.load(alpha_ptr + row, mask=g < H, other=2.0) - 1.0
+        one = am1_raw < 1e-6
+        am1 = tl.maximum(am1_raw, 1e-6)
     bad_any = m2 & (m2 == 0)
     min_sum = tl.full([BLOCK_G], float("inf"), tl.float32)
     for t in range(T):
@@ -300,7 +300,7 @@ def bounded_forward(
         else:
             zs64 = zs.to(tl.float64)
             uc64 = uc.to(tl.float64)
-            p64 = _centmax_p(zs64, uc64, usable, live, beta, S, MAX_ITER)
+            p64 = _centmax_p(zs64, uc64, usable, live, am1, S, MAX_ITER)
             if HAS_ONE:
                 t1 = _csoftmax_t(zs64, uc64, usable, live & one, MAX_ITER)
                 p1 = tl.where(usable, tl.minimum(tl.exp(tl.minimum(zs64 - t1[:, None], 80.0)), uc64), 0.0)
@@ -319,14 +319,14 @@ def bounded_forward(
 
 
 @triton.jit
-def _centmax_vjp(p, u, usable, v, beta_raw):
+def _centmax_vjp(p, u, usable, v, am1_raw):
     """centmax's ``dz'``, ``du`` (float64 ``[G, BS]``) and ``dalpha`` ``[G]`` for the output gradient ``v``
     (:class:`scanmt.ops.entmax.AlphaEntmaxFunction`'s backward)."""
     tiny = 2.2250738585072014e-308
     free = (p > 0.0) & (u > p)
     pf = tl.where(free, p, 0.0)
     s = tl.log(tl.where(free, p, 1.0))  # log p on the free set, 0 elsewhere
-    E = _expm1(s * -beta_raw[:, None])
+    E = _expm1(s * -am1_raw[:, None])
     gw = pf + pf * E  # p^(2 - a) on the free set
     m = tl.sum(gw * v, axis=1) / tl.maximum(tl.sum(gw, axis=1), tiny)
     vm = v - m[:, None]
@@ -334,7 +334,7 @@ def _centmax_vjp(p, u, usable, v, beta_raw):
     du = tl.where((p >= u) & usable, vm, 0.0)
     W = vm * pf
     P = tl.maximum(tl.sum(pf, axis=1), tiny)
-    bb = tl.maximum(beta_raw, 1e-6)
+    bb = tl.maximum(am1_raw, 1e-6)
     Eb = _expm1(s * -bb[:, None])
     e1 = tl.sum(pf * Eb, axis=1) / P
     Ws = W * s
@@ -342,7 +342,7 @@ def _centmax_vjp(p, u, usable, v, beta_raw):
     # alpha = 1: -(1/2) sum_S (v - m) p (s^2 - sum_S p s^2 / P)
     ps2 = tl.sum(pf * s * s, axis=1) / P
     limit = (tl.sum(Ws * s, axis=1) - ps2 * tl.sum(W, axis=1)) * -0.5
-    return dzp, du, tl.where(beta_raw < 1e-6, limit, da)
+    return dzp, du, tl.where(am1_raw < 1e-6, limit, da)
 
 
 @triton.jit
@@ -358,7 +358,7 @@ def bounded_backward(
     adj = tl.load(ds_out_ptr + ss, mask=m2, other=0.0)  # the adjoint of the cumulative attention after step t
     df = tl.zeros([BLOCK_G, BLOCK_S], dtype=tl.float32)
     if TRANSFORM == 2:
-        beta_raw = tl.load(alpha_ptr + row, mask=g < H, other=2.0) - 1.0
+        am1_raw = tl.load(alpha_ptr + row, mask=g < H, other=2.0) - 1.0
         dalpha = tl.zeros([BLOCK_G], dtype=tl.float64)
     for i in range(T):
         t = T - 1 - i
@@ -394,7 +394,7 @@ def bounded_backward(
             dzp = w * vm
             du = tl.where(cap, vm, 0.0)
         else:
-            dzp64, du64, da = _centmax_vjp(p.to(tl.float64), u.to(tl.float64), usable, v.to(tl.float64), beta_raw)
+            dzp64, du64, da = _centmax_vjp(p.to(tl.float64), u.to(tl.float64), usable, v.to(tl.float64), am1_raw)
             dalpha += da
             dzp = dzp64.to(tl.float32)
             du = du64.to(tl.float32)

@@ -17,16 +17,16 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from scanmt.model.attention import Attention
 from scanmt.model.interface import DecoderState, EncoderOutput
-from scanmt.model.coverage import Coverage
-from scanmt.model.lstm import InputFeedLSTM
-from scanmt.model.step_linear import DeferredLinear
+from scanmt.model.lstm.attention import Attention
+from scanmt.model.lstm.cell import InputFeedLSTM
+from scanmt.model.lstm.covvector import CovVector
+from scanmt.model.lstm.step_linear import DeferredLinear
 
 
 @dataclass
 class StepLinears:
-    """The decoder's per-step weights wrapped for one teacher-forced pass (see :mod:`scanmt.model.step_linear`)."""
+    """The decoder's per-step weights wrapped for one teacher-forced pass (see :mod:`scanmt.model.lstm.step_linear`)."""
 
     rnn: list[DeferredLinear]
     out: DeferredLinear
@@ -37,7 +37,7 @@ class LSTMState(DecoderState):
     """The LSTM decoder's state per hypothesis (every tensor has the batch or beam dimension first).
 
     Attributes:
-        attention_sum: ``[B, S']`` cumulative attention (the paper's beta: fertility bounds, coverage penalty).
+        attention_sum: ``[B, S']`` cumulative attention (for the fertility bounds and the coverage penalty).
         h, c: per-layer ``[B, H]`` LSTM states.
         feed: ``[B, H]`` previous attentional state h~ (input feeding).
         covvector: ``[B, S', d]`` the CovVector state of Tu et al.'s coverage models, or None without one.
@@ -67,6 +67,27 @@ class LSTMEncoderOutput(EncoderOutput):
     final: tuple[torch.Tensor, torch.Tensor] | None = None
 
 
+#: the prefixes of the decoder's parameter names that changed, old -> new (issue 54: ``coverage`` became
+#: ``covvector``), relative to the decoder
+RENAMED: dict[str, str] = {"coverage.": "covvector."}
+
+
+def upgrade_state_dict(weights: dict[str, torch.Tensor], prefix: str = "decoder.") -> dict[str, torch.Tensor]:
+    """``weights`` (a state dict with the decoder's parameters under ``prefix``) with the names that checkpoints
+    written before issue 54 use renamed (:data:`RENAMED`); the same dict when none is old."""
+    old = {f"{prefix}{a}": f"{prefix}{b}" for a, b in RENAMED.items()}
+    if not any(key.startswith(tuple(old)) for key in weights):
+        return weights
+    return {_renamed(key, old): value for key, value in weights.items()}
+
+
+def _renamed(key: str, old: dict[str, str]) -> str:
+    for a, b in old.items():
+        if key.startswith(a):
+            return b + key[len(a):]
+    return key
+
+
 class Decoder(nn.Module):
     def __init__(
         self,
@@ -75,7 +96,7 @@ class Decoder(nn.Module):
         layers: int,
         dropout: float,
         attention: Attention,
-        coverage: Coverage | None = None,
+        covvector: CovVector | None = None,
     ):
         super().__init__()
         self.emb = emb
@@ -83,10 +104,20 @@ class Decoder(nn.Module):
         self.layers = layers
         self.rnn = InputFeedLSTM(emb.embedding_dim, hidden_size, hidden_size, layers, dropout)
         self.attention = attention
-        #: the CovVector model (None: no parameters, state dicts as without coverage)
-        self.coverage = coverage
+        #: the CovVector model (None: no parameters, state dicts as without one); checkpoints written before
+        #: issue 54 name its parameters ``decoder.coverage.*`` (renamed when loaded: :func:`upgrade_state_dict`)
+        self.covvector = covvector
         self.W_c = nn.Linear(2 * hidden_size, hidden_size, bias=False)
         self.dropout = nn.Dropout(dropout)
+
+    def _load_from_state_dict(self, state_dict: dict, prefix: str, *args, **kwargs) -> None:
+        """Load the old names of renamed parameters too (:func:`upgrade_state_dict`; ``load_state_dict`` hands
+        each module a copy of the state dict, which is renamed in place here, before the submodules load)."""
+        renamed = upgrade_state_dict(state_dict, prefix)
+        if renamed is not state_dict:
+            state_dict.clear()
+            state_dict.update(renamed)
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def init_state(self, enc: LSTMEncoderOutput) -> LSTMState:
         """Start from the encoder's final states ``enc.final`` (``[B, layers, H]`` each)."""
@@ -97,7 +128,7 @@ class Decoder(nn.Module):
             h=tuple(x.contiguous() for x in h.unbind(1)),
             c=tuple(x.contiguous() for x in c.unbind(1)),
             feed=enc.memory.new_zeros(B, self.hidden_size),
-            covvector=self.coverage.init(enc.memory) if self.coverage is not None else None,
+            covvector=self.covvector.init(enc.memory) if self.covvector is not None else None,
         )
 
     def input_gates(self, y_emb: torch.Tensor) -> torch.Tensor:
@@ -132,12 +163,12 @@ class Decoder(nn.Module):
         hs, cs = self.rnn(y_gates, state.feed, state.h, state.c, linears.rnn if linears is not None else None)
         x = hs[-1]
         cov_term, cov = None, None
-        if self.coverage is not None:
-            cov_term = self.coverage.score_term(state.covvector)
-        ctx, alpha = self.attention(x, enc.keys, enc.memory, enc.mask, enc.fertility, state.attention_sum, cov_term)
-        if self.coverage is not None:
-            cov = self.coverage.update(state.covvector, alpha, enc.covvector_features, x, enc.mask)
+        if self.covvector is not None:
+            cov_term = self.covvector.score_term(state.covvector)
+        ctx, attention = self.attention(x, enc.keys, enc.memory, enc.mask, enc.fertility, state.attention_sum, cov_term)
+        if self.covvector is not None:
+            cov = self.covvector.update(state.covvector, attention, enc.covvector_features, x, enc.mask)
         out = linears.out if linears is not None else self.W_c
         h_tilde = self.dropout(torch.tanh(out(torch.cat([ctx, x], dim=1))))
-        new = LSTMState(self.attention.bounded.accumulate(state.attention_sum, alpha), hs, cs, h_tilde, cov)
-        return h_tilde, alpha, new
+        new = LSTMState(self.attention.bounded.accumulate(state.attention_sum, attention), hs, cs, h_tilde, cov)
+        return h_tilde, attention, new

@@ -10,8 +10,6 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 class BiLSTMEncoder(nn.Module):
     def __init__(self, emb: nn.Embedding, hidden_size: int, layers: int, dropout: float):
         super().__init__()
-        if hidden_size % 2:
-            raise ValueError(f"model.hidden_size must be even for a bidirectional encoder, got {hidden_size}")
         self.emb = emb
         self.layers = layers
         self.hidden_size = hidden_size

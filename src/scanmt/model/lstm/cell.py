@@ -73,7 +73,7 @@ class InputFeedLSTM(nn.Module):
             feed: ``[B, feed_size]``.
             h, c: per-layer ``[B, H]`` states.
             linears: per layer, a replacement for ``x -> x W_h[l]ᵀ`` (a
-                :class:`~scanmt.model.step_linear.DeferredLinear` during teacher forcing).
+                :class:`~scanmt.model.lstm.step_linear.DeferredLinear` during teacher forcing).
 
         Returns:
             the new per-layer ``h`` and ``c`` (the top layer's ``h`` is the output).

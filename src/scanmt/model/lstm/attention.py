@@ -25,7 +25,7 @@ infinite): :class:`~scanmt.model.bounds.BoundedTransform`, shared with the Trans
 a :class:`~scanmt.model.bounds.LearnedAlpha` (``self.alpha``, ``alpha = 1 + softplus(raw)``, starting at
 ``model.attention.alpha``) and passes it to the transform; without it there is no such parameter.
 
-With a coverage model (CovVector, :mod:`scanmt.model.coverage`), the term
+With a CovVector (Tu et al.'s coverage models, :mod:`scanmt.model.lstm.covvector`), the term
 ``V C_{t-1,j}`` is added to the keys before scoring, for both scores and before
 any transform (padding stays masked)::
 
@@ -41,7 +41,6 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from scanmt.fertility.rules import check_scaling
 from scanmt.model.bounds import BoundedTransform, LearnedAlpha
 
 
@@ -64,7 +63,6 @@ class Attention(nn.Module):
         #: the learned alpha of entmax / centmax (model.attention.learn_alpha: model), else None
         self.alpha = LearnedAlpha(alpha) if learn_alpha else None
         # score and scaling are among scanmt.choices' (checked when the Config was built)
-        check_scaling(score, scaling)
         self.scaling = scaling
         #: fixed multiplier of the scores (``sqrt``); ``learned`` starts its scale at the same 1/sqrt(d)
         self.fixed_scale = 1.0 / math.sqrt(query_size) if scaling == "sqrt" else 1.0
@@ -113,7 +111,7 @@ class Attention(nn.Module):
         mask: torch.Tensor,
         fertility: torch.Tensor | None,
         attention_sum: torch.Tensor,
-        coverage: torch.Tensor | None = None,
+        covvector_term: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """One decoder step.
 
@@ -123,15 +121,15 @@ class Attention(nn.Module):
             memory: ``[B, S, Hm]`` encoder states.
             mask: ``[B, S]`` bool, True for real tokens (and the sink).
             fertility: ``[B, S]`` bounds ``f`` (``inf`` for the sink) of a constrained transform, or None.
-            attention_sum: ``[B, S]`` cumulative attention ``beta`` before this step.
-            coverage: ``[B, S, Hq]`` coverage term ``V C_{t-1}`` added to the keys, or None.
+            attention_sum: ``[B, S]`` cumulative attention before this step.
+            covvector_term: ``[B, S, Hq]`` the CovVector's term ``V C_{t-1}`` added to the keys, or None.
 
         Returns:
             context ``[B, Hm]`` and attention ``[B, S]`` (exactly 0 at padding): the bounded recurrence of one
             position (:meth:`BoundedTransform.step`; the caller adds it to ``attention_sum``).
         """
-        if coverage is not None:
-            keys = keys + coverage
+        if covvector_term is not None:
+            keys = keys + covvector_term
         z = self.scores(query, keys)
         if self.probe is not None and z.requires_grad:
             z.retain_grad()

@@ -1,33 +1,33 @@
 """CovVector: the coverage models of Tu et al. (2016, Section 3) for the attention scores.
 
 A coverage model keeps a coverage state ``C [B, S, d]`` per source position
-(it lives in :class:`~scanmt.model.decoder.DecoderState` and is reordered by the
-beam backpointers), updates it after every decoder step from the attention
-``alpha_t`` and contributes ``V C_{t-1,j}`` to the attention scores of the next
-step (see :mod:`scanmt.model.attention`)::
+(``LSTMState.covvector`` in :mod:`scanmt.model.lstm.decoder`, reordered by the
+beam backpointers), updates it after every decoder step from the attention weights
+``a_t`` and contributes ``V C_{t-1,j}`` to the attention scores of the next
+step (see :mod:`scanmt.model.lstm.attention`)::
 
     bilinear (the paper's adaptation):  z_tj = s_t^T (W h_j + V C_{t-1,j})
     MLP (Tu et al., Sec. 3.2):          z_tj = v^T tanh(W s_t + U h_j + V C_{t-1,j})
 
 ``V`` is ``[H, d]`` without bias (for ``d = 1`` it is the paper's vector ``v``).
 The models (``model.coverage.type``), with ``H_m`` the annotation size, ``H_q``
-the decoder state size, ``s_t`` the decoder state that computed ``alpha_t``
+the decoder state size, ``s_t`` the decoder state that computed ``a_t``
 (Tu et al.'s ``t_{i-1}``) and ``C_0 = 0``:
 
-* ``linguistic`` (Sec. 3.1.1, ``Phi = 1``): ``C_t = C_{t-1} + alpha_t``.
+* ``linguistic`` (Sec. 3.1.1, ``Phi = 1``): ``C_t = C_{t-1} + a_t``.
   Parameters: ``V`` = ``H_q``.
-* ``linguistic_fertility`` (Eq. 7–8): ``C_t = C_{t-1} + alpha_t / Phi_j`` with
+* ``linguistic_fertility`` (Eq. 7–8): ``C_t = C_{t-1} + a_t / Phi_j`` with
   ``Phi_j = N * sigmoid(U_f h_j)`` (``N = fertility_scale``, 2 in the paper;
   ``U_f`` is ``1 x H_m`` without bias), computed once per sentence at encode time.
   Parameters: ``H_q + H_m``.
 * ``nn`` (Sec. 3.1.2, no gating): a tanh RNN per source position,
-  ``C_t = tanh(W C_{t-1} + u alpha_tj + U h_j + S s_t + b)``.
+  ``C_t = tanh(W C_{t-1} + u a_tj + U h_j + S s_t + b)``.
   Parameters: ``d (d + 1 + H_m + H_q + 1) + H_q d``.
 * ``nn_gru`` (Sec. 3.1.2, GRU gating, Cho et al. 2014)::
 
-      z = sigmoid(W_z C_{t-1} + u_z alpha_tj + U_z h_j + S_z s_t + b_z)
-      r = sigmoid(W_r C_{t-1} + u_r alpha_tj + U_r h_j + S_r s_t + b_r)
-      C~ = tanh(W (r * C_{t-1}) + u alpha_tj + U h_j + S s_t + b)
+      z = sigmoid(W_z C_{t-1} + u_z a_tj + U_z h_j + S_z s_t + b_z)
+      r = sigmoid(W_r C_{t-1} + u_r a_tj + U_r h_j + S_r s_t + b_r)
+      C~ = tanh(W (r * C_{t-1}) + u a_tj + U h_j + S s_t + b)
       C_t = (1 - z) * C_{t-1} + z * C~
 
   Parameters: ``3 d (d + 1 + H_m + H_q + 1) + H_q d``.
@@ -36,8 +36,8 @@ With Tu et al.'s sizes (``H_m = 2000``, ``H_q = 1000``) these are 1K, 3K, 4K,
 10K (``d = 1``) and 100K (``d = 10``): the "+1K ... +100K" of their Table 1.
 
 The per-token projections of ``h_j`` (``Phi_j``, or ``U h_j`` of the NN models)
-are computed once per sentence by :meth:`Coverage.precompute` and stored in
-``EncoderOutput.coverage``.  The coverage of padding positions stays exactly 0.
+are computed once per sentence by :meth:`CovVector.precompute` and stored in
+``LSTMEncoderOutput.covvector_features``.  The coverage of padding positions stays exactly 0.
 """
 
 from __future__ import annotations
@@ -47,10 +47,10 @@ import abc
 import torch
 from torch import nn
 
-from scanmt.config import CoverageConfig, check_coverage_config
+from scanmt.config import CoverageConfig
 
 
-class Coverage(nn.Module, abc.ABC):
+class CovVector(nn.Module, abc.ABC):
     """Base class: ``precompute(memory)``, ``init``, ``update`` and ``score_term``."""
 
     #: coverage state dimension ``d``
@@ -75,21 +75,22 @@ class Coverage(nn.Module, abc.ABC):
 
     @abc.abstractmethod
     def update(
-        self, cov: torch.Tensor, alpha: torch.Tensor, feats: torch.Tensor | None, query: torch.Tensor, mask: torch.Tensor
+        self, cov: torch.Tensor, attention: torch.Tensor, feats: torch.Tensor | None, query: torch.Tensor,
+        mask: torch.Tensor,
     ) -> torch.Tensor:
-        """``C_t`` from ``C_{t-1} [B, S, d]``, ``alpha_t [B, S]``, the precomputed features,
-        the decoder state ``query [B, H_q]`` that computed ``alpha_t`` and ``mask [B, S]``."""
+        """``C_t`` from ``C_{t-1} [B, S, d]``, the attention ``a_t [B, S]``, the precomputed features,
+        the decoder state ``query [B, H_q]`` that computed ``a_t`` and ``mask [B, S]``."""
 
 
-class LinguisticCoverage(Coverage):
-    """``C_t = C_{t-1} + alpha_t`` (``Phi = 1``)."""
+class LinguisticCovVector(CovVector):
+    """``C_t = C_{t-1} + a_t`` (``Phi = 1``)."""
 
-    def update(self, cov, alpha, feats, query, mask):
-        return cov + alpha.unsqueeze(-1).to(cov.dtype)
+    def update(self, cov, attention, feats, query, mask):
+        return cov + attention.unsqueeze(-1).to(cov.dtype)
 
 
-class FertilityCoverage(Coverage):
-    """``C_t = C_{t-1} + alpha_t / Phi_j``, ``Phi_j = N * sigmoid(U_f h_j)``."""
+class FertilityCovVector(CovVector):
+    """``C_t = C_{t-1} + a_t / Phi_j``, ``Phi_j = N * sigmoid(U_f h_j)``."""
 
     def __init__(self, query_size: int, memory_size: int, scale: float):
         super().__init__(query_size, memory_size, 1)
@@ -103,11 +104,11 @@ class FertilityCoverage(Coverage):
     def precompute(self, memory):
         return self.fertility(memory)
 
-    def update(self, cov, alpha, feats, query, mask):
-        return cov + alpha.unsqueeze(-1).to(cov.dtype) / feats
+    def update(self, cov, attention, feats, query, mask):
+        return cov + attention.unsqueeze(-1).to(cov.dtype) / feats
 
 
-class NNCoverage(Coverage):
+class NNCovVector(CovVector):
     """Tanh RNN (``gated=False``) or GRU (``gated=True``) coverage of dimension ``d``."""
 
     def __init__(self, query_size: int, memory_size: int, dim: int, gated: bool):
@@ -117,7 +118,7 @@ class NNCoverage(Coverage):
         self.k = k
         self.U_h = nn.Linear(memory_size, k * dim, bias=True)  # U h_j + b, precomputed
         self.S_s = nn.Linear(query_size, k * dim, bias=False)  # S s_t
-        self.u_a = nn.Linear(1, k * dim, bias=False)  # u alpha_tj
+        self.u_a = nn.Linear(1, k * dim, bias=False)  # u a_tj
         if gated:
             self.W_g = nn.Linear(dim, 2 * dim, bias=False)  # W_z, W_r on C_{t-1}
         self.W_c = nn.Linear(dim, dim, bias=False)  # W on C_{t-1} (or r * C_{t-1})
@@ -125,8 +126,8 @@ class NNCoverage(Coverage):
     def precompute(self, memory):
         return self.U_h(memory)
 
-    def update(self, cov, alpha, feats, query, mask):
-        x = feats + self.S_s(query).unsqueeze(1) + self.u_a(alpha.unsqueeze(-1).to(cov.dtype))  # [B, S, k*d]
+    def update(self, cov, attention, feats, query, mask):
+        x = feats + self.S_s(query).unsqueeze(1) + self.u_a(attention.unsqueeze(-1).to(cov.dtype))  # [B, S, k*d]
         d = self.dim
         if self.gated:
             gates = torch.sigmoid(x[..., : 2 * d] + self.W_g(cov))
@@ -138,16 +139,15 @@ class NNCoverage(Coverage):
         return new * mask.unsqueeze(-1).to(new.dtype)
 
 
-def build_coverage(cfg: CoverageConfig, query_size: int, memory_size: int) -> Coverage | None:
-    """The coverage model of ``model.coverage`` (None for type ``none``)."""
-    check_coverage_config(cfg)
+def build_covvector(cfg: CoverageConfig, query_size: int, memory_size: int) -> CovVector | None:
+    """The CovVector of ``model.coverage`` (None for type ``none``), checked when the config was built."""
     if cfg.type == "none":
         return None
     if cfg.type == "linguistic":
-        return LinguisticCoverage(query_size, memory_size, 1)
+        return LinguisticCovVector(query_size, memory_size, 1)
     if cfg.type == "linguistic_fertility":
-        return FertilityCoverage(query_size, memory_size, cfg.fertility_scale)
-    return NNCoverage(query_size, memory_size, cfg.dim, gated=cfg.type == "nn_gru")
+        return FertilityCovVector(query_size, memory_size, cfg.fertility_scale)
+    return NNCovVector(query_size, memory_size, cfg.dim, gated=cfg.type == "nn_gru")
 
 
 def expected_parameters(cfg: CoverageConfig, query_size: int, memory_size: int) -> int:
