@@ -1,9 +1,8 @@
-"""Where the experiment tooling asks about a fertility strategy by its name, each question in one small function.
+"""What the experiment tooling asks of a run's fertility strategy, each question in one small function.
 
-These are the only branches of :mod:`scanmt.experiments` and ``scanmt experiment`` on a fertility strategy's name
-(``model.attention.fertility.strategy``): the grid's checks of a fertility config, whether a run uses the grid's
-own fertility predictor, and the label and parameters of a shared fertility-cache step.  A strategy registry can
-answer each of them instead (issue 54, step 3).
+The answers come from the strategy registry (:mod:`scanmt.fertility.strategies`): nothing here compares a
+strategy's name.  The questions: the grid's checks of a fertility config, whether a run uses the grid's own
+fertility predictor, and the label and parameters of a shared fertility-cache step.
 """
 
 from __future__ import annotations
@@ -12,10 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from scanmt.experiments.grid import GridError
-from scanmt.fertility.rules import NO_STRATEGY, ORACLE
-
-PREDICTED = "predicted"
-CONSTANT = "constant"
+from scanmt.fertility import strategies
 
 
 def check_fertility(cfg, where: str, auto_predictor: Path | None = None) -> None:
@@ -24,11 +20,11 @@ def check_fertility(cfg, where: str, auto_predictor: Path | None = None) -> None
     ``auto_predictor``, which is trained before the runs).  Raises :class:`GridError`."""
     att = cfg.model.attention
     strategy = att.fertility.strategy
-    if strategy == ORACLE:
-        raise GridError(f"{where}: model.attention.fertility.strategy=actual (oracle) needs reference alignments "
+    if strategies.is_oracle(strategy):
+        raise GridError(f"{where}: model.attention.fertility.strategy={strategy} (oracle) needs reference alignments "
                         "at test time, which the grid runner does not provide; use constant, guided or predicted")
     pred = att.fertility.predictor
-    if strategy == PREDICTED and pred and Path(pred) != auto_predictor and not Path(pred).exists():
+    if strategies.needs_predictor(strategy) and pred and Path(pred) != auto_predictor and not Path(pred).exists():
         raise GridError(f"{where}: model.attention.fertility.predictor={att.fertility.predictor}: file not found")
 
 
@@ -37,53 +33,43 @@ def uses_predictor(cfg) -> bool:
     from scanmt.model.transforms import get_transform
 
     att = cfg.model.attention
-    return get_transform(att.transform).constrained and att.fertility.strategy == PREDICTED
+    return get_transform(att.transform).constrained and strategies.needs_predictor(att.fertility.strategy)
 
 
 def needs_predictor(config: dict[str, Any], predictor: Path) -> bool:
     """Whether a run's config (as a dict, ``RunSpec.config``) uses the grid's own fertility predictor
     ``predictor``."""
     fert = config["model"]["attention"]["fertility"]
-    return fert["strategy"] == PREDICTED and fert["predictor"] == str(predictor)
+    return strategies.needs_predictor(fert["strategy"]) and fert["predictor"] == str(predictor)
 
 
 def caches_fertility(config: dict[str, Any]) -> dict[str, Any] | None:
     """The fertility config of a run's config (as a dict) whose train and valid fertilities the shared steps
     cache, None when it uses no fertility."""
     fert = config["model"]["attention"]["fertility"]
-    return fert if fert["strategy"] != NO_STRATEGY else None
+    return fert if fert["strategy"] in strategies.REGISTRY else None
 
 
 def fertility_options(fert: dict[str, Any]) -> dict[str, Any] | None:
     """The options of the fertility request caching one fertility config (``{}``: none beyond its strategy;
     None: nothing to cache, no fertility or the oracle's)."""
-    strategy = fert["strategy"]
-    if strategy in (NO_STRATEGY, ORACLE):
+    name = fert["strategy"]
+    if name not in strategies.REGISTRY or strategies.is_oracle(name):
         return None
-    options: dict[str, Any] = {}
-    if strategy == CONSTANT:
-        options["value"] = float(fert["value"])
-    elif strategy == PREDICTED:
-        options.update(predictor=fert["predictor"], add=float(fert["add"]))
-    return options
+    return strategies.strategy(name).request_options(fert)
 
 
 def fertility_step_label(fert: dict[str, Any]) -> str:
     """The shared step's name of one fertility config's cache (``fertility-constant-2``, ``fertility-predicted-add1``,
     ...): its marker's file name, so it must stay as it is for a folder made before."""
-    label = f"fertility-{fert['strategy']}" + (f"-{fert['value']:g}" if fert["strategy"] == CONSTANT else "")
-    if fert["strategy"] == PREDICTED:
-        label += f"-add{fert['add']:g}"
-    return label
+    return f"fertility-{strategies.strategy(fert['strategy']).label(fert)}"
 
 
 def fertility_step_params(fert: dict[str, Any], argv: list[str]) -> dict[str, Any]:
     """The parameters a shared fertility-cache step's marker holds (``argv``: its request's command line): a
     retrained predictor changes predicted fertilities, so its modification time is one."""
     params: dict[str, Any] = {"argv": argv}
-    if fert["strategy"] == PREDICTED:
+    if strategies.needs_predictor(fert["strategy"]):
         p = Path(fert["predictor"])
         params["predictor_mtime"] = p.stat().st_mtime if p.exists() else None
     return params
-
-
