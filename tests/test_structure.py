@@ -163,3 +163,10 @@ def test_reaching_into_an_architecture_is_caught(tmp_path):
                     encoding="utf-8")
     assert architecture_reaches(fake, "scanmt.decoding.probe") == [
         "probe.py:1: imports scanmt.model.lstm.decoder", "probe.py:4: reads .decoder"]
+
+
+def test_the_architecture_map_stays_a_map():
+    """ARCHITECTURE.md is a one-page map (issue 54): no line over 300 characters, details in docstrings and docs/."""
+    text = (SRC.parents[1] / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    long = [(i, len(line)) for i, line in enumerate(text.splitlines(), 1) if len(line) > 300]
+    assert not long, f"ARCHITECTURE.md: lines over 300 characters (line, length): {long}"
