@@ -1,4 +1,4 @@
-"""``stress``: a coverage stress test, models translating inputs made of K test sentences joined into one.
+"""``stress``: a stress test, models translating inputs made of K test sentences joined into one.
 
 For each K of ``k`` the test set's lines are joined K at a time, source and reference alike
 (:func:`scanmt.metrics.stress.join_groups`: lines ``gK .. gK+K-1`` joined by a space; the last incomplete

@@ -1,4 +1,4 @@
-"""``scanmt stress``: a coverage stress test, inputs of K test sentences joined into one, models side by side."""
+"""``scanmt stress``: a stress test, inputs of K test sentences joined into one, models side by side."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from scanmt.api.requests import request_from_namespace
 from scanmt.api.stress import StressRequest, remeasure_boundary, stress
 
 NAME = "stress"
-HELP = ("coverage stress test: translate K test sentences joined into one input; BLEU, REP, DROP, dropped sentences, "
+HELP = ("stress test: translate K test sentences joined into one input; BLEU, REP, DROP, dropped sentences, "
         "and whether the model ends after the first sentence")
 DESCRIPTION = """\
-A coverage stress test: the test set's lines are joined K at a time (source lines i..i+K-1 joined by a
+A stress test: the test set's lines are joined K at a time (source lines i..i+K-1 joined by a
 space into one input, the references alike; the last incomplete group is left out, so every input holds
 exactly K sentences), each model translates the joined inputs, and each output is scored for each K:
 

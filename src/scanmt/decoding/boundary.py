@@ -1,6 +1,6 @@
 """Does a model end a joined input after its first sentence?  P(full stop) and P(``</s>``) at the boundary.
 
-The coverage stress test (:mod:`scanmt.api.stress`) joins K test sentences into one input.  A model trained on
+The stress test (:mod:`scanmt.api.stress`) joins K test sentences into one input.  A model trained on
 single sentences may have learned "one sentence, then stop": its output ends after about one sentence, and DROP
 counts the rest as dropped.  This module measures that directly.  The model reads each joined reference
 teacher-forced, and at the step after the first sentence's last subword, where the reference goes on with the

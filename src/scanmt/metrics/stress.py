@@ -1,4 +1,4 @@
-"""The coverage stress test's pure parts: longer inputs made of K sentences, and sentences dropped whole.
+"""The stress test's pure parts: longer inputs made of K sentences, and sentences dropped whole.
 
 Joining (:func:`join_groups`)
     K consecutive lines become one: lines ``gK .. gK+K-1`` (0-based) are joined with one space into

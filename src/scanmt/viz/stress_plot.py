@@ -1,4 +1,4 @@
-"""The coverage stress test's figure (``scanmt stress``, ``DIR/stress.png``; a grid report's ``STEM/stress.png``
+"""The stress test's figure (``scanmt stress``, ``DIR/stress.png``; a grid report's ``STEM/stress.png``
 over seeds): one panel per metric, x = K (sentences joined into one input), one line per model, with error bars
 where a spread is given; matplotlib's Agg backend, no display needed."""
 

@@ -22,7 +22,7 @@ For each grid recorded in ``OUT/grids/`` (by ``scanmt experiment run``) it write
 - DROP's spread split between the aligner and the model (runs scored with ``--drop-samples K``, K ≥ 2): per
   system and test set, the seeds' sd, the aligner's sd and standard error, the model's sd, and whether the
   difference to the baseline exceeds each noise (:mod:`scanmt.experiments.report.drop_noise`; one line without samples);
-- the coverage stress test of runs made with ``--stress-k`` (``metrics.json`` ``stress``): BLEU, REP, DROP,
+- the stress test of runs made with ``--stress-k`` (``metrics.json`` ``stress``): BLEU, REP, DROP,
   inputs dropping a whole sentence and length ratio per system and K, mean ± std over seeds
   (:mod:`scanmt.experiments.report.stress`);
 - attention statistics (sparsity), attention health during training (one-hot share

@@ -22,7 +22,7 @@ Shape (one entry per system of the grid, in grid order, for the report's main te
   "forced": {...}, "seeds": n}``, the mean words of nonzero probability per output step, the share of
   sentences whose beam search was exact (0 to 1) and the outputs ended by a forced ``</s>``, over the ``n``
   seeds that recorded them (runs translated before the option existed did not).
-- ``stress`` (only for a system with a finished seed that ran the coverage stress test, ``experiment run
+- ``stress`` (only for a system with a finished seed that ran the stress test, ``experiment run
   --stress-k``; main test set only): ``{K: {metric: {"mean", "std", "seeds"}}}`` with K as a string and the
   metrics ``bleu`` (detokenized sacreBLEU), ``rep``, ``drop``, ``dropped_sentences`` (% of joined inputs) and
   ``length_ratio``; ``seeds`` counts the runs that measured the metric at that K

@@ -1,4 +1,4 @@
-"""The report's coverage stress test (``experiment run --stress-k``): per system and K, the mean ± std over seeds
+"""The report's stress test (``experiment run --stress-k``): per system and K, the mean ± std over seeds
 of BLEU, REP, DROP, the length ratio and the share of joined inputs that drop a whole sentence, read from each
 finished run's ``metrics.json`` ``stress`` (:func:`scanmt.experiments.run_metrics.stress_metrics`) by
 :func:`stress_summary`, which feeds the table, the figure (``DOCS/STEM/stress.png``: one line per system over K,
