@@ -83,3 +83,20 @@ def test_a_missing_japanese_package_is_a_one_line_error(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_fugashi)
     with pytest.raises(ConfigError, match="pip install fugashi unidic-lite"):
         japanese.JapaneseWords()
+
+
+def test_moses_lines_keep_the_bytes_archived_grids_were_digested_with():
+    """Multi30k train.en line 16,217: Moses's own output (a double and a trailing space) is what every grid
+    archived before the tokenizer registry digested in ``train.tok.en``; a single-space join broke their
+    restore on a freshly prepared corpus.  The words are the same either way."""
+    from scanmt.data.tokenize import tokenize
+
+    line = "A man and a woman on a motorcycle .`"
+    assert tokenize(line, "en") == "A man and a woman on a motorcycle  . ' "
+    assert tokenize(line, "en").split() == ["A", "man", "and", "a", "woman", "on", "a", "motorcycle", ".", "'"]
+
+
+def test_japanese_lines_are_words_joined_by_single_spaces():
+    from scanmt.data.tokenize import tokenize
+
+    assert tokenize("京都は 日本の都市です。", "ja") == "京都 は 日本 の 都市 です 。"

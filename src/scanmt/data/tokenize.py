@@ -1,6 +1,6 @@
 """Word tokenization and detokenization, one registry keyed by language code.
 
-The tokenized form (words separated by single spaces) is what subwords are learned on, what
+The tokenized form (words separated by spaces) is what subwords are learned on, what
 "tokenized BLEU", REP and DROP are computed on, what word alignments index, what the training-length
 filter of ``prepare --max-train-words`` counts, and what attention maps label.  Every place that
 turns text into words or back calls :func:`tokenize` / :func:`detokenize` here with the language code,
@@ -44,9 +44,14 @@ class MosesWords:
         self.tokenizer = MosesTokenizer(lang=lang)
         self.detokenizer = MosesDetokenizer(lang=lang)
 
+    def text(self, line: str) -> str:
+        """Moses's own output string for ``line``, byte for byte as every earlier version wrote it to the
+        prepared ``*.tok.*`` files (it may hold a double or trailing space where the punctuation normalizer
+        leaves one): the digests of archived grids (``experiment restore``) are over those bytes."""
+        return self.tokenizer.tokenize(self.normalizer.normalize(line.strip()), escape=False, return_str=True)
+
     def words(self, line: str) -> list[str]:
-        text = self.normalizer.normalize(line.strip())
-        return self.tokenizer.tokenize(text, escape=False, return_str=True).split()
+        return self.text(line).split()
 
     def join(self, words: list[str]) -> str:
         return self.detokenizer.detokenize(words, unescape=False)
@@ -80,8 +85,12 @@ def tokenizer_name(lang: str) -> str:
 
 
 def tokenize(line: str, lang: str, *, lowercase: bool = False) -> str:
-    """One line of text -> its words, separated by single spaces (``""`` for a line without words)."""
-    out = " ".join(tokenizer_for(lang).words(line))
+    """One line of text -> its words separated by spaces (``""`` for a line without words): single spaces, or the
+    tokenizer's own ``text(line)`` where it has one (Moses's output string, which may hold a double space:
+    :meth:`MosesWords.text`); ``.split()`` gives the words."""
+    tokenizer = tokenizer_for(lang)
+    own_text = getattr(tokenizer, "text", None)
+    out = own_text(line) if own_text is not None else " ".join(tokenizer.words(line))
     return out.lower() if lowercase else out
 
 
