@@ -15,7 +15,7 @@ Prints, side by side in one run (times are medians of ``--repeats`` timed calls,
    csparsemax heads bounded in the last layer (constant fertility 2, exhaustion 0.2) with each backend, in
    fp32 and bf16 (``torch.autocast``, as ``train.precision: bf16``); in bf16 also with the fused attention
    restricted to cuDNN's backend (``sdpa=cudnn``), the check docs/transformer.md section 5 lists as pending:
-   the default bf16 row runs SDPA without cuDNN (scanmt.model.fused_attention).
+   the default bf16 row runs SDPA without cuDNN (scanmt.model.transformer.fused_attention).
 3. The same update of the LSTM ``cpu-small``: csparsemax (each step one ``bounded_recurrence`` call with
    T = 1) against softmax, each backend.
 
