@@ -4,11 +4,24 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Callable, Iterator
+
+
+def _like_a_terminal() -> None:
+    """In the child before it execs: Ctrl-C's default action, as a terminal's job has it.  A test suite started
+    in the background of a non-interactive shell (``cmd &``) ignores SIGINT, and an ignored signal stays
+    ignored through exec: the child would never see the test's Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+#: :class:`subprocess.Popen` arguments of a process started as a terminal's foreground job: a process group of
+#: its own (the group a Ctrl-C goes to), and SIGINT not ignored whatever the test suite inherited
+TERMINAL_JOB = {"start_new_session": True, "preexec_fn": _like_a_terminal}
 
 
 def wait_for(condition: Callable[[], object], timeout: float, what: str) -> None:

@@ -11,7 +11,7 @@ import os
 import signal
 import subprocess
 
-from tests.process_helpers import DEMO_SYSTEMS, alive, start_demo_trainers, stop, wait_for
+from tests.process_helpers import DEMO_SYSTEMS, TERMINAL_JOB, alive, start_demo_trainers, stop, wait_for
 
 CONTINUE = "run the same scanmt demo command again to continue (each system resumes from its last.pt)"
 
@@ -48,7 +48,7 @@ def test_ctrl_c_in_a_terminal_stops_the_trainers_once_and_says_how_to_continue(s
     """Ctrl-C goes to the terminal's whole process group."""
     out = tmp_path / "demo"
     code, stderr = _stop_training(small_data_dir, out, lambda demo, _: os.killpg(demo.pid, signal.SIGINT),
-                                  start_new_session=True)
+                                  **TERMINAL_JOB)
     assert code == 130
     _interrupted_line(stderr, out)
     _no_update_lost(out)

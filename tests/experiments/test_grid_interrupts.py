@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 from tests.conftest import REPO
-from tests.process_helpers import alive, children, stop, wait_for
+from tests.process_helpers import TERMINAL_JOB, alive, children, stop, wait_for
 
 #: a one-system grid that trains (on and on) right after the shared steps
 GRID = """
@@ -52,7 +52,7 @@ def _start_grid(data, tmp_path) -> tuple[subprocess.Popen, list[int], Path]:
     for s in SETS:
         argv += ["--set", s]
     proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+                            **TERMINAL_JOB)
     try:
         # a logged update (log_every=1): the training loop's handlers are installed, there is a step to save
         wait_for(lambda: _logged_steps(run) or proc.poll() is not None, 300, "the grid's worker to train")
