@@ -200,3 +200,17 @@ def test_workers_of_a_recorded_command():
     assert status.workers_of("scanmt experiment run g.yaml --workers 3 --out o") == 3
     assert status.workers_of("scanmt experiment run g.yaml --out o") == 1
     assert status.workers_of("scanmt experiment run 'unbalanced") == 1
+
+
+def test_a_run_without_a_spec_plans_the_stages_of_run_spec_steps():
+    """``status`` names the steps of a run that has no spec.json yet with the worker's own stage order
+    (:func:`scanmt.experiments.spec.stage_names`), leaving out what its system skips."""
+    from scanmt.experiments.spec import stage_names
+    from scanmt.experiments.status import planned_steps
+
+    rec = {"extra_splits": ["test2017"], "stress_k": [1, 2]}
+    assert planned_steps(rec, {"reuse_model": "softmax", "tune_penalties": True}) == [
+        "tune", "translate", "evaluate", "translate.test2017", "evaluate.test2017", "stress"]
+    assert planned_steps({}, {}) == ["train", "translate", "evaluate"]
+    assert stage_names(["test2017"], True) == ["train", "tune", "translate", "evaluate", "translate.test2017",
+                                               "evaluate.test2017", "stress"]

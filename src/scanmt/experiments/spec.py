@@ -13,7 +13,7 @@ import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from scanmt.api import (CommandRequest, EvaluateRequest, StressRequest, TrainRequest, TranslateRequest,
                         TunePenaltiesRequest)
@@ -127,11 +127,12 @@ class RunSpec:
     def steps(self) -> list[tuple[str, CommandRequest | None]]:
         """``(stage, request)`` of every step in order (request None: the step is not part of this run); the
         ``stress`` step comes last, and only when the run asks for one."""
-        steps: list[tuple[str, CommandRequest | None]] = [
-            ("train", self.train), ("tune", self.tune), ("translate", self.translate), ("evaluate", self.evaluate)]
-        for split, requests in self.extra_splits.items():
-            steps += [(f"translate.{split}", requests["translate"]), (f"evaluate.{split}", requests["evaluate"])]
-        return steps + ([("stress", self.stress)] if self.stress is not None else [])
+        return [(stage, self.request(stage)) for stage in stage_names(self.extra_splits, self.stress is not None)]
+
+    def request(self, stage: str) -> CommandRequest | None:
+        """The request of ``stage`` (a name of :func:`stage_names`: ``translate.SPLIT`` is an extra split's)."""
+        step, _, split = stage.partition(".")
+        return self.extra_splits[split][step] if split else getattr(self, step)
 
     def to_dict(self) -> dict[str, Any]:
         """The spec as JSON (``spec.json``); the step requests as :func:`request_to_json` writes them."""
@@ -151,6 +152,16 @@ class RunSpec:
         values["extra_splits"] = {split: {k: request_from_json(r) for k, r in requests.items()}
                                   for split, requests in (values.get("extra_splits") or {}).items()}
         return cls(**values)
+
+
+def stage_names(extra_splits: Iterable[str], stress: bool) -> list[str]:
+    """Every stage of a grid run in the order its worker runs them: train, tune, translate, evaluate, then
+    ``translate.SPLIT`` and ``evaluate.SPLIT`` of each extra split, and ``stress`` last when the run has one
+    (:meth:`RunSpec.steps`; ``experiment status`` for a run that has no spec yet)."""
+    names = ["train", "tune", "translate", "evaluate"]
+    for split in extra_splits:
+        names += [f"translate.{split}", f"evaluate.{split}"]
+    return names + (["stress"] if stress else [])
 
 
 #: the fields of :class:`RunSpec` that hold step requests

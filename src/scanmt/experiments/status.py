@@ -35,7 +35,7 @@ from scanmt.experiments.layout import (LAST_CHECKPOINT, LOCK_FILE, METRICS, SPEC
 from scanmt.experiments.pool import describe
 from scanmt.experiments.progress import RunTimes, logged_updates, planned_updates
 from scanmt.experiments.report import format_rows, grid_records, last_log_line
-from scanmt.experiments.spec import RunSpec
+from scanmt.experiments.spec import RunSpec, stage_names
 from scanmt.experiments.state import resume_note, run_state
 from scanmt.processes import lock_held, lock_holder
 
@@ -78,11 +78,8 @@ class GridStatus:
 
 def planned_steps(rec: dict[str, Any], system: dict[str, Any]) -> list[str]:
     """The steps a run of ``system`` (a grid record's system) will do, as ``RunSpec.steps`` names them."""
-    steps = ([] if system.get("reuse_model") else ["train"]) + (["tune"] if system.get("tune_penalties") else [])
-    steps += ["translate", "evaluate"]
-    for split in rec.get("extra_splits") or []:
-        steps += [f"translate.{split}", f"evaluate.{split}"]
-    return steps + (["stress"] if rec.get("stress_k") else [])
+    skipped = ({"train"} if system.get("reuse_model") else set()) | (set() if system.get("tune_penalties") else {"tune"})
+    return [s for s in stage_names(rec.get("extra_splits") or [], bool(rec.get("stress_k"))) if s not in skipped]
 
 
 def valid_bleu(run: Path) -> tuple[float, int, float] | None:
