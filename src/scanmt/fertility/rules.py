@@ -15,7 +15,7 @@ The rules, for ``model.attention``:
 - the ``cosine`` score scaling needs the ``general`` score (it normalises ``W h``);
 - a constrained transform **without the sink** is feasible only when the bounds can never run
   out (:func:`check_sink`): every output step spends exactly 1 of the source's fertility
-  (its attention sums to 1 and ``u = max(0, f - beta)``), so step ``t`` needs ``sum_j f_j > t``
+  (its attention sums to 1 and ``u = max(0, f - attention_sum)``), so step ``t`` needs ``sum_j f_j > t``
   and an output of ``T`` tokens (``</s>`` included) needs ``sum_j f_j >= T``.  For a
   one-subword source that means ``f >= T`` for the longest ``T`` training or decoding can
   reach; only constant bounds can promise it (guided, predicted and actual ones vary per
