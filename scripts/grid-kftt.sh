@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The KFTT Ja->En grids of issue 53, resumable: rerun this script to continue (finished runs are skipped, a killed
 # run resumes from its last checkpoint, a finished step costs seconds). Two workers of one thread each, fp32 (bf16
-# measured 2x slower per update than fp32 on this Intel Xeon: docs/experiments-kftt.md, "Budget").
+# measured 2x slower per update than fp32 on this Intel Xeon: docs/kftt.md, "Budget").
 #   git worktree add --detach ../grid-kftt HEAD && cd ../grid-kftt
 #   PYTHONPATH=$PWD/src nohup bash scripts/grid-kftt.sh >> /work/runs/kftt-queue.log 2>&1 &
 # Run it from a worktree of one commit, so that the code of a grid does not change under it. GRID_ROOT (default
