@@ -53,3 +53,35 @@ def test_inputs_broadcast_to_the_rows() -> None:
     for a, b in zip(ref, got):
         assert a.shape == b.shape
         torch.testing.assert_close(b, a, atol=1e-5, rtol=0)
+
+
+def test_deferred_checks_raise_at_the_end_of_the_block() -> None:
+    """Inside ``deferred_checks`` the kernels' checks wait for the block's end: the infeasible call returns,
+    valid calls in the same block give what they give outside it, and the block's end raises the eager
+    check's error, saying it was deferred.  A second, valid block raises nothing (the queue was emptied)."""
+    from scanmt.ops import deferred, deferred_checks
+
+    x = inputs(Case("csparsemax", sink=False, T=2), "cpu")
+    f = torch.full_like(x["fertility"], 0.2)  # infeasible at the second position
+    ok = inputs(Case("centmax", alpha="head"), "cpu")
+    eager = bounded_recurrence(ok["z"], ok["fertility"], "centmax", mask=ok["mask"], alpha=ok["alpha"],
+                               backend="triton")
+    with pytest.raises(ValueError, match=r"infeasible upper bounds.*deferred by scanmt\.ops\.deferred_checks"):
+        with deferred_checks():
+            got = bounded_recurrence(ok["z"], ok["fertility"], "centmax", mask=ok["mask"], alpha=ok["alpha"],
+                                     backend="triton")
+            bounded_recurrence(x["z"], f, "csparsemax", mask=x["mask"], backend="triton")  # returns
+            with deferred_checks():  # nested: the outer block checks
+                bounded_recurrence(x["z"], f, "csparsemax", mask=x["mask"], backend="triton")
+            assert len(deferred._QUEUE.checks) == 4  # alpha, and one per call
+    for a, b in zip(eager, got):
+        assert torch.equal(a, b)
+    assert not deferred._QUEUE.checks
+    with deferred_checks():
+        bounded_recurrence(ok["z"], ok["fertility"], "centmax", mask=ok["mask"], alpha=ok["alpha"], backend="triton")
+    bad_alpha = ok["alpha"].clone()
+    bad_alpha[0, 1, 0] = 0.5
+    with pytest.raises(ValueError, match=r"alpha must be finite and >= 1, got 0\.5 \(found when"):
+        with deferred_checks():
+            bounded_recurrence(ok["z"], ok["fertility"], "centmax", mask=ok["mask"], alpha=bad_alpha,
+                               backend="triton")

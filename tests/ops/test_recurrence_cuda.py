@@ -12,6 +12,8 @@ import importlib.util
 import pytest
 import torch
 
+from scanmt.ops import bounded_recurrence
+
 from .recurrence_cases import CASES, Case, compare
 
 pytestmark = [
@@ -84,3 +86,41 @@ def test_transformer_step_with_triton_matches_torch(transform: str) -> None:
     assert g0.keys() == g1.keys()
     for k in g0:
         torch.testing.assert_close(g1[k], g0[k], atol=1e-4, rtol=1e-3, msg=lambda msg, k=k: f"{k}: {msg}")
+
+
+@pytest.mark.parametrize("case", [Case("csparsemax", N=16, H=1, T=1, S=30),
+                                  Case("centmax", alpha="head", N=8, H=4, T=1, S=33),
+                                  Case("csoftmax", shared=True, N=8, H=4, T=20, S=25)], ids=str)
+def test_calls_in_a_deferred_block_do_not_synchronise(case: Case) -> None:
+    """Inside ``deferred_checks`` a call (forward and backward; ``T = 1`` is the LSTM's step) reads nothing
+    on the host (CUDA's sync debug mode raises on any synchronising call), and the block's end finds an
+    infeasible row that the call itself let pass."""
+    from scanmt.ops import deferred_checks
+
+    from .recurrence_cases import inputs
+
+    x = inputs(case, "cuda")
+
+    def call(f: torch.Tensor) -> None:
+        z = x["z"].detach().requires_grad_()
+        p, s = bounded_recurrence(z, f, case.transform, mask=x["mask"], exhaustion=case.exhaustion,
+                                  attention_sum=x["attention_sum"], alpha=x["alpha"], shared=case.shared,
+                                  backend="triton")
+        (p.sum() + s.sum()).backward()
+
+    call(x["fertility"])  # compiles outside the checked region
+    with deferred_checks():
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            call(x["fertility"])
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+    f = x["fertility"].clone()
+    f[0] = 0.01  # the first row's bounds sum below 1 (its sink too)
+    with pytest.raises(ValueError, match="infeasible upper bounds.*deferred"):
+        with deferred_checks():
+            torch.cuda.set_sync_debug_mode("error")
+            try:
+                call(f)
+            finally:
+                torch.cuda.set_sync_debug_mode("default")

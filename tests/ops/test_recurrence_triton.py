@@ -24,7 +24,7 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("triton") is None,
 
 HERE = Path(__file__).resolve().parent
 #: the tests of interpreter_recurrence.py besides its cases
-INTERPRETER_EXTRA_TESTS = 3
+INTERPRETER_EXTRA_TESTS = 4
 
 
 def test_kernels_match_the_torch_backend_under_the_interpreter() -> None:

@@ -49,6 +49,11 @@ cannot be attended to more than ``f`` times in total.
     the ops above; ``"triton"`` (optional extra ``scanmt[gpu]``) runs one kernel program per row with the
     closed-form backward pass (:mod:`scanmt.ops.recurrence`).
 
+``deferred_checks()``
+    a ``with`` block in which the triton backend queues its input checks and runs them at the block's end
+    with one host read, instead of one per call (the training loop runs each update's forward and backward
+    passes in one; :mod:`scanmt.ops.deferred`).
+
 ``Sparsemax(dim)``, ``CSoftmax(dim)`` and ``CSparsemax(dim)`` (and ``Softmax``, ``Entmax15``,
 ``EntmaxBisect(alpha)``, ``CEntmax(alpha)``) are
 ``nn.Module`` wrappers: ``Sparsemax()(z, mask=None)``,
@@ -172,6 +177,7 @@ tensor([[1., 0., 0.]])
 from ._checks import FEASIBILITY_TOL, NEGATIVE_TOL
 from .csoftmax import csoftmax
 from .csparsemax import csparsemax
+from .deferred import deferred_checks
 from .entmax import centmax, entmax15, entmax_bisect
 from .modules import CEntmax, CSoftmax, CSparsemax, Entmax15, EntmaxBisect, Softmax, Sparsemax
 from .recurrence import bounded_recurrence
@@ -197,6 +203,7 @@ __all__ = [
     "entmax_bisect",
     "centmax",
     "bounded_recurrence",
+    "deferred_checks",
     "Softmax",
     "Sparsemax",
     "CSoftmax",

@@ -34,7 +34,7 @@ from typing import Callable, Iterator, Optional, Tuple
 import torch
 from torch import Tensor
 
-from . import _native
+from . import _native, deferred
 
 #: Rows whose sum of ``u`` over unmasked positions is below ``1 - FEASIBILITY_TOL``
 #: are infeasible (``ValueError``).  Rows with ``sum(u) <= 1`` that are not
@@ -459,7 +459,8 @@ def raise_if_invalid(name: str, zmax: Tensor, k: Consts, b: Optional[Bounds] = N
 
     ``zmax`` is the per-row max of the masked scores (NaN propagates; ``-inf`` marks
     a fully masked row).  A few reductions, one host synchronisation; the message
-    is assembled only on failure.
+    is assembled only on failure.  Off the CPU inside :func:`scanmt.ops.deferred_checks`
+    the check is queued and runs at the block's end.
     """
     ok = torch.lt(zmax, k.pinf)  # False for NaN and +inf
     if b is not None:
@@ -469,9 +470,19 @@ def raise_if_invalid(name: str, zmax: Tensor, k: Consts, b: Optional[Bounds] = N
             flag.logical_and_(torch.ge(b.umin, k.negtol))
     else:
         flag = ok.all()
-    if bool(flag):
+    if zmax.device.type != "cpu" and deferred.deferring():  # one host read at the block's end
+        deferred.defer(flag.reshape(1), _not_all, lambda: _raise_unless(flag, name, zmax, b))
         return
-    _raise_details(name, zmax, b)
+    _raise_unless(flag, name, zmax, b)
+
+
+def _not_all(flags: Tensor) -> Tensor:
+    return torch.logical_not(flags.all())
+
+
+def _raise_unless(flag: Tensor, name: str, zmax: Tensor, b: Optional[Bounds]) -> None:
+    if not bool(flag):
+        _raise_details(name, zmax, b)
 
 
 def _raise_details(name: str, zmax: Tensor, b: Optional[Bounds]) -> None:

@@ -56,10 +56,10 @@ from typing import Any, Iterator, Optional, Tuple
 import torch
 from torch import Tensor
 
-from . import _checks, _triton
+from . import _checks, _triton, deferred
 from .csoftmax import csoftmax
 from .csparsemax import csparsemax
-from .entmax import centmax
+from .entmax import ALPHA_ONE_TOL, centmax
 
 #: the transforms the recurrence takes
 TRANSFORMS = ("csoftmax", "csparsemax", "centmax")
@@ -114,6 +114,8 @@ def _torch_loop(
 
 def _broadcast(name: str, what: str, t: Tensor, shape: torch.Size) -> Tensor:
     """``t`` expanded to ``shape`` (``ValueError`` where it does not broadcast to exactly that)."""
+    if t.shape == shape:  # the models' usual case, without torch.broadcast_shapes's Python (once per LSTM step)
+        return t
     try:
         ok = torch.broadcast_shapes(t.shape, shape) == shape
     except RuntimeError:
@@ -257,6 +259,17 @@ def _check_shapes(
     return row_shape, state_shape, ct
 
 
+def _alpha_bad(alpha: Tensor) -> Tensor:
+    """Whether some alpha is NaN, infinite or below 1 (a 0-d bool tensor, no host read)."""
+    return (~(torch.ge(alpha, 1.0) & torch.lt(alpha, float("inf")))).any()
+
+
+def _raise_if_bad_alpha(name: str, alpha: Tensor) -> None:
+    bad = ~(torch.ge(alpha, 1.0) & torch.lt(alpha, float("inf")))
+    if bool(bad.any()):
+        raise ValueError(f"{name}: alpha must be finite and >= 1, got {float(alpha[bad][0]):.6g}")
+
+
 def _triton_apply(
     name: str, z: Tensor, fertility: Tensor, s0: Tensor, transform: str, mask: Optional[Tensor],
     exhaustion: float, alpha: Any, shared: bool, validate: bool, ct: torch.dtype,
@@ -267,19 +280,25 @@ def _triton_apply(
 
     row_shape = z.shape[:-2] + z.shape[-1:]
     state_shape = row_shape[:-2] + (1,) + row_shape[-1:] if shared else row_shape
+    has_one = isinstance(alpha, Tensor)  # a tensor may hold rows at 1 (csoftmax rows): the kernel looks for them
     if transform == "centmax" and not isinstance(alpha, Tensor):
         if alpha in (1.0, 2.0):
             transform, alpha = ("csoftmax" if alpha == 1.0 else "csparsemax"), None
         else:
+            if validate and not 1.0 <= alpha < float("inf"):
+                raise ValueError(f"{name}: alpha must be finite and >= 1, got {alpha:.6g}")
+            has_one = alpha - 1.0 < ALPHA_ONE_TOL
             alpha = torch.full(row_shape[:-1] + (1,), alpha, dtype=torch.float64, device=z.device)
-    if isinstance(alpha, Tensor):
+    elif isinstance(alpha, Tensor):
         if validate:
-            bad = ~(torch.ge(alpha, 1.0) & torch.lt(alpha, float("inf")))
-            if bool(bad.any()):
-                raise ValueError(f"{name}: alpha must be finite and >= 1, got {float(alpha[bad].reshape(-1)[0]):.6g}")
+            values = alpha.detach().reshape(-1)
+            if deferred.deferring():
+                deferred.defer(values, _alpha_bad, lambda: _raise_if_bad_alpha(name, values))
+            else:
+                _raise_if_bad_alpha(name, values)
         alpha = alpha.expand(row_shape[:-1] + (1,))
     p, s = BoundedRecurrenceFunction.apply(
         z, fertility.expand(row_shape), s0.expand(state_shape), alpha, None if mask is None else mask.expand(row_shape),
-        transform, exhaustion, shared, validate,
+        transform, exhaustion, shared, validate, has_one,
     )
     return p.to(ct), s.to(ct)

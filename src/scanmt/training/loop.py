@@ -35,6 +35,7 @@ from scanmt.config import TrainConfig, check_train_config
 from scanmt.errors import ConfigError, DataError
 from scanmt.model.averaging import kept_path, saved_by
 from scanmt.model.checkpoint import Checkpoint
+from scanmt.ops import deferred_checks
 from scanmt.processes import Interrupted, second_sigterm, signal_name, sigterm_interrupts
 from scanmt.shape_caches import bound_shape_caches
 from scanmt.training import distributed
@@ -255,11 +256,13 @@ class TrainLoop:
         probe = probe and hasattr(self.task, "probe")
         if probe:
             self.task.probe(True)
-        with self.autocast():
-            loss, n = self.task.loss(self.net, batch)
-        self.optimizer.zero_grad(set_to_none=True)
-        denominator = n if self.cfg.normalization == "tokens" else self.task.sequences(batch)
-        (loss / max(denominator, 1)).backward()
+        # the GPU kernels' input checks wait for the end of the backward pass: one host read per update
+        with deferred_checks():
+            with self.autocast():
+                loss, n = self.task.loss(self.net, batch)
+            self.optimizer.zero_grad(set_to_none=True)
+            denominator = n if self.cfg.normalization == "tokens" else self.task.sequences(batch)
+            (loss / max(denominator, 1)).backward()
         if probe:
             self.task.probe(False)
         norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.max_grad_norm or math.inf)

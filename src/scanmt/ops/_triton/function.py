@@ -4,7 +4,8 @@
 :func:`scanmt.ops.bounded_recurrence` (``fertility``, ``mask`` and ``alpha`` expanded to the rows of ``z``,
 ``attention_sum`` to the rows or, with ``shared``, to one row per group of heads), lays them out as the
 kernels read them, launches one program per row (per group with ``shared``), checks the kernel's
-statistics (one host synchronisation, unless ``validate=False``) and saves what the backward kernel
+statistics (one host synchronisation, or queued by :func:`scanmt.ops.deferred_checks`; none with
+``validate=False``) and saves what the backward kernel
 reads: the probabilities, each step's threshold and the cumulative attention before each step.
 """
 
@@ -17,7 +18,7 @@ import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
-from .. import _checks
+from .. import _checks, deferred
 from . import kernels
 
 #: the kernels' TRANSFORM for each transform name
@@ -30,6 +31,11 @@ MAX_ITER = 256
 
 def _num_warps(block_g: int, block_s: int) -> int:
     return max(1, min(8, block_g * block_s // 256))
+
+
+def _stats_bad(stats: Tensor) -> Tensor:
+    """Whether ``_raise_if_invalid`` would raise for ``stats [R, 2]`` (a 0-d bool tensor, no host read)."""
+    return (torch.gt(stats[:, 0], 0) | torch.lt(stats[:, 1], 1.0 - _checks.FEASIBILITY_TOL)).any()
 
 
 def _raise_if_invalid(name: str, stats: Tensor) -> None:
@@ -52,19 +58,20 @@ def _raise_if_invalid(name: str, stats: Tensor) -> None:
 
 
 class BoundedRecurrenceFunction(torch.autograd.Function):
-    """``apply(z, f, s0, alpha, mask, transform, exhaustion, shared, validate) -> (p, attention_sum)``.
+    """``apply(z, f, s0, alpha, mask, transform, exhaustion, shared, validate, has_one) -> (p, attention_sum)``.
 
     ``z [..., T, S]`` (float32, bfloat16 or float16), ``f [..., S]`` and ``mask [..., S]`` (or None) with
     the rows of ``z``; ``s0`` ``[..., S]``, or ``[..., 1, S]`` with ``shared`` (the heads are dimension -3
-    of ``z``); ``alpha`` ``[..., 1]`` (centmax) or None.  ``p`` is float32 of ``z``'s shape, the attention
-    sum float32 of ``s0``'s shape.  Gradients flow to ``z``, ``f``, ``s0`` and ``alpha``; the backward
+    of ``z``); ``alpha`` ``[..., 1]`` (centmax) or None; ``has_one``: some alpha may be within
+    ``ALPHA_ONE_TOL`` of 1 (those rows are csoftmax rows; the kernel then looks for them).  ``p`` is
+    float32 of ``z``'s shape, the attention sum float32 of ``s0``'s shape.  Gradients flow to ``z``, ``f``, ``s0`` and ``alpha``; the backward
     pass is not differentiable again (``backend="torch"`` is).
     """
 
     @staticmethod
     def forward(  # type: ignore[override]
         ctx: Any, z: Tensor, f: Tensor, s0: Tensor, alpha: Optional[Tensor], mask: Optional[Tensor],
-        transform: str, exhaustion: float, shared: bool, validate: bool,
+        transform: str, exhaustion: float, shared: bool, validate: bool, has_one: bool,
     ) -> Tuple[Tensor, Tensor]:
         *lead, T, S = z.shape
         R = z.numel() // (T * S)
@@ -75,7 +82,7 @@ class BoundedRecurrenceFunction(torch.autograd.Function):
         sc = s0.reshape(R // H, S).to(f32).contiguous()
         mc = mask.reshape(R, S).to(torch.uint8).contiguous() if mask is not None else zc
         ac = alpha.reshape(R).to(torch.float64).contiguous() if alpha is not None else fc
-        has_one = alpha is not None and bool(torch.lt(ac, 1.0 + kernels.ALPHA_ONE_TOL).any())
+        has_one = alpha is not None and has_one
         save = any(ctx.needs_input_grad[:4])
         p = torch.empty(R, T, S, dtype=f32, device=z.device)
         s_out = torch.empty_like(sc)
@@ -91,7 +98,11 @@ class BoundedRecurrenceFunction(torch.autograd.Function):
                 num_warps=_num_warps(block_g, block_s), enable_fp_fusion=False,
             )
         if validate:
-            _raise_if_invalid(f"bounded_recurrence({transform})", stats)
+            name = f"bounded_recurrence({transform})"
+            if deferred.deferring():
+                deferred.defer(stats, _stats_bad, lambda: _raise_if_invalid(name, stats))
+            else:
+                _raise_if_invalid(name, stats)
         ctx.meta = (transform, float(exhaustion), shared, H, block_g, block_s, mask is not None)
         ctx.dtypes = (z.dtype, f.dtype, s0.dtype, None if alpha is None else alpha.dtype)
         ctx.shapes = (z.shape, f.shape, s0.shape, None if alpha is None else alpha.shape)
@@ -127,7 +138,7 @@ class BoundedRecurrenceFunction(torch.autograd.Function):
             df.view(f_sh).to(f_dt) if need[1] else None,
             ds0.view(s_sh).to(s_dt) if need[2] else None,
             dalpha.view(a_sh).to(a_dt) if need[3] and a_sh is not None else None,
-            None, None, None, None, None,
+            None, None, None, None, None, None,
         )
 
 
