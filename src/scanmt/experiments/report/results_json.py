@@ -73,8 +73,10 @@ METRICS: tuple[str, ...] = ("bleu", "rep", "drop", "meteor")
 #: the ``search`` entry's keys and the ``metrics.json`` ``search`` key each is read from
 SEARCH_METRICS: tuple[tuple[str, str], ...] = (("output_support", "mean_support"), ("exact_share", "exact_share"),
                                                ("forced", "forced"))
+#: the top-level key of a report of several grids that lists each grid's systems
+GRIDS_KEY = "grids"
 #: top-level keys that are not systems
-RESERVED: tuple[str, ...] = ("test_set", "test_sets", "grids")
+RESERVED: tuple[str, ...] = ("test_set", "test_sets", GRIDS_KEY)
 
 Runs = Sequence[Mapping[str, Any]]
 
@@ -224,4 +226,4 @@ def merge_tables(tables: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     for table in tables.values():
         for test_set, entries in table["test_sets"].items():
             sets.setdefault(test_set, {}).update(entries)
-    return {**merged, "test_set": next(iter(tables.values()))["test_set"], "test_sets": sets, "grids": systems}
+    return {**merged, "test_set": next(iter(tables.values()))["test_set"], "test_sets": sets, GRIDS_KEY: systems}
