@@ -24,8 +24,9 @@ LAYOUT_LITERAL = re.compile(
     r'|f?"[^" ]*\.(json|yaml|txt|pt|csv|npz|npy|tar\.gz|done)"|f?"(\*/)?seed(\{[^}]*\}|\*|[0-9])[^"]*"|"previous-decode')
 
 
-#: literals of that shape that name no part of an experiment folder: the source checkout's git folder
-NOT_LAYOUT = ('(root / ".git")',)
+#: literals of that shape that name no part of an experiment folder: the source checkout's git folder, the results
+#: JSON's key of a report of several grids
+NOT_LAYOUT = ('(root / ".git")', 'GRIDS_KEY = "grids"')
 
 
 @pytest.mark.parametrize("path", [p for p in [*EXPERIMENTS, CLI] if p.name != "layout.py"],

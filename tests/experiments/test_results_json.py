@@ -35,15 +35,18 @@ def metrics(system: str, seed: int, values: tuple[float, float, float, float], *
             "drop": drop, "meteor": meteor, "sacrebleu": bleu - 1.0, "commit": "abc1234", **extra}
 
 
-def fake_experiment(out: Path, seeds: dict, *, test2017: dict | None = None, unfinished: str | None = None) -> None:
-    """OUT/grids/g.json, OUT/shared/data (meta.json, two test sentences), one finished run per system x seed."""
-    rec = {"name": "table1", "systems": [{"name": n, "label": n} for n in seeds], "seeds": [1, 2, 3],
-           "split": "test", "src_lang": "de", "tgt_lang": "en", "data": "multi30k", "preset": "cpu-small.yaml",
+def fake_experiment(out: Path, seeds: dict, *, test2017: dict | None = None, unfinished: str | None = None,
+                    grid: str = "table1", split: str = "test") -> None:
+    """OUT/grids/GRID.json, OUT/shared/data (meta.json, two test sentences), one finished run per system x seed.
+
+    Called again with another ``grid`` (and other systems), it adds a second grid to the same folder."""
+    rec = {"name": grid, "systems": [{"name": n, "label": n} for n in seeds], "seeds": [1, 2, 3],
+           "split": split, "src_lang": "de", "tgt_lang": "en", "data": "multi30k", "preset": "cpu-small.yaml",
            "command": "scanmt experiment run ...", "transforms": {"softmax": "softmax", "csparsemax": "csparsemax"}}
-    (out / "grids").mkdir(parents=True)
-    (out / "grids" / "table1.json").write_text(json.dumps(rec), encoding="utf-8")
+    (out / "grids").mkdir(parents=True, exist_ok=True)
+    (out / "grids" / f"{grid}.json").write_text(json.dumps(rec), encoding="utf-8")
     data = out / "shared" / "data"
-    data.mkdir(parents=True)
+    data.mkdir(parents=True, exist_ok=True)
     (data / "meta.json").write_text(json.dumps(META), encoding="utf-8")
     (data / "test.raw.de").write_text("ein Hund .\nzwei Katzen .\n", encoding="utf-8")
     (data / "test.raw.en").write_text("a dog .\ntwo cats .\n", encoding="utf-8")

@@ -16,6 +16,7 @@ another writes the Markdown report.
   scanmt experiment run experiments/table1.yaml ... --set train.max_minutes=6 --workers 2
   scanmt experiment run experiments/table1.yaml ... --dry-run          # check the grid and print the plan
   scanmt experiment report runs/table1 --out docs/       # docs/experiments-table1.md and .json
+  scanmt experiment report runs/kftt --grid kftt kftt-transformer --name experiments-kftt --out docs/  # one of two grids
   scanmt experiment status runs/table1                   # each run: done, training, decoding, stopped; time left
   scanmt experiment archive runs/table1 --to archive/table1   # finished runs, no checkpoints (for git)
   scanmt experiment restore archive/table1 --out runs/table1  # on a new machine, before `run`
@@ -95,8 +96,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                        "drop_noise, DROP's spread split between the aligner and the model).")
     q.add_argument("dir", type=str, help="experiment directory of `scanmt experiment run --out`")
     q.add_argument("--out", type=str, default="docs", help="directory for the Markdown and JSON files and figures")
-    q.add_argument("--grid", help="report only this grid of DIR [every grid recorded there]")
-    q.add_argument("--name", help="file name stem [experiments-GRID]")
+    q.add_argument("--grid", nargs="+", metavar="NAME", help="report only these grids of DIR, each in its own "
+                   "report, or, with --name, all in one [every grid recorded there]")
+    q.add_argument("--name", help="file name stem [experiments-GRID]; with several --grid, one report of them all: "
+                   "NAME.md with each grid's page in turn, NAME.json with every grid's systems (the grids need "
+                   "distinct system names and one test set), their figures in NAME/ named by grid")
     q.add_argument("--baseline", help="system that every other system is compared with (seed by seed in the "
                    "Δ BLEU (p) column; in the DROP noise section and the stress test's paired tests), instead of "
                    "the grid's baseline and each system's own `baseline:` [as the grid file says]")

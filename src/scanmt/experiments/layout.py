@@ -303,6 +303,12 @@ def report_figure_dir(docs: Path, stem: str) -> Path:
     return docs / stem
 
 
+def report_figure(docs: Path, stem: str, name: str, grid: str | None = None) -> Path:
+    """``DOCS/STEM/NAME``: a figure of a report; ``DOCS/STEM/GRID-NAME`` in a report of several grids, whose figures
+    share the folder."""
+    return report_figure_dir(docs, stem) / (f"{grid}-{name}" if grid else name)
+
+
 def attention_figure_name(sentence: int) -> str:
     """``attention-N.png``: the attention maps of test sentence ``sentence`` (1-based)."""
     return f"attention-{sentence}.png"

@@ -2,7 +2,7 @@
 
 The package by concept: :mod:`.collection` (what it reads), :mod:`.tables`, :mod:`.significance`, :mod:`.figures`,
 :mod:`.stress` (the stress test), :mod:`.drop_noise`, :mod:`.results_json`, :mod:`.page` and :mod:`.writing`
-(the page put together and written), :mod:`.command` (the command).
+(the page put together and written), :mod:`.combined` (one report of several grids), :mod:`.command` (the command).
 
 For each grid recorded in ``OUT/grids/`` (by ``scanmt experiment run``) it writes
 ``DOCS/experiments-{grid}.md`` (or ``--name``) with:
@@ -41,6 +41,11 @@ and ``DOCS/experiments-{grid}.json`` (or ``--name``), the main table's numbers i
 machine-readable form (:mod:`scanmt.experiments.report.results_json`).  Every file is written atomically.
 Regenerating a report removes the figures its previous version linked and the new one does not show
 (:func:`stale_figures`); nothing else in the folder is touched.
+
+With ``--grid A B --name STEM`` it writes one report of the grids A and B instead (:mod:`.combined`):
+``DOCS/STEM.md`` with each grid's page in turn below one title, ``DOCS/STEM.json`` with every grid's systems
+(:func:`scanmt.experiments.report.results_json.merge_tables`) and their figures in ``DOCS/STEM/``, each named by
+its grid (``A-attention-3.png``, ``B-stress.png``).
 """
 
 from __future__ import annotations

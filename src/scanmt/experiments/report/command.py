@@ -5,25 +5,29 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
+from typing import Sequence
 
 from scanmt.experiments.report.page import ReportOptions
 from scanmt.experiments.report.writing import write_reports
 
 
-def report_command(folder: str | Path, docs: str | Path, *, grid: str | None = None, name: str | None = None,
+def report_command(folder: str | Path, docs: str | Path, *, grid: str | Sequence[str] | None = None,
+                   name: str | None = None,
                    baseline: str | None = None, reference_arm: str | None = None, samples: int = 1000,
                    figures: int = 2, examples: int = 5, max_figure_words: int = 25,
                    max_figure_tokens: int = 30) -> int:
     """Write the reports of the experiment folder ``folder`` into ``docs`` and print each file written; exit
-    status 0.  The report names the command that made it (the options that change what it shows)."""
+    status 0.  ``grid``: one grid's name or several (with ``name``: one report of them all).  The report names the
+    command that made it (the options that change what it shows)."""
     folder, docs = Path(folder), Path(docs)
-    argv = ["experiment", "report", str(folder), "--out", str(docs)]
-    for opt, value in (("grid", grid), ("name", name), ("baseline", baseline), ("reference-arm", reference_arm)):
+    grids = [grid] if isinstance(grid, str) else list(grid or [])
+    argv = ["experiment", "report", str(folder), "--out", str(docs)] + (["--grid", *grids] if grids else [])
+    for opt, value in (("name", name), ("baseline", baseline), ("reference-arm", reference_arm)):
         if value:
             argv += [f"--{opt}", value]
     opts = ReportOptions(baseline=baseline, reference_arm=reference_arm, samples=samples, figures=figures,
                          examples=examples, max_figure_words=max_figure_words, max_figure_tokens=max_figure_tokens,
                          command="scanmt " + shlex.join(argv))
-    for f in write_reports(folder.resolve(), docs, grid=grid, name=name, opts=opts):
+    for f in write_reports(folder.resolve(), docs, grids=grids, name=name, opts=opts):
         print(f"wrote {f}")
     return 0

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from scanmt.experiments.layout import attention_figure_name, attention_name, report_figure_dir, run_dir
+from scanmt.experiments.layout import attention_figure_name, attention_name, report_figure, run_dir
 from scanmt.experiments.report.collection import SystemResults, Texts, hyp_lines, tokenize_all
 from scanmt.experiments.report.markdown import md_escape
 from scanmt.experiments.report.page import Page
@@ -113,7 +113,7 @@ def _figure_pair(p: Page, a: tuple[SystemResults, list[str]], b: tuple[SystemRes
     ra, rb = repetition_scores(ta, texts.ref_tok), repetition_scores(tb, texts.ref_tok)
     files = []
     for i in chosen:
-        png = report_figure_dir(p.docs, p.stem) / attention_figure_name(i + 1)
+        png = report_figure(p.docs, p.stem, attention_figure_name(i + 1), p.figure_grid)
         size = draw_figure(png, [(a_sys.label, fa[i]), (b_sys.label, fb[i])], f"{split} sentence {i + 1}")
         files.append(png)
         L += [

@@ -20,8 +20,9 @@ def code_span(text: str) -> str:
     return "`" + text.replace("`", "'") + "`"
 
 
-def anchor(name: str) -> str:
-    return "cmd-" + "".join(c if c.isalnum() else "-" for c in name.lower())
+def anchor(name: str, kind: str = "cmd") -> str:
+    """An HTML id for ``name`` (a system's commands: ``cmd-NAME``; a grid's page in a report of several: ``grid-NAME``)."""
+    return f"{kind}-" + "".join(c if c.isalnum() else "-" for c in name.lower())
 
 
 def mean_std(values: Sequence[float]) -> tuple[float, float | None]:

@@ -38,6 +38,8 @@ class Page:
     baseline: str  #: the grid's baseline (figures, examples)
     baselines: Baselines  #: each system's baseline (the paired comparisons)
     texts: Texts
+    #: in a report of several grids, this grid's name, which starts its figures' file names (they share a folder)
+    figure_grid: str | None = None
 
     @property
     def base(self) -> SystemResults:

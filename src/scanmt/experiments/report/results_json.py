@@ -42,6 +42,14 @@ Shape (one entry per system of the grid, in grid order, for the report's main te
     ``"test_sets": {SPLIT: {"bleu": ..., "rep": ..., "drop": ..., "meteor": ...}}``, where
     SPLIT is a split of the prepared data (``test2017``).
 
+A report of several grids of one folder (``experiment report --grid A B --name STEM``) merges their tables
+(:func:`merge_tables`): every grid's systems at the top level, each entry as its grid's report gives it (its
+``drop_noise`` against its own grid's baseline), in the order of ``--grid``; ``test_set`` (the same for every
+grid); ``test_sets`` with each test set's systems of every grid that scored it (a test set only some grids have
+holds only their systems); and one more reserved key:
+
+  - ``grids``: ``{GRID: [its systems, in order]}``, for the grids in the order of ``--grid``.
+
 Test-set names are the upstream corpus names when the prepared data's ``meta.json``
 records them (``test`` of Multi30k is ``test_2016_flickr``, ``test2017`` is
 ``test_2017_flickr``), else the split names.
@@ -65,8 +73,10 @@ METRICS: tuple[str, ...] = ("bleu", "rep", "drop", "meteor")
 #: the ``search`` entry's keys and the ``metrics.json`` ``search`` key each is read from
 SEARCH_METRICS: tuple[tuple[str, str], ...] = (("output_support", "mean_support"), ("exact_share", "exact_share"),
                                                ("forced", "forced"))
+#: the top-level key of a report of several grids that lists each grid's systems
+GRIDS_KEY = "grids"
 #: top-level keys that are not systems
-RESERVED: tuple[str, ...] = ("test_set", "test_sets")
+RESERVED: tuple[str, ...] = ("test_set", "test_sets", GRIDS_KEY)
 
 Runs = Sequence[Mapping[str, Any]]
 
@@ -178,3 +188,42 @@ def write_results_json(path: Path, table: Mapping[str, Any]) -> Path:
         json.dump(table, fh, indent=2)
         fh.write("\n")
     return path
+
+
+def check_distinct_systems(systems: Mapping[str, Sequence[str]]) -> None:
+    """Refuse grids (name -> its systems) that share a system name: their entries would overwrite each other in one
+    results JSON."""
+    owner: dict[str, str] = {}
+    for grid, names in systems.items():
+        for name in names:
+            if name in owner:
+                raise ConfigError(f"grids {owner[name]} and {grid} both have a system {name!r}: one report of both "
+                                  "would hold one of them; report them separately (leave out --name)")
+            owner[name] = grid
+
+
+def check_same_test_set(test_sets: Mapping[str, str]) -> None:
+    """Refuse grids (name -> its main test set) scored on different test sets: the top-level entries of one results
+    JSON are on one test set."""
+    if len(set(test_sets.values())) > 1:
+        each = ", ".join(f"{grid} on {test_set!r}" for grid, test_set in test_sets.items())
+        raise ConfigError(f"one report of several grids needs one test set, but the grids differ: {each}; report "
+                          "them separately (leave out --name)")
+
+
+def merge_tables(tables: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """One results JSON of several grids' :func:`results_table` (grid name -> its table, in report order), as the
+    module docstring describes.
+
+    Raises:
+        ConfigError: two grids share a system name, or their main test sets differ.
+    """
+    systems = {grid: [k for k in table if k not in RESERVED] for grid, table in tables.items()}
+    check_distinct_systems(systems)
+    check_same_test_set({grid: table["test_set"] for grid, table in tables.items()})
+    merged: dict[str, Any] = {name: table[name] for grid, table in tables.items() for name in systems[grid]}
+    sets: dict[str, dict[str, Any]] = {}
+    for table in tables.values():
+        for test_set, entries in table["test_sets"].items():
+            sets.setdefault(test_set, {}).update(entries)
+    return {**merged, "test_set": next(iter(tables.values()))["test_set"], "test_sets": sets, GRIDS_KEY: systems}

@@ -160,12 +160,16 @@ def _grid_commands(rec: dict[str, Any]) -> list[str]:
             *[f"- `{c}`" for c in commands]]
 
 
+def page_title(rec: dict[str, Any]) -> str:
+    """The title of a grid's report: the grid file's ``title``, else one naming the grid."""
+    return rec.get("title") or f"Experiments: grid {rec['name']}"
+
+
 def header(p: Page) -> list[str]:
     rec, systems = p.rec, p.systems
     n_done = sum(len(s.runs) for s in systems)
     commits = sorted({c for s in systems for r in s.runs for c in (r.get("commits") or [r["commit"]])})
-    title = rec.get("title") or f"Experiments: grid {rec['name']}"
-    L = [f"# {title}", ""]
+    L = [f"# {page_title(rec)}", ""]
     if rec.get("description"):
         L += [rec["description"].strip(), ""]
     L += [

@@ -1,5 +1,5 @@
 """Writing a grid's report: the page rendered section by section (:func:`render`), its Markdown, JSON and figures
-written (:func:`write_reports`), and the ``experiment report`` command (:func:`report_command`).
+written (:func:`write_reports`), alone or with other grids' in one report (:mod:`scanmt.experiments.report.combined`).
 """
 
 from __future__ import annotations
@@ -12,14 +12,16 @@ from typing import Any, Sequence
 from scanmt.errors import ConfigError
 from scanmt.experiments.baselines import grid_baseline, resolve_baselines, resolve_reference_arm
 from scanmt.experiments.grid import check_name
-from scanmt.experiments.layout import SharedPaths, report_figure_dir, report_json, report_markdown, report_stem
+from scanmt.experiments.layout import (SharedPaths, report_figure, report_figure_dir, report_json, report_markdown,
+                                      report_stem)
 from scanmt.experiments.report.collection import SystemResults, collect, grid_records, load_texts
+from scanmt.experiments.report.combined import check_combinable, combined_page
 from scanmt.experiments.report.drop_noise import drop_noise, drop_noise_section, has_aligner_samples
 from scanmt.experiments.report.figures import examples, figures
 from scanmt.experiments.report.markdown import anchor, code_span, md_escape
 from scanmt.experiments.report.page import Page, ReportOptions
 from scanmt.experiments.report.results_json import (extra_splits, read_meta_lenient, results_table,
-                                                    split_display_name, write_results_json)
+                                                    merge_tables, split_display_name, write_results_json)
 from scanmt.experiments.report.stress import CONTRAST_FIGURE
 from scanmt.experiments.report.stress import FIGURE as STRESS_FIGURE
 from scanmt.experiments.report.stress import (contrast_section, draw_contrast_figure, draw_stress_figure,
@@ -31,8 +33,10 @@ from scanmt.io import atomic_open, check_output_file
 log = logging.getLogger("scanmt.experiment")
 
 
-#: a figure link as the report writes it: ``](STEM/attention-N.png)``, ``](STEM/stress.png)``
-FIGURE_LINK = re.compile(r"\]\(([^()/]+)/(attention-\d+\.png|stress\.png|stress-contrast\.png)\)")
+#: a figure link as the report writes it: ``](STEM/attention-N.png)``, ``](STEM/stress.png)``; in a report of several
+#: grids, with the grid's name in front: ``](STEM/GRID-stress.png)``
+FIGURE_LINK = re.compile(r"\]\(([^()/]+)/((?:[A-Za-z0-9][A-Za-z0-9_.-]*-)?"
+                         r"(?:attention-\d+\.png|stress\.png|stress-contrast\.png))\)")
 
 
 def _drop_noise(p: Page) -> list[str]:
@@ -68,66 +72,96 @@ def _commands(p: Page) -> list[str]:
 
 
 def render(out: Path, rec: dict[str, Any], docs: Path, stem: str, opts: ReportOptions,
-           systems: list[SystemResults] | None = None) -> tuple[str, list[Path]]:
-    """The Markdown text and the figure files written for one grid record (``systems``: :func:`collect`'s)."""
+           systems: list[SystemResults] | None = None, figure_grid: str | None = None) -> tuple[str, list[Path]]:
+    """The Markdown text and the figure files written for one grid record (``systems``: :func:`collect`'s;
+    ``figure_grid``: the grid's name in front of its figures' file names, in a report of several grids)."""
     systems = collect(out, rec) if systems is None else systems
     names = [s.name for s in systems]
     baselines = resolve_baselines(rec, names, opts.baseline)
     p = Page(out, rec, docs, stem, opts, systems, grid_baseline(rec, names, opts.baseline), baselines,
-              load_texts(out, rec))
+              load_texts(out, rec), figure_grid)
     L = header(p) + main_table(p) + extra_split_sections(out, rec, systems, baselines, opts) + _drop_noise(p)
     L += output_layer(p)
-    stress_png = report_figure_dir(docs, stem) / STRESS_FIGURE
+    stress_png = report_figure(docs, stem, STRESS_FIGURE, figure_grid)
     drawn = draw_stress_figure(systems, stress_png)
-    L += stress_section(systems, baselines, f"{stem}/{STRESS_FIGURE}" if drawn else None)
+    L += stress_section(systems, baselines, f"{stem}/{stress_png.name}" if drawn else None)
     reference = resolve_reference_arm(rec, names, opts.reference_arm)
-    contrast_png = report_figure_dir(docs, stem) / CONTRAST_FIGURE
+    contrast_png = report_figure(docs, stem, CONTRAST_FIGURE, figure_grid)
     contrast_drawn = draw_contrast_figure(systems, baselines, reference, contrast_png)
-    L += contrast_section(systems, baselines, reference, f"{stem}/{CONTRAST_FIGURE}" if contrast_drawn else None)
+    L += contrast_section(systems, baselines, reference, f"{stem}/{contrast_png.name}" if contrast_drawn else None)
     L += details(p)
     fig_lines, files, chosen = figures(p)
     L += fig_lines + examples(p, chosen) + _commands(p)
     return "\n".join(L), ([stress_png] if drawn else []) + ([contrast_png] if contrast_drawn else []) + files
 
 
-def write_reports(out: Path, docs: Path, *, grid: str | None = None, name: str | None = None,
+def write_reports(out: Path, docs: Path, *, grids: Sequence[str] | None = None, name: str | None = None,
                   opts: ReportOptions | None = None) -> list[Path]:
-    """Write one Markdown report and its JSON per recorded grid (or only ``grid``); returns the files written.
+    """Write one Markdown report and its JSON per recorded grid (or per grid of ``grids``); with ``name`` and
+    several ``grids``, one report of them all (:mod:`scanmt.experiments.report.combined`).  Returns the files
+    written.
 
     ``name`` (the files' stem, default ``experiments-GRID``) is a name as a grid's
     (:data:`~scanmt.experiments.grid.NAME_RE`), so that the report and its figure folder stay in ``docs``:
-    ``../x`` or ``/abs`` is refused before anything is read.
+    ``../x`` or ``/abs`` is refused before anything is read.  Every report's files are checked, and grids that
+    cannot share a report refused, before any report is computed.
     """
     if name is not None:
         check_name(name, "--name")
     opts = opts or ReportOptions()
-    recs = grid_records(out)
-    if grid is not None:
-        recs = [r for r in recs if r["name"] == grid]
-        if not recs:
-            known = ", ".join(r["name"] for r in grid_records(out))
-            raise ConfigError(f"--grid {grid}: not recorded in {out} (recorded: {known})")
-    if name is not None and len(recs) > 1:
+    recs = _chosen_records(out, grids)
+    if name is not None and len(recs) > 1 and not grids:
         raise ConfigError(f"--name needs a single grid, but {out} holds {len(recs)}: add --grid NAME")
-    stems = [name or f"experiments-{rec['name']}" for rec in recs]
-    for stem in stems:  # every report's files, before any report is computed
+    if name is not None and len(recs) > 1:
+        check_combinable(out, recs)
+        reports = [(name, recs)]
+    else:
+        reports = [(name or f"experiments-{rec['name']}", [rec]) for rec in recs]
+    for stem, _ in reports:  # every report's files, before any report is computed
         check_report_files(docs, stem)
     written = []
-    for rec, stem in zip(recs, stems):
-        systems = collect(out, rec)
-        table = results_table({s.name: s.runs for s in systems}, rec["split"],
-                              read_meta_lenient(SharedPaths(out).data),
-                              resolve_baselines(rec, [s.name for s in systems], opts.baseline))
-        text, files = render(out, rec, docs, stem, opts, systems)
-        md = report_markdown(docs, stem)
-        stale = stale_figures(md, files)
-        with atomic_open(md) as fh:
-            fh.write(text)
-        for f in stale:
-            f.unlink()
-            log.info("removed %s: a figure of the previous report that this one no longer shows", f)
-        written += [md, write_results_json(report_json(docs, stem), table), *files]
+    for stem, group in reports:
+        written += _write_report(out, docs, stem, group, opts)
     return written
+
+
+def _chosen_records(out: Path, grids: Sequence[str] | None) -> list[dict[str, Any]]:
+    """The records of ``grids`` (each once, in that order), else of every grid recorded in ``out``; an unknown
+    grid is refused, naming the recorded ones."""
+    recs = grid_records(out)
+    if not grids:
+        return recs
+    by_name = {r["name"]: r for r in recs}
+    for grid in grids:
+        if grid not in by_name:
+            raise ConfigError(f"--grid {grid}: not recorded in {out} (recorded: {', '.join(by_name)})")
+    return [by_name[grid] for grid in dict.fromkeys(grids)]
+
+
+def _write_report(out: Path, docs: Path, stem: str, recs: Sequence[dict[str, Any]], opts: ReportOptions
+                  ) -> list[Path]:
+    """Write the report ``DOCS/STEM`` of the grids ``recs`` (one, or several in one report); returns its files."""
+    several = len(recs) > 1
+    tables: dict[str, dict[str, Any]] = {}
+    pages, files = [], []
+    for rec in recs:
+        systems = collect(out, rec)
+        tables[rec["name"]] = results_table({s.name: s.runs for s in systems}, rec["split"],
+                                            read_meta_lenient(SharedPaths(out).data),
+                                            resolve_baselines(rec, [s.name for s in systems], opts.baseline))
+        text, drawn = render(out, rec, docs, stem, opts, systems, rec["name"] if several else None)
+        pages.append(text)
+        files += drawn
+    text = combined_page(out, stem, opts.command, recs, pages) if several else pages[0]
+    table = merge_tables(tables) if several else tables[recs[0]["name"]]
+    md = report_markdown(docs, stem)
+    stale = stale_figures(md, files)
+    with atomic_open(md) as fh:
+        fh.write(text)
+    for f in stale:
+        f.unlink()
+        log.info("removed %s: a figure of the previous report that this one no longer shows", f)
+    return [md, write_results_json(report_json(docs, stem), table), *files]
 
 
 def check_report_files(docs: Path, stem: str) -> None:
