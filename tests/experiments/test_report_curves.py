@@ -53,3 +53,13 @@ def test_many_validations_show_evenly_spaced_columns_ending_at_the_last(tmp_path
     header = curves.curves_section(got, None)[4]
     cols = header.split(" | ")[2:-2]
     assert len(cols) == curves.MAX_COLUMNS and cols[0] == "1,000" and cols[-1] == "25,000"
+
+
+def test_runs_validating_at_different_updates_show_their_last_validation_as_of_each_column(tmp_path: Path) -> None:
+    _log(tmp_path, "softmax", 1, [(340, "valid/bleu", 9.4), (690, "valid/bleu", 23.4), (1030, "valid/bleu", 30.0)])
+    _log(tmp_path, "softmax", 2, [(345, "valid/bleu", 9.5), (700, "valid/bleu", 26.8)])
+    got = curves.learning_curves(tmp_path, [SystemResults("softmax", "softmax")])
+    text = "\n".join(curves.curves_section(got, None))
+    assert "| system | seed | 340 | 345 | 690 | 700 | 1,030 |" in text
+    assert "| softmax | seed1 | 9.40 | 9.40 | 23.40 | 23.40 | 30.00 |" in text
+    assert "| softmax | seed2 | – | 9.50 | 9.50 | 26.80 | – |" in text

@@ -71,8 +71,15 @@ def _columns(steps: Sequence[int]) -> list[int]:
     return [steps[i] for i in sorted(picks)]
 
 
+def _as_of(points: Sequence[tuple[int, float]], update: int) -> str:
+    """The value of the last of ``points`` at or before ``update``; "–" before the first one and past the last
+    (a run that stopped, or has not got there yet)."""
+    before = [v for u, v in points if u <= update]
+    return f"{before[-1]:.2f}" if before and points[-1][0] >= update else "–"
+
+
 def curves_section(curves: RunCurves, link: str | None) -> list[str]:
-    """The section's Markdown: validation BLEU per run at the validated updates (at most :data:`MAX_COLUMNS`),
+    """The section's Markdown: validation BLEU per run as of the validated updates (at most :data:`MAX_COLUMNS`),
     the best BLEU and its update, and the last perplexity; the figure ``link`` if drawn."""
     L = ["## Learning curves", ""]
     if not curves:
@@ -80,15 +87,15 @@ def curves_section(curves: RunCurves, link: str | None) -> list[str]:
     bleu, ppl = METRICS[0][0], METRICS[1][0]
     steps = _columns(sorted({u for seeds in curves.values() for run in seeds.values() for u, _ in run[bleu]}))
     L += ["Validation BLEU (greedy decoding, as training validates; the checkpoint kept is the best) of every run "
-          "folder, finished or still training, at the updates below"
-          + (f" ({len(steps)} of the validations, evenly spaced)" if len(steps) == MAX_COLUMNS else "")
+          "folder, finished or still training: in each update's column the run's last validation at or before it "
+          "(runs that validate once per epoch validate at different updates)"
+          + (f"; {len(steps)} of the validated updates, evenly spaced" if len(steps) == MAX_COLUMNS else "")
           + "; the best BLEU and its update; the perplexity of the last validation.", ""]
     L += ["| system | seed | " + " | ".join(f"{u:,}" for u in steps) + " | best (update) | last perplexity |",
           "|---|---|" + "---:|" * (len(steps) + 2)]
     for label, seeds in curves.items():
         for k, run in sorted(seeds.items()):
-            at = dict(run[bleu])
-            cells = [f"{at[u]:.2f}" if u in at else "–" for u in steps]
+            cells = [_as_of(run[bleu], u) for u in steps]
             best = max(run[bleu], key=lambda p: p[1], default=None)
             best_cell = f"{best[1]:.2f} ({best[0]:,})" if best else "–"
             last_ppl = f"{run[ppl][-1][1]:.2f} ({run[ppl][-1][0]:,})" if run[ppl] else "–"

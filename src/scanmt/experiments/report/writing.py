@@ -16,6 +16,8 @@ from scanmt.experiments.layout import (SharedPaths, report_figure, report_figure
                                       report_stem)
 from scanmt.experiments.report.collection import SystemResults, collect, grid_records, load_texts
 from scanmt.experiments.report.combined import check_combinable, combined_page
+from scanmt.experiments.report.curves import FIGURE as CURVES_FIGURE
+from scanmt.experiments.report.curves import curves_section, draw_curves_figure, learning_curves
 from scanmt.experiments.report.drop_noise import drop_noise, drop_noise_section, has_aligner_samples
 from scanmt.experiments.report.figures import examples, figures
 from scanmt.experiments.report.markdown import anchor, code_span, md_escape
@@ -36,7 +38,7 @@ log = logging.getLogger("scanmt.experiment")
 #: a figure link as the report writes it: ``](STEM/attention-N.png)``, ``](STEM/stress.png)``; in a report of several
 #: grids, with the grid's name in front: ``](STEM/GRID-stress.png)``
 FIGURE_LINK = re.compile(r"\]\(([^()/]+)/((?:[A-Za-z0-9][A-Za-z0-9_.-]*-)?"
-                         r"(?:attention-\d+\.png|stress\.png|stress-contrast\.png))\)")
+                         r"(?:attention-\d+\.png|stress\.png|stress-contrast\.png|curves\.png))\)")
 
 
 def _drop_noise(p: Page) -> list[str]:
@@ -90,9 +92,14 @@ def render(out: Path, rec: dict[str, Any], docs: Path, stem: str, opts: ReportOp
     contrast_drawn = draw_contrast_figure(systems, baselines, reference, contrast_png)
     L += contrast_section(systems, baselines, reference, f"{stem}/{contrast_png.name}" if contrast_drawn else None)
     L += details(p)
+    curves_png = report_figure(docs, stem, CURVES_FIGURE, figure_grid)
+    run_curves = learning_curves(out, systems)
+    curves_drawn = draw_curves_figure(run_curves, curves_png)
+    L += curves_section(run_curves, f"{stem}/{curves_png.name}" if curves_drawn else None)
     fig_lines, files, chosen = figures(p)
     L += fig_lines + examples(p, chosen) + _commands(p)
-    return "\n".join(L), ([stress_png] if drawn else []) + ([contrast_png] if contrast_drawn else []) + files
+    drawn_files = [f for f, ok in ((stress_png, drawn), (contrast_png, contrast_drawn), (curves_png, curves_drawn)) if ok]
+    return "\n".join(L), drawn_files + files
 
 
 def write_reports(out: Path, docs: Path, *, grids: Sequence[str] | None = None, name: str | None = None,
