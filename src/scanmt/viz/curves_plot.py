@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Mapping, Sequence
 
 from scanmt.io import atomic_open
-from scanmt.viz.stress_plot import DPI, PANEL_INCHES, line_colors
+from scanmt.viz.stress_plot import DPI, PANEL_INCHES, legend_below, line_colors
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -48,14 +48,7 @@ def plot_curves(panels: Curves, out: str | Path, title: str = "", log_y: Sequenc
         ax.grid(True, linewidth=0.3)
     if title:
         fig.suptitle(title, fontsize=10)
-    found: dict[str, object] = {}  # every system drawn in any panel, once
-    for ax in axes:
-        for handle, label in zip(*ax.get_legend_handles_labels()):
-            found.setdefault(label, handle)
-    if found:  # one legend for all panels, below them
-        labels = [n for n in names if n in found]
-        fig.legend([found[n] for n in labels], labels, loc="outside lower center", ncols=min(len(labels), 4),
-                   fontsize=8)
+    legend_below(fig, axes, names)
     fig.set_layout_engine("constrained")
     with atomic_open(Path(out), "wb") as fh:
         fig.savefig(fh, format="png", dpi=DPI)

@@ -34,6 +34,19 @@ def line_colors(n: int) -> list:
     return [cmap(i % 20) for i in range(n)]
 
 
+def legend_below(fig: "Figure", axes: Sequence, names: Sequence[str]) -> None:
+    """One legend for all panels, below them (where it hides no line): every labelled line of any panel, once,
+    in the order of ``names``.  Needs the constrained layout engine."""
+    found: dict[str, object] = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            found.setdefault(label, handle)
+    if found:
+        labels = [n for n in names if n in found]
+        fig.legend([found[n] for n in labels], labels, loc="outside lower center", ncols=min(len(labels), 4),
+                   fontsize=8)
+
+
 def plot_stress(panels: Series, ks: Sequence[int], out: str | Path, title: str = "",
                 spread: Series | None = None, zero_line: bool = False) -> "Figure":
     """Draw ``panels`` (metric title -> model name -> one value per K, None where not measured) as line plots over
@@ -81,14 +94,7 @@ def plot_stress(panels: Series, ks: Sequence[int], out: str | Path, title: str =
             ax.text(0.5, 0.5, "not measured", ha="center", va="center", transform=ax.transAxes, fontsize=9)
     if title:
         fig.suptitle(title, fontsize=10)
-    found: dict[str, object] = {}  # every line drawn in any panel, once
-    for ax in axes:
-        for handle, label in zip(*ax.get_legend_handles_labels()):
-            found.setdefault(label, handle)
-    if found:  # one legend for all panels, below them, where it hides no line
-        labels = [n for n in names if n in found]
-        fig.legend([found[n] for n in labels], labels, loc="outside lower center", ncols=min(len(labels), 4),
-                   fontsize=8)
+    legend_below(fig, axes, names)
     fig.set_layout_engine("constrained")
     with atomic_open(out, "wb") as fh:
         fig.savefig(fh, format="png", dpi=DPI)
