@@ -259,13 +259,18 @@ def _check_shapes(
     return row_shape, state_shape, ct
 
 
+def _bad_alphas(alpha: Tensor) -> Tensor:
+    """Where alpha is NaN, infinite or below 1."""
+    return ~(torch.ge(alpha, 1.0) & torch.lt(alpha, float("inf")))
+
+
 def _alpha_bad(alpha: Tensor) -> Tensor:
     """Whether some alpha is NaN, infinite or below 1 (a 0-d bool tensor, no host read)."""
-    return (~(torch.ge(alpha, 1.0) & torch.lt(alpha, float("inf")))).any()
+    return _bad_alphas(alpha).any()
 
 
 def _raise_if_bad_alpha(name: str, alpha: Tensor) -> None:
-    bad = ~(torch.ge(alpha, 1.0) & torch.lt(alpha, float("inf")))
+    bad = _bad_alphas(alpha)
     if bool(bad.any()):
         raise ValueError(f"{name}: alpha must be finite and >= 1, got {float(alpha[bad][0]):.6g}")
 

@@ -5,8 +5,8 @@
 ``attention_sum`` to the rows or, with ``shared``, to one row per group of heads), lays them out as the
 kernels read them, launches one program per row (per group with ``shared``), checks the kernel's
 statistics (one host synchronisation, or queued by :func:`scanmt.ops.deferred_checks`; none with
-``validate=False``) and saves what the backward kernel
-reads: the probabilities, each step's threshold and the cumulative attention before each step.
+``validate=False``) and saves what the backward kernel reads: the probabilities, each step's threshold and
+the cumulative attention before each step.
 """
 
 from __future__ import annotations
@@ -64,8 +64,8 @@ class BoundedRecurrenceFunction(torch.autograd.Function):
     the rows of ``z``; ``s0`` ``[..., S]``, or ``[..., 1, S]`` with ``shared`` (the heads are dimension -3
     of ``z``); ``alpha`` ``[..., 1]`` (centmax) or None; ``has_one``: some alpha may be within
     ``ALPHA_ONE_TOL`` of 1 (those rows are csoftmax rows; the kernel then looks for them).  ``p`` is
-    float32 of ``z``'s shape, the attention sum float32 of ``s0``'s shape.  Gradients flow to ``z``, ``f``, ``s0`` and ``alpha``; the backward
-    pass is not differentiable again (``backend="torch"`` is).
+    float32 of ``z``'s shape, the attention sum float32 of ``s0``'s shape.  Gradients flow to ``z``, ``f``,
+    ``s0`` and ``alpha``; the backward pass is not differentiable again (``backend="torch"`` is).
     """
 
     @staticmethod
