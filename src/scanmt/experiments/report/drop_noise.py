@@ -195,7 +195,7 @@ TEXT = (
     'the CPU a checkpoint translates to the same bytes every time: `scripts/decode_digest.py`). Δ DROP = mean − the '
     "baseline's; beyond the aligner when |Δ| > 2 sqrt(V/n + V_b/n_b), beyond the seeds when |Δ| > 2 sqrt(s²/n + "
     's_b²/n_b) (n seeds, two or more each). Runs without K×K scores (K = 1, or an older `metrics.json`) are left out '
-    'of the aligner columns; – where undefined (`scanmt.experiments.drop_noise`).'
+    'of the aligner columns; – where undefined (`scanmt.experiments.report.drop_noise`).'
 )
 ONE_ALIGNMENT = ("Every run's DROP comes from one alignment of each side, so its spread cannot be split between the "
                  "aligner and the model; score the outputs with `--drop-samples K` (K ≥ 2; `scanmt evaluate` or "

@@ -227,7 +227,7 @@ def main_table(p: Page) -> list[str]:
         "",
         f"The same numbers, machine-readable: [`{p.stem}.json`]({p.stem}.json) (per system: mean and std of BLEU, "
         "REP, DROP and METEOR, the number of seeds, and DROP's noise split as `drop_noise`; see "
-        "`scanmt.experiments.results_json`).",
+        "`scanmt.experiments.report.results_json`).",
         "",
     ]
     missing = _missing_baselines(systems, baselines)
