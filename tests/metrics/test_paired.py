@@ -72,6 +72,9 @@ def test_pooling_resamples_every_pair_and_refuses_other_inputs():
     assert pooled["DROP"].delta == pytest.approx(-10.0)
     no_drop = ({"rep_sigma": [0], "ref_words": [5]}, {"rep_sigma": [1], "ref_words": [5]})
     assert set(paired_rates([no_drop], samples=10)) == {"REP"}
+    # dropped words without their denominator: DROP is left out, not a KeyError
+    half = ({**no_drop[0], "dropped": [1]}, {**no_drop[1], "dropped": [0]})
+    assert set(paired_rates([half], samples=10)) == {"REP"}
     other = (one[0], {**one[1], "ref_words": [5, 6]})
     with pytest.raises(DataError, match="scored different inputs"):
         paired_rates([other])

@@ -101,10 +101,10 @@ def paired_rates(pairs: Sequence[tuple[dict[str, Sequence[float]], dict[str, Seq
                  samples: int = 1000) -> dict[str, PairedRate]:
     """REP and DROP of system a against b, pooled over ``pairs``: ``(a's per-input counts, b's)`` of the same
     inputs, one pair per training seed, say (a stress test's ``per_input``).  The inputs of all pairs are
-    resampled together.  DROP is left out when a pair has no alignment counts."""
+    resampled together.  A metric is left out when a pair lacks its counts (DROP without alignment counts)."""
     out = {}
     for metric, (num, den) in RATES.items():
-        if not pairs or any(num not in a or num not in b for a, b in pairs):
+        if not pairs or any(key not in c for a, b in pairs for c in (a, b) for key in (num, den)):
             continue
         for a, b in pairs:
             if list(a[den]) != list(b[den]):

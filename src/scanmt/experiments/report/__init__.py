@@ -1,7 +1,8 @@
 """``scanmt experiment report``: a grid's results as Markdown, laid out like the paper's tables.
 
 The package by concept: :mod:`.collection` (what it reads), :mod:`.tables`, :mod:`.significance`, :mod:`.figures`,
-:mod:`.stress` (the stress test), :mod:`.drop_noise`, :mod:`.results_json`, :mod:`.page` and :mod:`.writing`
+:mod:`.stress` (the stress test), :mod:`.lengths` (scores by source length), :mod:`.curves` (learning curves),
+:mod:`.drop_noise`, :mod:`.results_json`, :mod:`.page` and :mod:`.writing`
 (the page put together and written), :mod:`.combined` (one report of several grids), :mod:`.command` (the command).
 
 For each grid recorded in ``OUT/grids/`` (by ``scanmt experiment run``) it writes
@@ -25,10 +26,13 @@ For each grid recorded in ``OUT/grids/`` (by ``scanmt experiment run``) it write
 - the stress test of runs made with ``--stress-k`` (``metrics.json`` ``stress``): BLEU, REP, DROP,
   inputs dropping a whole sentence and length ratio per system and K, mean ± std over seeds
   (:mod:`scanmt.experiments.report.stress`);
+- scores by source length (runs with a stress test at K = 1): the test sentences grouped by source words, the
+  baseline's BLEU, REP and DROP in each group, and each system's against its baseline's with paired bootstrap
+  p-values (:mod:`scanmt.experiments.report.lengths`);
 - attention statistics (sparsity), attention health during training (one-hot share
   in epoch 1 and overall, support, score gradient; from each run's ``metrics.csv``,
   :mod:`scanmt.experiments.run_health`) and per-run details (steps, minutes, tuned
-  penalties);
+  penalties); learning curves (validation BLEU and perplexity by update, :mod:`.curves`);
 - Figure 2 analogues: attention maps of the baseline and a constrained system,
   side by side, for test sentences where the baseline repeats words (chosen
   automatically with the REP sentence score), as PNGs in

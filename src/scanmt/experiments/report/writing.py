@@ -14,12 +14,14 @@ from scanmt.experiments.baselines import grid_baseline, resolve_baselines, resol
 from scanmt.experiments.grid import check_name
 from scanmt.experiments.layout import (SharedPaths, report_figure, report_figure_dir, report_json, report_markdown,
                                       report_stem)
-from scanmt.experiments.report.collection import SystemResults, collect, grid_records, load_texts
+from scanmt.experiments.report.collection import (SystemResults, collect, grid_records, hyp_lines, load_texts,
+                                                   tokenize_all)
 from scanmt.experiments.report.combined import check_combinable, combined_page
 from scanmt.experiments.report.curves import FIGURE as CURVES_FIGURE
 from scanmt.experiments.report.curves import curves_section, draw_curves_figure, learning_curves
 from scanmt.experiments.report.drop_noise import drop_noise, drop_noise_section, has_aligner_samples
 from scanmt.experiments.report.figures import examples, figures
+from scanmt.experiments.report.lengths import length_section, source_words
 from scanmt.experiments.report.markdown import anchor, code_span, md_escape
 from scanmt.experiments.report.page import Page, ReportOptions
 from scanmt.experiments.report.results_json import (extra_splits, read_meta_lenient, results_table,
@@ -52,6 +54,24 @@ def _drop_noise(p: Page) -> list[str]:
               for split, views in splits]
     sampled = has_aligner_samples([s.runs for _, views in splits for s in views])
     return drop_noise_section(tables, system_labels(p.systems), sampled)
+
+
+def _by_length(p: Page) -> list[str]:
+    """BLEU, REP and DROP by source length (:mod:`scanmt.experiments.report.lengths`); [] when no run has a stress
+    test at K = 1."""
+    if not any((r.get("stress") or {}).get("per_input") for s in p.systems for r in s.runs):
+        return []
+    sentences = len(p.texts.ref)
+    words = source_words(p.systems, sentences)
+    if words is None:
+        words = [len(line.split()) for line in tokenize_all(p.texts.src, p.rec["src_lang"])]
+    hyps: dict[str, dict[int, list[str]]] = {}
+    for s in p.systems:
+        for r in s.runs:
+            lines = hyp_lines(p.out, p.rec, s.name, r["seed"])
+            if lines is not None and len(lines) == sentences:
+                hyps.setdefault(s.name, {})[r["seed"]] = tokenize_all(lines, p.texts.tgt_lang)
+    return length_section(p.systems, p.baselines, p.baseline, words, hyps, p.texts.ref_tok)
 
 
 def _commands(p: Page) -> list[str]:
@@ -91,6 +111,7 @@ def render(out: Path, rec: dict[str, Any], docs: Path, stem: str, opts: ReportOp
     contrast_png = report_figure(docs, stem, CONTRAST_FIGURE, figure_grid)
     contrast_drawn = draw_contrast_figure(systems, baselines, reference, contrast_png)
     L += contrast_section(systems, baselines, reference, f"{stem}/{contrast_png.name}" if contrast_drawn else None)
+    L += _by_length(p)
     L += details(p)
     curves_png = report_figure(docs, stem, CURVES_FIGURE, figure_grid)
     run_curves = learning_curves(out, systems)

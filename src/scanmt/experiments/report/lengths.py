@@ -1,0 +1,198 @@
+"""The report's scores by source length: the test sentences grouped by their number of source words, and in each
+group every system's tokenized BLEU, REP and DROP against its baseline's.
+
+Coverage mistakes grow with the sentence: on KFTT (22 words a sentence) a softmax baseline repeats and drops far
+more than on 13-word captions.  Where a grid misses a paper's REP or DROP ratio, the first question is whether the
+bounds change the long sentences at all; this section answers it with numbers.
+
+- **REP and DROP** come from each finished run's stress test at K = 1 (``experiment run --stress-k 1 ...``): its
+  ``per_input`` counts, one entry per test sentence in order (σ and reference words for REP, dropped and source
+  words for DROP; :data:`scanmt.api.stress.PerInput`).  A group's rate pools the runs' counts over seeds, as the
+  stress test's paired tables do, and its difference from the baseline's is tested by a paired bootstrap over the
+  group's inputs, resampled with the same indices for both systems (:func:`scanmt.metrics.paired.paired_rates`;
+  one-sided, "the system's rate is lower").
+- **BLEU** is the tokenized BLEU of each run's test translation restricted to the group, averaged over seeds.
+- **Source words** are the aligner's words that DROP counts (the runs' ``source_words``), else the source
+  tokenized by the source language's tokenizer (:func:`scanmt.data.tokenize.tokenize`; MeCab for Japanese).
+
+Groups of fewer than :data:`MIN_GROUP` sentences are merged into their neighbour towards the middle, so that no
+group's rates rest on a handful of sentences.  Runs without a stress test at K = 1 are left out (the section says
+how many), and a grid whose runs have none gets no section.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from scanmt.experiments.report.markdown import md_escape
+
+#: the upper edges of the source-length groups, in source words: 1-10, 11-20, 21-30, 31-40, 41-60, 61 and longer
+EDGES = (10, 20, 30, 40, 60)
+#: the fewest sentences a group keeps on its own (smaller groups join a neighbour)
+MIN_GROUP = 30
+#: the K of the stress test whose per-input counts are the test set itself
+K = 1
+
+
+@dataclass(frozen=True)
+class Group:
+    """A range of source lengths and the test sentences in it (0-based indices)."""
+
+    low: int
+    high: int | None  #: None: no upper end
+    indices: tuple[int, ...]
+
+    @property
+    def label(self) -> str:
+        return f"{self.low}+" if self.high is None else f"{self.low}–{self.high}"
+
+
+def length_groups(src_words: Sequence[int], edges: Sequence[int] = EDGES, min_group: int = MIN_GROUP) -> list[Group]:
+    """The sentences grouped by source length at ``edges``; empty groups dropped, and groups of fewer than
+    ``min_group`` sentences merged into their neighbour towards the middle (one group when all are small)."""
+    bounds = [(lo, hi) for lo, hi in zip((1, *(e + 1 for e in edges)), (*edges, None))]
+    groups = [Group(lo, hi, tuple(i for i, n in enumerate(src_words) if n >= lo and (hi is None or n <= hi)))
+              for lo, hi in bounds]
+    # words of 0 (an empty source line) join the first group
+    empty = tuple(i for i, n in enumerate(src_words) if n < 1)
+    groups[0] = Group(groups[0].low, groups[0].high, tuple(sorted(empty + groups[0].indices)))
+    groups = [g for g in groups if g.indices]
+    while len(groups) > 1:
+        small = [k for k, g in enumerate(groups) if len(g.indices) < min_group]
+        if not small:
+            break
+        k = small[0]
+        j = k + 1 if k < len(groups) / 2 else k - 1
+        j = min(max(j, 0), len(groups) - 1)
+        a, b = sorted((k, j))
+        merged = Group(groups[a].low, groups[b].high, tuple(sorted(groups[a].indices + groups[b].indices)))
+        groups[a:b + 1] = [merged]
+    return groups
+
+
+def _per_input(run: Mapping[str, Any]) -> dict[str, Any] | None:
+    return ((run.get("stress") or {}).get("per_input") or {}).get(str(K))
+
+
+def source_words(systems: Sequence[Any], sentences: int) -> list[int] | None:
+    """The source length of each test sentence from the first run whose K = 1 counts have ``source_words`` for all
+    ``sentences``; None when no run has them."""
+    for s in systems:
+        for run in s.runs:
+            counts = _per_input(run) or {}
+            words = counts.get("source_words")
+            if words is not None and len(words) == sentences:
+                return [int(n) for n in words]
+    return None
+
+
+def _subset(counts: Mapping[str, Sequence[float]], idx: Sequence[int]) -> dict[str, list[float]]:
+    return {key: [values[i] for i in idx] for key, values in counts.items()
+            if isinstance(values, (list, tuple)) and len(values) > max(idx, default=-1)}
+
+
+def _bleu(hyps: Sequence[str], refs: Sequence[str], idx: Sequence[int]) -> float:
+    from scanmt.metrics.bleu import tokenized_bleu
+
+    return tokenized_bleu([hyps[i] for i in idx], [refs[i] for i in idx]).score
+
+
+def _rate(counts: Sequence[Mapping[str, Sequence[float]]], num: str, den: str) -> float | None:
+    if not counts or any(num not in c or den not in c for c in counts):
+        return None
+    total = sum(sum(c[den]) for c in counts)
+    return 100.0 * sum(sum(c[num]) for c in counts) / total if total else None
+
+
+def _num(x: float | None) -> str:
+    return "–" if x is None else f"{x:.2f}"
+
+
+def _ratio_cell(mine: float | None, theirs: float | None, t: Any) -> str:
+    """``11.40 (×0.85, p 0.003 †)``: the system's rate, its ratio to the baseline's and the paired p-value."""
+    from scanmt.metrics.paired import format_p
+
+    if mine is None:
+        return "–"
+    ratio = f"×{mine / theirs:.2f}" if theirs else "× –"
+    return f"{mine:.2f} ({ratio}, p {format_p(t.p_lower, significant_below=0.05)})" if t is not None else f"{mine:.2f}"
+
+
+#: per system, per seed: the tokenized test translation (one line per test sentence)
+Translations = Mapping[str, Mapping[int, Sequence[str]]]
+
+
+def _baseline_rows(base: Any, groups: Sequence[Group], hyps: Translations, ref_tok: Sequence[str]) -> list[str]:
+    rows = []
+    for g in groups:
+        counts = [_subset(c, g.indices) for r in base.runs if (c := _per_input(r)) is not None]
+        bleus = [_bleu(h, ref_tok, g.indices) for h in (hyps.get(base.name) or {}).values()]
+        words = sum(len(ref_tok[i].split()) for i in g.indices)
+        rows.append(f"| {g.label} | {len(g.indices)} | {words / len(g.indices):.1f} | "
+                    f"{_num(sum(bleus) / len(bleus) if bleus else None)} | "
+                    f"{_num(_rate(counts, 'rep_sigma', 'ref_words'))} | {_num(_rate(counts, 'dropped', 'source_words'))} |")
+    return rows
+
+
+def _system_rows(s: Any, base: Any, groups: Sequence[Group], hyps: Translations,
+                 ref_tok: Sequence[str]) -> tuple[list[str], int]:
+    """One system's rows against ``base``, one per group, and the number of seeds paired."""
+    from scanmt.metrics.paired import paired_rates
+
+    seeds = [r["seed"] for r in sorted(s.runs, key=lambda r: r["seed"])
+             if _per_input(r) is not None and _per_input(base.seed(r["seed"]) or {}) is not None]
+    rows = []
+    for g in groups:
+        pairs = [(_subset(_per_input(s.seed(k)), g.indices), _subset(_per_input(base.seed(k)), g.indices))
+                 for k in seeds]
+        tests = paired_rates(pairs) if pairs else {}
+        mine_h, base_h = hyps.get(s.name) or {}, hyps.get(base.name) or {}
+        both = [k for k in mine_h if k in base_h]
+        d_bleu = [_bleu(mine_h[k], ref_tok, g.indices) - _bleu(base_h[k], ref_tok, g.indices) for k in both]
+        cells = [f"{sum(d_bleu) / len(d_bleu):+.2f}" if d_bleu else "–"]
+        for metric, num, den in (("REP", "rep_sigma", "ref_words"), ("DROP", "dropped", "source_words")):
+            t = tests.get(metric)
+            cells += [_num(t.b if t else None), _ratio_cell(t.a if t else None, t.b if t else None, t)]
+        rows.append(f"| {g.label} | {len(g.indices)} | " + " | ".join(cells) + " |")
+    return rows, len(seeds)
+
+
+def length_section(systems: Sequence[Any], baselines: Mapping[str, str], baseline: str, src_words: Sequence[int],
+                   hyps: Translations, ref_tok: Sequence[str]) -> list[str]:
+    """Markdown lines: the grid baseline's BLEU, REP and DROP by source length, then each other system's against
+    its own baseline (module docstring); [] when no run has a stress test at K = 1.
+
+    Args:
+        systems: :class:`~scanmt.experiments.report.collection.SystemResults` of the grid.
+        baselines: each system's baseline (:mod:`scanmt.experiments.baselines`).
+        baseline: the grid's baseline, whose error rates the first table shows.
+        src_words: per test sentence, its number of source words (:func:`source_words`).
+        hyps: per system and seed, the tokenized test translation.
+        ref_tok: the tokenized reference, one line per test sentence.
+    """
+    if not any(_per_input(r) is not None for s in systems for r in s.runs):
+        return []
+    groups = length_groups(src_words)
+    by_name = {s.name: s for s in systems}
+    base = by_name[baseline]
+    L = ["", "## By source length", "",
+         f"The test sentences grouped by their number of source words (groups of fewer than {MIN_GROUP} joined to a "
+         "neighbour). BLEU: tokenized BLEU of each run's test translation on the group, mean over seeds. REP and DROP: "
+         "the group's rates from each run's stress test at K = 1 (the test set, one input per sentence), pooled over "
+         "seeds; a system's cell gives its rate, its ratio to its baseline's and the paired bootstrap's one-sided p "
+         "that it is lower († below 0.05; `scanmt.experiments.report.lengths`).", "",
+         f"**{md_escape(base.label)}**, the baseline:", "",
+         "| source words | sentences | reference words per sentence | BLEU | REP ↓ | DROP ↓ |",
+         "| --- | ---: | ---: | ---: | ---: | ---: |", *_baseline_rows(base, groups, hyps, ref_tok)]
+    for s in systems:
+        other = by_name.get(baselines.get(s.name, baseline))
+        if other is None or other.name == s.name or not s.runs:
+            continue
+        rows, seeds = _system_rows(s, other, groups, hyps, ref_tok)
+        if not seeds:
+            continue
+        L += ["", f"**{md_escape(s.label)}** against {md_escape(other.label)} ({seeds} seed{'s' if seeds > 1 else ''}):",
+              "", "| source words | sentences | Δ BLEU | REP of the baseline | REP ↓ | DROP of the baseline | DROP ↓ |",
+              "| --- | ---: | ---: | ---: | ---: | ---: | ---: |", *rows]
+    return L + [""]
