@@ -7,6 +7,7 @@ import os
 import sys
 
 import pytest
+import torch
 
 from scanmt.cli.main import main
 from scanmt.data.attention_file import AttentionFile
@@ -148,3 +149,27 @@ def test_max_len_with_force_target_is_refused(model, tmp_path, capsys):
     assert main(["translate", "--model", str(model), "--input", inp, "--output", str(out), "--force-target", inp,
                  "--max-len", "5"]) == 2
     assert "--max-len" in capsys.readouterr().err and not out.exists()
+
+
+def test_forced_decoding_prints_the_perplexity_that_validation_computes(small_data_dir, tmp_path, capsys):
+    """``--force-target`` ends with the target file's perplexity: on the validation pairs, the number training
+    logged as ``valid/ppl`` for the same weights (an independent computation: batched teacher forcing)."""
+    trainer = Trainer(tiny_config(small_data_dir, train__max_steps=3, data__valid_limit=40), tmp_path / "run")
+    trainer.train()
+    trainer.model.eval()
+    with torch.no_grad():
+        want = trainer.task.validate()["valid/ppl"]
+    src = (small_data_dir / "valid.raw.de").read_text(encoding="utf-8").splitlines()[:40]
+    tgt = (small_data_dir / "valid.raw.en").read_text(encoding="utf-8").splitlines()[:40]
+    inp, ref = tmp_path / "v.de", tmp_path / "v.en"
+    inp.write_text("\n".join(src) + "\n", encoding="utf-8")
+    ref.write_text("\n".join(tgt) + "\n", encoding="utf-8")
+    capsys.readouterr()
+    assert main(["translate", "--model", str(tmp_path / "run" / "last.pt"), "--input", str(inp), "--output",
+                 str(tmp_path / "logp.txt"), "--force-target", str(ref)]) == 0
+    captured = capsys.readouterr()
+    line = next(ln for ln in (captured.out + captured.err).splitlines() if "perplexity:" in ln)
+    got = float(line.split("perplexity:")[1].split()[0])
+    assert got == pytest.approx(want, rel=1e-3)
+    logp = [float(x) for x in (tmp_path / "logp.txt").read_text().split()]
+    assert len(logp) == 40 and all(x < 0 for x in logp)

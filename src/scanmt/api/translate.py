@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections.abc
 import json
+import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,6 +99,15 @@ class TranslateResult:
 
         return SearchStats.of(self.translations)
 
+    @property
+    def perplexity(self) -> float:
+        """Forced decoding's perplexity of the target file: ``exp(-Σ log P(target|source) / T)`` over its ``T``
+        subwords with one ``</s>`` a sentence, as validation computes it (``inf`` where a sparse output gives a
+        target word probability 0)."""
+        n_tok = sum(len(t.pieces) + 1 for t in self.translations)
+        total = sum(t.hypothesis.log_prob for t in self.translations)
+        return math.exp(min(-total / max(n_tok, 1), 700.0)) if math.isfinite(total) else math.inf
+
     def search_stats_json(self) -> dict[str, Any]:
         """What ``--search-stats`` writes: the model's ``output``, the ``beam``, then the fields of
         :meth:`SearchStats.to_dict` (``sentences``, ``mean_support``, ``exact``, ``forced``, ``exact_share``)."""
@@ -122,6 +132,11 @@ class TranslateResult:
             f"  decoding: {mode}{pen}",
             f"  time: {dt:.1f} s, {len(out) / max(dt, 1e-9):.1f} sentences/s, {n_tok / max(dt, 1e-9):.0f} tokens/s",
         ]
+        if request.force_target:
+            ppl = self.perplexity
+            lines.append(f"  perplexity: {ppl:.2f} over {n_tok} target subwords (with one </s> a sentence)"
+                         if math.isfinite(ppl) else "  perplexity: infinite (the model gives a target word "
+                         "probability 0, as a sparse output can)")
         if not request.force_target and is_sparse(self.output):  # a softmax gives every word a probability
             lines.append(f"  {self.search_stats.describe(self.output)}")
         if request.attention_out:
