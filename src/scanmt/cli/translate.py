@@ -57,8 +57,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "number per source subword (overrides the checkpoint's fertility strategy)")
     p.add_argument("--force-target", metavar="FILE",
                    help="forced decoding of these raw target sentences instead of search: --output gets "
-                        "log P(target|source) per line, --attention-out the attention (for AER/SAER); the summary gives the "
-                             "target file's perplexity, as validation computes it")
+                        "log P(target|source) per line, --attention-out the attention (for AER/SAER); the summary "
+                        "gives the target file's perplexity, as validation computes it")
     p.add_argument("--max-source-len", type=int, default=None, metavar="N",
                    help="refuse (before any decoding, naming the line) a source sentence of more than N subwords, "
                         "as decoding memory grows with the square of the length (default: the checkpoint's "
