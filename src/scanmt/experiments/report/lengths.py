@@ -16,8 +16,8 @@ bounds change the long sentences at all; this section answers it with numbers.
   tokenized by the source language's tokenizer (:func:`scanmt.data.tokenize.tokenize`; MeCab for Japanese).
 
 Groups of fewer than :data:`MIN_GROUP` sentences are merged into their neighbour towards the middle, so that no
-group's rates rest on a handful of sentences.  Runs without a stress test at K = 1 are left out (the section says
-how many), and a grid whose runs have none gets no section.
+group's rates rest on a handful of sentences.  Runs without a stress test at K = 1 are left out of REP and DROP
+(each system's table names the seeds it pairs with its baseline), and a grid whose runs have none gets no section.
 """
 
 from __future__ import annotations
