@@ -245,6 +245,50 @@ def test_a_predictor_retrained_to_the_last_bits_restores(tmp_path):
     assert s.added == ["csparsemax/seed1", "csparsemax/seed2", "softmax/seed1"]
 
 
+def test_a_predictor_trained_after_the_last_pack_is_added_not_refused(tmp_path):
+    """A grid queue packs every few minutes; the KFTT grid packed its softmax runs before the predictor's step,
+    and every later pack was refused ("one has a fertility predictor and the other none")."""
+    out = make_experiment(tmp_path)
+    shutil.rmtree(out / "shared" / "predictor")
+    (out / "shared" / ".done" / "predictor.json").unlink()
+    shutil.rmtree(out / "runs" / "csparsemax")  # the runs that need a predictor come after it
+    dest = tmp_path / "archive"
+    assert archive.pack(out, dest).shared == "packed"
+    assert json.loads((dest / "manifest.json").read_text())["shared"]["predictor"] is None
+    FakeTrainer(WEIGHTS)(SharedPaths(out), ["train.threads=1"], print)
+    s = archive.pack(out, dest)
+    assert s.shared == "same, with the fertility predictor trained since the last pack"
+    shared = json.loads((dest / "manifest.json").read_text())["shared"]
+    assert shared["predictor"]["tokens"] == 6 and shared["predictor_set"] == ["train.threads=1"]
+    assert (dest / archive.PREDICTOR_FERTILITIES).is_file()
+    assert archive.pack(out, dest).shared == "same"  # and from then on it is checked like any predictor
+    # restored elsewhere, the predictor is retrained and checked against the added record
+    shutil.rmtree(out)
+    assert archive.restore(dest, out, train_predictor=FakeTrainer(WEIGHTS)).shared == (
+        "restored, fertility predictor retrained: the same weights")
+
+
+def test_an_archived_predictor_missing_here_is_still_refused(tmp_path):
+    out = make_experiment(tmp_path)
+    dest = tmp_path / "archive"
+    archive.pack(out, dest)
+    shutil.rmtree(out / "shared" / "predictor")
+    with pytest.raises(DataError, match="one has a fertility predictor and the other none"):
+        archive.pack(out, dest)
+    # other alignments with a new predictor are no growth either
+    (tmp_path / "b").mkdir()
+    out2 = make_experiment(tmp_path / "b")
+    dest2 = tmp_path / "archive2"
+    shutil.rmtree(out2 / "shared" / "predictor")
+    (out2 / "shared" / ".done" / "predictor.json").unlink()
+    shutil.rmtree(out2 / "runs" / "csparsemax")
+    archive.pack(out2, dest2)
+    FakeTrainer(WEIGHTS)(SharedPaths(out2), [], print)
+    (out2 / "shared" / "data" / "align" / "train.word.align").write_text("0-1 1-0\n")
+    with pytest.raises(DataError, match="the alignments differ"):
+        archive.pack(out2, dest2)
+
+
 def test_a_format_1_manifest_is_read_and_upgraded(tmp_path):
     """Session 19's archives recorded one digest of the alignments and the predictor's weights."""
     out = make_experiment(tmp_path)

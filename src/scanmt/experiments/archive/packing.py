@@ -60,7 +60,8 @@ from typing import Callable
 from scanmt.errors import ConfigError, DataError
 from scanmt.experiments.archive.manifest import (FORMAT, ArchiveSummary, _metrics_digest, _run_tar, _write_manifest,
                                                  read_manifest)
-from scanmt.experiments.archive.shared_work import _shared_left_behind, compare_shared, shared_record
+from scanmt.experiments.archive.shared_work import (_shared_left_behind, compare_shared, predictor_added,
+                                                     shared_record)
 from scanmt.experiments.common import read_json
 from scanmt.experiments.layout import (ATTENTION_SUFFIX, CHECKPOINT_SUFFIX, DONE, GRID_FILE_SUFFIXES, LOCK_FILE,
                                        MANIFEST, MANIFEST_RUNS, MANIFEST_SHARED, SHARED_TAR, SPEC, SharedPaths,
@@ -178,6 +179,9 @@ def _pack_into(out: Path, dest: Path, staging: Path) -> ArchiveSummary:
         _deterministic_tar(staging / SHARED_TAR, list(_files(shared, _shared_left_behind)))
         manifest[MANIFEST_SHARED] = shared_record(shared, staging)
         summary.shared = "packed"
+    elif predictor_added(shared, manifest[MANIFEST_SHARED]):
+        manifest[MANIFEST_SHARED] = shared_record(shared, staging)
+        summary.shared = "same, with the fertility predictor trained since the last pack"
     else:
         difference, note = compare_shared(shared, manifest[MANIFEST_SHARED], dest)
         if difference is not None:

@@ -96,6 +96,15 @@ def shared_record(shared: Path, dest: Path) -> dict[str, object]:
     return record
 
 
+def predictor_added(shared: Path, recorded: dict) -> bool:
+    """Whether ``shared`` is the archived shared work with a fertility predictor trained since it was packed: the
+    archive recorded none, and the alignments and the mirrored data are the same.  The grid went on (a queue packs
+    every few minutes, and the predictor's step comes after the runs that need none); nothing that the archived
+    runs read changed."""
+    return ("identity" not in recorded and recorded.get("predictor") is None and (shared / PREDICTOR).exists()
+            and alignments_digest(shared) == recorded["alignments"] and mirrored_data(shared) == recorded.get("data"))
+
+
 def compare_shared(shared: Path, recorded: dict, dest: Path) -> tuple[str | None, str]:
     """``(difference, note)``: what makes ``shared`` another shared work than the archived one (None: none),
     and how its predictor matched ("the same weights", or the largest fertility difference)."""
