@@ -94,4 +94,6 @@ def test_translate_summary(force, output):
                         f"output length 1 to 2 x source + 10")
     search = [] if force or output == "softmax" else [
         "  output sparsemax: mean support 2.00 words per step; search exact for 2/2 sentences (100.0%)"]
-    assert lines[2:] == ["  time: 2.0 s, 1.0 sentences/s, 3 tokens/s", *search, "  attention: o.npz"]
+    # forced decoding: the target file's perplexity, exp(2 / 6) over two sentences of log P = -1 and 3 subwords
+    ppl = ["  perplexity: 1.40 over 6 target subwords (with one </s> a sentence)"] if force else []
+    assert lines[2:] == ["  time: 2.0 s, 1.0 sentences/s, 3 tokens/s", *ppl, *search, "  attention: o.npz"]
