@@ -97,3 +97,18 @@ def test_translate_summary(force, output):
     # forced decoding: the target file's perplexity, exp(2 / 6) over two sentences of log P = -1 and 3 subwords
     ppl = ["  perplexity: 1.40 over 6 target subwords (with one </s> a sentence)"] if force else []
     assert lines[2:] == ["  time: 2.0 s, 1.0 sentences/s, 3 tokens/s", *ppl, *search, "  attention: o.npz"]
+
+
+def test_forced_summary_of_a_zero_probability_target_says_infinite():
+    """A sparse output can give a target word probability 0: log P = -inf, no perplexity to print."""
+    from scanmt.decoding.search import Hypothesis
+
+    class T:
+        pieces = ["a", "b"]
+        hypothesis = Hypothesis([1, 2], float("-inf"), float("-inf"), None)
+
+    request = api.TranslateRequest(model="m.pt", input="-", output="o.en", force_target="t.en")
+    result = api.TranslateResult([T()], 0, DecodeConfig(), 1.0, "sparsemax")
+    assert result.perplexity == float("inf")
+    assert "  perplexity: infinite (the model gives a target word probability 0, as a sparse output can)" in (
+        result.summary(request).splitlines())
