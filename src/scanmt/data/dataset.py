@@ -23,6 +23,7 @@ from typing import Iterator, Sequence
 
 import torch
 
+from scanmt.choices import BATCH_SORTS
 from scanmt.data.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
 from scanmt.errors import DataError
 from scanmt.io import check_parallel, read_lines
@@ -163,14 +164,27 @@ class ParallelData:
     def _cost(self, i: int) -> tuple[int, int]:
         return len(self.src[i]) + 1, (len(self.tgt[i]) + 1) if self.tgt is not None else 0
 
-    def token_batches(self, batch_tokens: int, *, seed: int, epoch: int, bucket_batches: int = 50) -> list[list[int]]:
+    def _longest(self, i: int) -> tuple[int, int, int]:
+        s, t = self._cost(i)
+        return max(s, t), s, t
+
+    def token_batches(self, batch_tokens: int, *, seed: int, epoch: int, bucket_batches: int = 50,
+                      sort: str = "source") -> list[list[int]]:
         """Shuffled, length-bucketed batches of example positions for one epoch.
 
         Examples are shuffled, cut into windows of roughly ``bucket_batches``
         batches, sorted by length inside each window, packed greedily so that
         ``batch_size * (max_src + max_tgt) <= batch_tokens``, and the batch order
         is shuffled again.  Deterministic in ``(seed, epoch)``.
+
+        ``sort``: the length a window is sorted by: ``source`` (then target; what training uses) or ``longest``
+        (the longer side, then source and target), which leaves less padding where the two sides' lengths differ:
+        on KFTT Ja-En at 2,300 tokens, 88.4 % of a batch is real tokens against 74.7 %, and an epoch takes 8,265
+        batches against 9,832 (``benchmarks/batch_fill.py``).  Where the sides' lengths are unrelated, the longer
+        side is the worse key; training sorts by source.
         """
+        if sort not in BATCH_SORTS:
+            raise ValueError(f"sort must be one of {', '.join(BATCH_SORTS)}, got {sort!r}")
         rng = random.Random(seed * 100_003 + epoch)
         order = list(range(len(self)))
         rng.shuffle(order)
@@ -178,7 +192,7 @@ class ParallelData:
         window = max(1, int(bucket_batches * batch_tokens / max(mean, 1)))
         batches: list[list[int]] = []
         for w in range(0, len(order), window):
-            chunk = sorted(order[w : w + window], key=self._cost)
+            chunk = sorted(order[w : w + window], key=self._cost if sort == "source" else self._longest)
             cur: list[int] = []
             ms = mt = 0
             for i in chunk:
