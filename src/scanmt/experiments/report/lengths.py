@@ -71,6 +71,12 @@ def length_groups(src_words: Sequence[int], edges: Sequence[int] = EDGES, min_gr
     return groups
 
 
+#: per system, per seed: the tokenized test translation (one line per test sentence)
+Translations = Mapping[str, Mapping[int, Sequence[str]]]
+#: per system, per seed: the tokenized BLEU of each length group
+GroupBleus = Mapping[str, Mapping[int, Sequence[float]]]
+
+
 def _per_input(run: Mapping[str, Any]) -> dict[str, Any] | None:
     return ((run.get("stress") or {}).get("per_input") or {}).get(str(K))
 
@@ -92,13 +98,24 @@ def _subset(counts: Mapping[str, Sequence[float]], idx: Sequence[int]) -> dict[s
             if isinstance(values, (list, tuple)) and len(values) > max(idx, default=-1)}
 
 
-def _bleu(hyps: Sequence[str], refs: Sequence[str], idx: Sequence[int]) -> float:
+def has_length_counts(systems: Sequence[Any]) -> bool:
+    """Whether any finished run of ``systems`` kept per-input counts at K = 1 (else the section is empty)."""
+    return any(_per_input(r) is not None for s in systems for r in s.runs)
+
+
+def _group_bleus(hyps: Translations, groups: Sequence[Group], ref_tok: Sequence[str]) -> GroupBleus:
+    """Per system and seed, the tokenized BLEU of each group, computed once for both tables."""
     from scanmt.metrics.bleu import tokenized_bleu
 
-    return tokenized_bleu([hyps[i] for i in idx], [refs[i] for i in idx]).score
+    return {name: {seed: [tokenized_bleu([h[i] for i in g.indices], [ref_tok[i] for i in g.indices]).score
+                          for g in groups] for seed, h in by_seed.items()} for name, by_seed in hyps.items()}
 
 
-def _rate(counts: Sequence[Mapping[str, Sequence[float]]], num: str, den: str) -> float | None:
+def _rate(counts: Sequence[Mapping[str, Sequence[float]]], metric: str) -> float | None:
+    """``metric``'s rate (:data:`scanmt.metrics.paired.RATES`) pooled over ``counts``; None without its counts."""
+    from scanmt.metrics.paired import RATES
+
+    num, den = RATES[metric]
     if not counts or any(num not in c or den not in c for c in counts):
         return None
     total = sum(sum(c[den]) for c in counts)
@@ -119,39 +136,34 @@ def _ratio_cell(mine: float | None, theirs: float | None, t: Any) -> str:
     return f"{mine:.2f} ({ratio}, p {format_p(t.p_lower, significant_below=0.05)})" if t is not None else f"{mine:.2f}"
 
 
-#: per system, per seed: the tokenized test translation (one line per test sentence)
-Translations = Mapping[str, Mapping[int, Sequence[str]]]
-
-
-def _baseline_rows(base: Any, groups: Sequence[Group], hyps: Translations, ref_tok: Sequence[str]) -> list[str]:
+def _baseline_rows(base: Any, groups: Sequence[Group], bleus: GroupBleus, ref_tok: Sequence[str]) -> list[str]:
     rows = []
-    for g in groups:
+    for k, g in enumerate(groups):
         counts = [_subset(c, g.indices) for r in base.runs if (c := _per_input(r)) is not None]
-        bleus = [_bleu(h, ref_tok, g.indices) for h in (hyps.get(base.name) or {}).values()]
+        scores = [by_group[k] for by_group in (bleus.get(base.name) or {}).values()]
         words = sum(len(ref_tok[i].split()) for i in g.indices)
         rows.append(f"| {g.label} | {len(g.indices)} | {words / len(g.indices):.1f} | "
-                    f"{_num(sum(bleus) / len(bleus) if bleus else None)} | "
-                    f"{_num(_rate(counts, 'rep_sigma', 'ref_words'))} | {_num(_rate(counts, 'dropped', 'source_words'))} |")
+                    f"{_num(sum(scores) / len(scores) if scores else None)} | "
+                    f"{_num(_rate(counts, 'REP'))} | {_num(_rate(counts, 'DROP'))} |")
     return rows
 
 
-def _system_rows(s: Any, base: Any, groups: Sequence[Group], hyps: Translations,
-                 ref_tok: Sequence[str]) -> tuple[list[str], int]:
+def _system_rows(s: Any, base: Any, groups: Sequence[Group], bleus: GroupBleus) -> tuple[list[str], int]:
     """One system's rows against ``base``, one per group, and the number of seeds paired."""
     from scanmt.metrics.paired import paired_rates
 
     seeds = [r["seed"] for r in sorted(s.runs, key=lambda r: r["seed"])
              if _per_input(r) is not None and _per_input(base.seed(r["seed"]) or {}) is not None]
+    mine_b, base_b = bleus.get(s.name) or {}, bleus.get(base.name) or {}
+    both = [k for k in mine_b if k in base_b]
     rows = []
-    for g in groups:
+    for j, g in enumerate(groups):
         pairs = [(_subset(_per_input(s.seed(k)), g.indices), _subset(_per_input(base.seed(k)), g.indices))
                  for k in seeds]
         tests = paired_rates(pairs) if pairs else {}
-        mine_h, base_h = hyps.get(s.name) or {}, hyps.get(base.name) or {}
-        both = [k for k in mine_h if k in base_h]
-        d_bleu = [_bleu(mine_h[k], ref_tok, g.indices) - _bleu(base_h[k], ref_tok, g.indices) for k in both]
+        d_bleu = [mine_b[k][j] - base_b[k][j] for k in both]
         cells = [f"{sum(d_bleu) / len(d_bleu):+.2f}" if d_bleu else "–"]
-        for metric, num, den in (("REP", "rep_sigma", "ref_words"), ("DROP", "dropped", "source_words")):
+        for metric in ("REP", "DROP"):
             t = tests.get(metric)
             cells += [_num(t.b if t else None), _ratio_cell(t.a if t else None, t.b if t else None, t)]
         rows.append(f"| {g.label} | {len(g.indices)} | " + " | ".join(cells) + " |")
@@ -171,9 +183,10 @@ def length_section(systems: Sequence[Any], baselines: Mapping[str, str], baselin
         hyps: per system and seed, the tokenized test translation.
         ref_tok: the tokenized reference, one line per test sentence.
     """
-    if not any(_per_input(r) is not None for s in systems for r in s.runs):
+    if not has_length_counts(systems):
         return []
     groups = length_groups(src_words)
+    bleus = _group_bleus(hyps, groups, ref_tok)
     by_name = {s.name: s for s in systems}
     base = by_name[baseline]
     L = ["", "## By source length", "",
@@ -184,12 +197,12 @@ def length_section(systems: Sequence[Any], baselines: Mapping[str, str], baselin
          "that it is lower († below 0.05; `scanmt.experiments.report.lengths`).", "",
          f"**{md_escape(base.label)}**, the baseline:", "",
          "| source words | sentences | reference words per sentence | BLEU | REP ↓ | DROP ↓ |",
-         "| --- | ---: | ---: | ---: | ---: | ---: |", *_baseline_rows(base, groups, hyps, ref_tok)]
+         "| --- | ---: | ---: | ---: | ---: | ---: |", *_baseline_rows(base, groups, bleus, ref_tok)]
     for s in systems:
         other = by_name.get(baselines.get(s.name, baseline))
         if other is None or other.name == s.name or not s.runs:
             continue
-        rows, seeds = _system_rows(s, other, groups, hyps, ref_tok)
+        rows, seeds = _system_rows(s, other, groups, bleus)
         if not seeds:
             continue
         L += ["", f"**{md_escape(s.label)}** against {md_escape(other.label)} ({seeds} seed{'s' if seeds > 1 else ''}):",

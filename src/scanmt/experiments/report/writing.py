@@ -21,7 +21,7 @@ from scanmt.experiments.report.curves import FIGURE as CURVES_FIGURE
 from scanmt.experiments.report.curves import curves_section, draw_curves_figure, learning_curves
 from scanmt.experiments.report.drop_noise import drop_noise, drop_noise_section, has_aligner_samples
 from scanmt.experiments.report.figures import examples, figures
-from scanmt.experiments.report.lengths import length_section, source_words
+from scanmt.experiments.report.lengths import has_length_counts, length_section, source_words
 from scanmt.experiments.report.markdown import anchor, code_span, md_escape
 from scanmt.experiments.report.page import Page, ReportOptions
 from scanmt.experiments.report.results_json import (extra_splits, read_meta_lenient, results_table,
@@ -59,7 +59,7 @@ def _drop_noise(p: Page) -> list[str]:
 def _by_length(p: Page) -> list[str]:
     """BLEU, REP and DROP by source length (:mod:`scanmt.experiments.report.lengths`); [] when no run has a stress
     test at K = 1."""
-    if not any((r.get("stress") or {}).get("per_input") for s in p.systems for r in s.runs):
+    if not has_length_counts(p.systems):  # before tokenizing every run's translation
         return []
     sentences = len(p.texts.ref)
     words = source_words(p.systems, sentences)
