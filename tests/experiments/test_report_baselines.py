@@ -109,7 +109,7 @@ def test_each_system_is_paired_with_its_own_baseline(tmp_path):
     rec = grid_records(out)[0]
     systems = collect(out, rec)
     baselines = resolve_baselines(rec, [s.name for s in systems])
-    got = significance(out, rec, Texts(["x"] * len(REFS), REFS, REFS, "en"), systems, baselines, samples=100)
+    got = significance(out, rec, Texts(["x"] * len(REFS), REFS, REFS, "en", [1] * len(REFS)), systems, baselines, samples=100)
     assert list(got) == ["csparsemax", "softmax-x", "csparsemax-x"]
     against_own = tok_bleu(WORSE) - tok_bleu(WORST)
     assert [round(t.delta, 9) for t in got["csparsemax-x"]] == [round(against_own, 9)] * 2 and against_own > 5

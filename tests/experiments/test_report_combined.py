@@ -78,7 +78,7 @@ def test_one_report_of_two_grids(tmp_path):
     assert got["test_sets"]["test_2016_flickr"] == {s: got[s] for s in [*SEEDS, *TRANSFORMER]}
     md = (docs / "both.md").read_text(encoding="utf-8")
     assert [line for line in md.splitlines() if line.startswith("# ")] == ["# Experiments: grids `table1`, `tfm`"]
-    assert "--grid table1 tfm --name both`" in md and "[`both.json`](both.json)" in md
+    assert "--grid table1 tfm --name both --bootstrap-samples 10`" in md and "[`both.json`](both.json)" in md
     # every figure link resolves to a file written, and the folder holds nothing else
     links = figure_links(md, "both")
     assert sorted(links) == ["table1-attention-1.png", "table1-stress.png", "tfm-attention-1.png", "tfm-stress.png"]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from scanmt.experiments.report.writing import stale_figures
 from tests.experiments.test_results_json import SEEDS, fake_experiment, report
 
@@ -72,3 +74,53 @@ def test_out_naming_a_file_is_refused_before_the_report_is_computed(tmp_path, ca
     assert err == (f"scanmt experiment: error: --out {docs / 'experiments-table1.md'}: {docs} is a file, "
                    "not a folder\n")
     assert docs.read_text(encoding="utf-8") == "mine\n"
+
+
+def test_japanese_sources_are_counted_in_words_not_in_space_separated_chunks(tmp_path):
+    """Raw Japanese has no spaces: the figures' and examples' word limits counted every sentence as one word,
+    so ``--max-figure-words`` never excluded a Japanese source.  ``Texts.src_words`` counts MeCab's words."""
+    from scanmt.data.tokenize import tokenize
+    from scanmt.experiments.report.collection import load_texts
+
+    data = tmp_path / "exp" / "shared" / "data"
+    data.mkdir(parents=True)
+    (data / "test.raw.ja").write_text("京都は日本の都市です。\n猫\n", encoding="utf-8")
+    (data / "test.raw.en").write_text("Kyoto is a city in Japan.\nA cat\n", encoding="utf-8")
+    texts = load_texts(tmp_path / "exp", {"split": "test", "src_lang": "ja", "tgt_lang": "en"})
+    assert texts.src_words == [len(tokenize("京都は日本の都市です。", "ja").split()), 1]
+    assert texts.src_words[0] >= 6  # 京都 は 日本 の 都市 です 。
+    assert [len(line.split()) for line in texts.src] == [1, 1]  # what was counted before
+
+
+def test_figures_choose_sources_between_the_shortest_and_the_longest_and_short_outputs():
+    from scanmt.experiments.report.collection import Texts
+    from scanmt.experiments.report.figures import choose_sentences
+
+    texts = Texts(src=["x y", "x y z", "a b c d e f", "x"], ref=[""] * 4,
+                  ref_tok=["the dog runs", "a cat", "a man", "hi"], tgt_lang="en", src_words=[2, 3, 6, 1])
+    base = ["the dog dog runs", "a cat cat cat", "a man man", "hi"]
+    other = ["the dog runs", "a cat cat cat", "a man", "hi"]
+    # 0 is too short; 2 is fixed by the other system, so it comes before 1
+    assert choose_sentences(base, other, texts, 5, min_src_words=3, max_src_words=6) == [2, 1]
+    # 1's outputs have 4 words
+    assert choose_sentences(base, other, texts, 5, min_src_words=3, max_src_words=6, max_hyp_words=3) == [2]
+
+
+def test_the_report_names_its_figure_options_and_refuses_an_empty_range(tmp_path, capsys):
+    from scanmt.cli.main import main
+
+    out, docs = tmp_path / "exp", tmp_path / "docs"
+    fake_experiment(out, SEEDS)
+    assert main(["experiment", "report", str(out), "--out", str(docs), "--figures", "1", "--examples", "0",
+                 "--min-figure-words", "30", "--max-figure-words", "60", "--max-figure-output-words", "70"]) == 0
+    md = (docs / "experiments-table1.md").read_text(encoding="utf-8")
+    assert ("--figures 1 --examples 0 --min-figure-words 30 --max-figure-words 60 --max-figure-output-words 70"
+            in md)
+    capsys.readouterr()
+    assert main(["experiment", "report", str(out), "--out", str(docs), "--min-figure-words", "30",
+                 "--max-figure-words", "20"]) != 0
+    assert "--min-figure-words 30 is above --max-figure-words 20" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:
+        main(["experiment", "report", str(out), "--out", str(docs), "--figures", "-1"])
+    assert exit_.value.code == 2
+    assert "argument --figures: must be at least 0, got -1" in capsys.readouterr().err

@@ -63,7 +63,7 @@ def test_each_seed_is_paired_with_the_baseline_run_of_the_same_seed(tmp_path):
     out = experiment(tmp_path)
     rec = grid_records(out)[0]
     systems = collect(out, rec)
-    texts = Texts(["x"] * len(REFS), REFS, REFS, "en")
+    texts = Texts(["x"] * len(REFS), REFS, REFS, "en", [1] * len(REFS))
     got = significance(out, rec, texts, systems, "softmax", samples=200)
     assert list(got) == ["csparsemax"]
     s1, s2 = got["csparsemax"]  # seed 3: no softmax seed-3 output, left out
@@ -87,7 +87,8 @@ def test_the_cell_lists_every_seed_and_marks_significance():
 def test_a_test_set_of_fewer_than_min_inputs_sentences_gives_no_p_value(tmp_path):
     out = experiment(tmp_path, REFS[: MIN_INPUTS - 1])
     rec = grid_records(out)[0]
-    texts = Texts(["x"] * (MIN_INPUTS - 1), REFS[: MIN_INPUTS - 1], REFS[: MIN_INPUTS - 1], "en")
+    texts = Texts(["x"] * (MIN_INPUTS - 1), REFS[: MIN_INPUTS - 1], REFS[: MIN_INPUTS - 1], "en",
+                  [1] * (MIN_INPUTS - 1))
     got = significance(out, rec, texts, collect(out, rec), "softmax", samples=200)
     assert [(t.seed, t.p) for t in got["csparsemax"]] == [(1, None), (2, None)]  # seed 2's equal scores too
     assert got["csparsemax"][0].delta > 10

@@ -318,7 +318,7 @@ def test_report_aggregation_and_sentence_choice():
     b = SystemResults("b", "b", runs=[{"seed": 1, "bleu": 30.5, "meteor": 2.0, "rep": 1.0, "drop": 6.0, "sacrebleu": 2.0}])
     assert best_means([a, b]) == {"bleu": "31.00", "meteor": "2.00", "rep": "1.00", "drop": "5.00", "sacrebleu": "2.00"}
     texts = Texts(src=["x y", "x y z", "a b c d e f", "x"], ref=[""] * 4,
-                  ref_tok=["the dog runs", "a cat", "a man", "hi"], tgt_lang="en")
+                  ref_tok=["the dog runs", "a cat", "a man", "hi"], tgt_lang="en", src_words=[2, 3, 6, 1])
     base = ["the dog dog runs", "a cat cat cat", "a man man", "hi"]
     other = ["the dog runs", "a cat cat cat", "a man", "hi"]
     # sentences 0 and 1 repeat; 0 is fixed by the other system, so it comes first; 2 has too long a source

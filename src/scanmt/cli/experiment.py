@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from scanmt import experiments
+from scanmt.cli import non_negative_int, positive_int
 
 NAME = "experiment"
 HELP = "run a grid of systems x seeds end to end (resumable) and report it like the paper's tables"
@@ -107,11 +108,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     q.add_argument("--reference-arm", help="in an ablation, the system whose REP and DROP differences from its "
                    "baseline each arm's (a system with a baseline of its own) are set against, in a difference in "
                    "differences over the stress test's inputs [the grid's `reference_arm:`; none: no such table]")
-    q.add_argument("--bootstrap-samples", type=int, default=1000, help="paired bootstrap resamples")
-    q.add_argument("--figures", type=int, default=2, help="attention-map figures (Figure 2 analogue)")
-    q.add_argument("--examples", type=int, default=5, help="translation examples (Appendix B analogue)")
-    q.add_argument("--max-figure-words", type=int, default=25, help="longest source (words) for figures and examples")
-    q.add_argument("--max-figure-tokens", type=int, default=30, help="longest source (subwords) for figures")
+    q.add_argument("--bootstrap-samples", type=positive_int, default=1000, help="paired bootstrap resamples")
+    q.add_argument("--figures", type=non_negative_int, default=2,
+                   help="attention-map figures (Figure 2 analogue): test sentences where the baseline repeats words")
+    q.add_argument("--examples", type=non_negative_int, default=5, help="translation examples (Appendix B analogue)")
+    q.add_argument("--min-figure-words", type=non_negative_int, default=0,
+                   help="shortest source (words, by the source language's tokenizer) for figures: e.g. 30 to "
+                   "show long sentences, where coverage mistakes grow")
+    q.add_argument("--max-figure-words", type=positive_int, default=25,
+                   help="longest source (words, by the source language's tokenizer) for figures and examples")
+    q.add_argument("--max-figure-tokens", type=positive_int, default=30, help="longest source (subwords) for figures")
+    q.add_argument("--max-figure-output-words", type=positive_int, default=40,
+                   help="longest output (tokenized words) of either system for figures")
     _add_status_arguments(sub, fmt)
     _add_archive_arguments(sub, fmt)
 
@@ -167,4 +175,5 @@ def run(args: argparse.Namespace) -> int:
     return experiments.report_command(
         args.dir, args.out, grid=args.grid, name=args.name, baseline=args.baseline, reference_arm=args.reference_arm,
         samples=args.bootstrap_samples, figures=args.figures, examples=args.examples,
-        max_figure_words=args.max_figure_words, max_figure_tokens=args.max_figure_tokens)
+        min_figure_words=args.min_figure_words, max_figure_words=args.max_figure_words,
+        max_figure_tokens=args.max_figure_tokens, max_figure_output_words=args.max_figure_output_words)

@@ -113,12 +113,15 @@ def tokenize_all(lines: Sequence[str], lang: str) -> list[str]:
 
 @dataclass
 class Texts:
-    """Test-set text shared by all systems: raw and tokenized source and reference."""
+    """Test-set text shared by all systems: the raw source and reference, the tokenized reference, and each
+    source sentence's number of words by the source language's tokenizer (MeCab for Japanese, whose raw text
+    has no spaces to count)."""
 
     src: list[str]
     ref: list[str]
     ref_tok: list[str]
     tgt_lang: str
+    src_words: list[int]
 
 
 def load_texts(out: Path, rec: dict[str, Any]) -> Texts:
@@ -127,7 +130,7 @@ def load_texts(out: Path, rec: dict[str, Any]) -> Texts:
     split, s, t = rec["split"], rec["src_lang"], rec["tgt_lang"]
     src = read_lines(data / raw_name(split, s), what="source file")
     ref = read_lines(data / raw_name(split, t), what="reference file")
-    return Texts(src, ref, tokenize_all(ref, t), t)
+    return Texts(src, ref, tokenize_all(ref, t), t, [len(line.split()) for line in tokenize_all(src, s)])
 
 
 def hyp_lines(out: Path, rec: dict[str, Any], system: str, seed: int) -> list[str] | None:

@@ -25,23 +25,23 @@ def repetition_scores(hyps_tok: Sequence[str], refs_tok: Sequence[str]) -> list[
 
 def choose_sentences(base_tok: Sequence[str], other_tok: Sequence[str] | None, texts: Texts, k: int, *,
                      max_src_words: int, max_hyp_words: int = 40, src_tokens: Sequence[int] | None = None,
-                     max_src_tokens: int = 0) -> list[int]:
+                     max_src_tokens: int = 0, min_src_words: int = 0) -> list[int]:
     """Test sentences where the baseline repeats words (σ > 0), those the other system repeats least first.
 
-    Ranked by (σ_baseline − σ_other, σ_baseline), short sources only (readable maps):
-    at most ``max_src_words`` words and, with ``src_tokens`` (subwords per source,
-    from the attention file), at most ``max_src_tokens`` subwords.
+    Ranked by (σ_baseline − σ_other, σ_baseline), among sources of ``min_src_words`` to ``max_src_words``
+    words (``texts.src_words``) and, with ``src_tokens`` (subwords per source, from the attention file), at most
+    ``max_src_tokens`` subwords, and outputs of at most ``max_hyp_words`` words (readable maps).
     """
     rb = repetition_scores(base_tok, texts.ref_tok)
     ro = repetition_scores(other_tok, texts.ref_tok) if other_tok is not None else [0.0] * len(rb)
     cands = [
         i for i in range(len(rb))
-        if rb[i] > 0 and len(texts.src[i].split()) <= max_src_words
+        if rb[i] > 0 and min_src_words <= texts.src_words[i] <= max_src_words
         and (src_tokens is None or src_tokens[i] <= max_src_tokens)
         and len(base_tok[i].split()) <= max_hyp_words
         and (other_tok is None or len(other_tok[i].split()) <= max_hyp_words)
     ]
-    cands.sort(key=lambda i: (-(rb[i] - ro[i]), -rb[i], len(texts.src[i].split()), i))
+    cands.sort(key=lambda i: (-(rb[i] - ro[i]), -rb[i], texts.src_words[i], i))
     return cands[:k]
 
 
@@ -102,14 +102,17 @@ def _figure_pair(p: Page, a: tuple[SystemResults, list[str]], b: tuple[SystemRes
     fb = AttentionFile(run_dir(p.out, b_sys.name, 1) / attention_name(split))
     src_tokens = [len(fa[i].src) for i in range(len(fa))]
     chosen = choose_sentences(ta, tb, texts, opts.figures, max_src_words=opts.max_figure_words,
-                              src_tokens=src_tokens, max_src_tokens=opts.max_figure_tokens)
+                              src_tokens=src_tokens, max_src_tokens=opts.max_figure_tokens,
+                              min_src_words=opts.min_figure_words, max_hyp_words=opts.max_figure_output_words)
+    where = (f"sources of {opts.min_figure_words} to {opts.max_figure_words} words" if opts.min_figure_words else
+             f"sources of at most {opts.max_figure_words} words") + (
+        f" and {opts.max_figure_tokens} subwords, outputs of at most {opts.max_figure_output_words} words")
     if not chosen:
         return [f"No figure: {md_escape(a_sys.label)} repeats no word (REP sentence score 0) in the test "
-                f"sentences of at most {opts.max_figure_words} words and {opts.max_figure_tokens} subwords.", ""], [], []
+                f"sentences with {where}.", ""], [], []
     L = [f"Test sentences where {md_escape(a_sys.label)} repeats words (REP sentence score σ > 0, those "
          f"{md_escape(b_sys.label)} repeats least first), chosen automatically from the seed-1 outputs "
-         f"among sources of at most {opts.max_figure_tokens} subwords. Source subwords on the x axis, "
-         "output subwords on the y axis, white is exactly zero.", ""]
+         f"among {where}. Source subwords on the x axis, output subwords on the y axis, white is exactly zero.", ""]
     ra, rb = repetition_scores(ta, texts.ref_tok), repetition_scores(tb, texts.ref_tok)
     files = []
     for i in chosen:
@@ -144,7 +147,7 @@ def examples(p: Page, chosen: Sequence[int]) -> list[str]:
         more = choose_sentences(tokenize_all(base_out, texts.tgt_lang), None, texts, len(texts.ref),
                                 max_src_words=opts.max_figure_words)
         picks += [i for i in more if i not in picks]
-    picks += [i for i in range(len(texts.ref)) if i not in picks and len(texts.src[i].split()) <= opts.max_figure_words]
+    picks += [i for i in range(len(texts.ref)) if i not in picks and texts.src_words[i] <= opts.max_figure_words]
     L += ["Seed-1 outputs; sentences where the baseline repeats words first, then the first short test sentences.", ""]
     for i in picks[: opts.examples]:
         L += [f"**Sentence {i + 1}**", "", "| | |", "|---|---|",

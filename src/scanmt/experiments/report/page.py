@@ -20,8 +20,12 @@ class ReportOptions:
     samples: int = 1000
     figures: int = 2
     examples: int = 5
+    #: the figures' sources: words (by the source language's tokenizer) and subwords
+    min_figure_words: int = 0
     max_figure_words: int = 25
     max_figure_tokens: int = 30
+    #: the figures' outputs: tokenized words of either system
+    max_figure_output_words: int = 40
     command: str = ""
 
 

@@ -62,9 +62,7 @@ def _by_length(p: Page) -> list[str]:
     if not has_length_counts(p.systems):  # before tokenizing every run's translation
         return []
     sentences = len(p.texts.ref)
-    words = source_words(p.systems, sentences)
-    if words is None:
-        words = [len(line.split()) for line in tokenize_all(p.texts.src, p.rec["src_lang"])]
+    words = source_words(p.systems, sentences) or p.texts.src_words
     hyps: dict[str, dict[int, list[str]]] = {}
     for s in p.systems:
         for r in s.runs:
