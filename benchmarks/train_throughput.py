@@ -19,7 +19,12 @@ A system is ``--transforms T`` of ``--preset P`` (the preset with its transform
 replaced), or ``--systems NAME=PRESET[:KEY=VALUE,...]`` (a preset with ``--set``
 overrides; any architecture).  Each system trains on batches of its own preset's
 ``data.batch_tokens`` (``--batch-tokens N``: the same size for all), the same
-sentences in the same order.
+sentences in the same order, unless their ``data.batch_sort`` differs: then each
+takes its own sort's batches of epoch 1, and tokens/s (real target tokens) says
+which trains faster, padding included:
+
+    python benchmarks/train_throughput.py --data runs/data/kftt-ja-en --no-reference --steps 30 \
+        --systems source=kftt-lstm:data.batch_sort=source longest=kftt-lstm:data.batch_sort=longest
 
 ``--checkpoints NAME=CKPT`` times trained models instead of (or after) those: a run's
 ``best.pt`` with its own config, weights, prepared data and, for a constrained
@@ -221,7 +226,7 @@ def build_setups(args: argparse.Namespace, configs: dict[str, Config], data,
                 model.reset_parameters(cfg.train.param_init if cfg.model.arch == "transformer" else 0.1)
                 model.to(args.device)
                 opt = torch.optim.SGD(model.parameters(), lr=0.1)
-                batches = data.train.token_batches(cfg.data.batch_tokens, seed=1, epoch=1)
+                batches = data.train.token_batches(cfg.data.batch_tokens, seed=1, epoch=1, sort=cfg.data.batch_sort)
                 setups[label(name, prec, sdpa)] = Setup(
                     model, opt, get_transform(cfg.model.attention.transform).constrained, False, prec == "bf16",
                     batches, data.train, data.valid, SearchSettings(beam=args.beam), sdpa)

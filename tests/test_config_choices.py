@@ -36,6 +36,7 @@ CASES = [
     (["train.warmup_steps=10"], "train.lr_schedule", choices.LR_SCHEDULES),
     ([], "train.logger", choices.LOGGERS),
     ([], "decode.penalty_mode", choices.PENALTY_MODES),
+    ([], "data.batch_sort", choices.BATCH_SORTS),
 ]
 
 
@@ -58,7 +59,8 @@ def test_unknown_value_is_refused_when_the_config_is_built(extra, key, valid):
 def test_every_valid_value_is_accepted():
     for key, valid in (("model.attention.score", choices.SCORES), ("model.attention.scaling", choices.SCALINGS),
                        ("train.optimizer", choices.OPTIMIZERS), ("train.precision", choices.PRECISIONS),
-                       ("decode.penalty_mode", choices.PENALTY_MODES), ("model.coverage.type", choices.COVERAGE_TYPES)):
+                       ("decode.penalty_mode", choices.PENALTY_MODES), ("model.coverage.type", choices.COVERAGE_TYPES),
+                       ("data.batch_sort", choices.BATCH_SORTS)):
         for value in valid:
             # cosine scaling needs the general score (a cross-field rule of its own)
             extra = ["model.attention.scaling=sqrt"] if (key, value) == ("model.attention.score", "mlp") else []

@@ -70,8 +70,8 @@ LOGGERS: tuple[str, ...] = ("csv", "tensorboard", "none")
 PENALTY_MODES: tuple[str, ...] = ("rescore", "step")
 #: the fertility predictor's ``level``
 PREDICTOR_LEVELS: tuple[str, ...] = ("subword", "word")
-#: the length a batching window is sorted by (:meth:`scanmt.data.dataset.ParallelData.token_batches`'s ``sort``);
-#: not a config key yet: training sorts by source (docs/kftt.md, "Batch fill")
+#: ``data.batch_sort``: the length a batching window is sorted by
+#: (:meth:`scanmt.data.dataset.ParallelData.token_batches`'s ``sort``; docs/kftt.md, "Batch fill")
 BATCH_SORTS: tuple[str, ...] = ("source", "longest")
 
 

@@ -25,6 +25,7 @@ import yaml
 
 from scanmt.choices import (
     ALPHA_TRANSFORMS,
+    BATCH_SORTS,
     LEARN_ALPHA,
     LOGGERS,
     NORMALIZATIONS,
@@ -64,6 +65,10 @@ class DataConfig:
     batch_tokens: int = 4000
     #: sentences are bucketed by length inside windows of this many batches before shuffling
     bucket_batches: int = 50
+    #: the length a window is sorted by before it is packed into batches: source (source, then target) | longest
+    #: (the longer side: less padding where the two sides' lengths differ, as in Ja-En; on KFTT 0.84x the
+    #: batches per epoch at 88 % real tokens against 75 %: benchmarks/batch_fill.py)
+    batch_sort: str = "source"
     #: use only the first N training pairs (0 = all; >= 0); for tests and smoke runs
     train_limit: int = 0
     #: use only the first N validation pairs for BLEU (0 = all; >= 0)
@@ -397,8 +402,9 @@ def longest_output(cfg: "Config") -> float:
 
 
 def check_sections(cfg: "Config") -> None:
-    """The ranges of the ``data`` and ``model`` sections (:data:`RANGES`)."""
+    """The ranges of the ``data`` and ``model`` sections (:data:`RANGES`), and how batches are sorted."""
     check_ranges(cfg.data, "data")
+    check_choice("data.batch_sort", cfg.data.batch_sort, BATCH_SORTS, "sort")
     check_ranges(cfg.model, "model")
     check_ranges(cfg.model.attention, "model.attention")
     check_ranges(cfg.model.attention.fertility, "model.attention.fertility")

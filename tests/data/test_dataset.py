@@ -50,7 +50,7 @@ def test_longest_sort_pads_less_where_the_sides_differ():
     """Targets as long as their source give or take 8 tokens, as translations are: sorted by source, a batch's
     targets vary and pad; sorted by the longer side, fewer batches carry the same examples.  Where the sides'
     lengths are unrelated (a 5-token source with a 25-token target beside the reverse) the longer side is the
-    worse key, so training keeps sorting by source until a corpus measures otherwise."""
+    worse key, so training sorts by source unless ``data.batch_sort`` says otherwise."""
     rng = random.Random(0)
     lengths = [(n, max(1, n + rng.randint(-8, 8))) for n in (rng.randint(1, 40) for _ in range(2000))]
     d = _data(lengths)

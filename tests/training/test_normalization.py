@@ -35,3 +35,19 @@ def test_paper_preset_normalizes_by_sentences_like_opennmt():
     repo = Path(__file__).resolve().parents[2]
     assert Config.load(repo / "configs" / "paper.yaml").train.normalization == "sents"
     assert Config.load(repo / "configs" / "cpu-small.yaml").train.normalization == "tokens"
+
+
+@pytest.mark.parametrize("sort", ["source", "longest"])
+def test_training_batches_follow_data_batch_sort(small_data_dir, tmp_path, sort):
+    """``data.batch_sort`` reaches the trainer's epochs: its batches are the batcher's with that sort (and the two
+    sorts give different batches on this corpus, so the test could fail)."""
+    from scanmt.training.trainer import Trainer
+
+    trainer = Trainer(tiny_config(small_data_dir, data__batch_sort=sort), tmp_path / sort)
+    c, train = trainer.cfg, trainer.task.data.train
+    other = "longest" if sort == "source" else "source"
+    expect = train.token_batches(c.data.batch_tokens, seed=c.train.seed, epoch=2,
+                                 bucket_batches=c.data.bucket_batches, sort=sort)
+    assert trainer.task.epoch_batches(2) == expect
+    assert expect != train.token_batches(c.data.batch_tokens, seed=c.train.seed, epoch=2,
+                                         bucket_batches=c.data.bucket_batches, sort=other)

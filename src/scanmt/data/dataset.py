@@ -177,11 +177,11 @@ class ParallelData:
         ``batch_size * (max_src + max_tgt) <= batch_tokens``, and the batch order
         is shuffled again.  Deterministic in ``(seed, epoch)``.
 
-        ``sort``: the length a window is sorted by: ``source`` (then target; what training uses) or ``longest``
-        (the longer side, then source and target), which leaves less padding where the two sides' lengths differ:
-        on KFTT Ja-En at 2,300 tokens, 88.4 % of a batch is real tokens against 74.7 %, and an epoch takes 8,265
-        batches against 9,832 (``benchmarks/batch_fill.py``).  Where the sides' lengths are unrelated, the longer
-        side is the worse key; training sorts by source.
+        ``sort``: the length a window is sorted by (``data.batch_sort``): ``source`` (then target; the default)
+        or ``longest`` (the longer side, then source and target), which leaves less padding where the two sides'
+        lengths differ: on KFTT Ja-En at 2,300 tokens, 88.4 % of a batch is real tokens against 74.7 %, and an
+        epoch takes 8,265 batches against 9,832 (``benchmarks/batch_fill.py``).  Where the sides' lengths are
+        unrelated, the longer side is the worse key.
         """
         if sort not in BATCH_SORTS:
             raise ValueError(f"sort must be one of {', '.join(BATCH_SORTS)}, got {sort!r}")

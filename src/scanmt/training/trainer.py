@@ -113,7 +113,8 @@ class NMTTask:
     def epoch_batches(self, epoch: int) -> list[list[int]]:
         c = self.cfg
         return self.data.train.token_batches(
-            c.data.batch_tokens, seed=c.train.seed, epoch=epoch, bucket_batches=c.data.bucket_batches
+            c.data.batch_tokens, seed=c.train.seed, epoch=epoch, bucket_batches=c.data.bucket_batches,
+            sort=c.data.batch_sort,
         )
 
     def make_batch(self, positions: list[int], device: torch.device) -> Batch:
