@@ -52,7 +52,8 @@ def test_the_experiment_command_is_argparse_and_one_call_per_sub_command():
             imported |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom):
             imported.add(node.module if node.module != "scanmt" else f"scanmt.{node.names[0].name}")
-    assert imported <= {"__future__", "argparse", "scanmt.api", "scanmt.experiments"}, imported
+    # scanmt.cli: the argparse types every command shares (positive_int, ...)
+    assert imported <= {"__future__", "argparse", "scanmt.api", "scanmt.cli", "scanmt.experiments"}, imported
 
 
 def _run(tmp_path: Path, *, log: bool = False, last: bool = False, stages=(), done: bool = False,
@@ -105,3 +106,19 @@ def test_the_fertility_step_names_of_a_folder_made_before_are_kept(tmp_path):
     assert fertility_step_params({"strategy": "guided"}, ["x"]) == {"argv": ["x"]}
     none = {"model": {"attention": {"fertility": {"strategy": "none"}}}}
     assert caches_fertility(none) is None
+
+
+def test_the_report_says_a_run_that_holds_its_lock_is_still_running(tmp_path):
+    """A report written while the grid trains called its runs "stopped during training" (KFTT's report, session
+    60); a run whose folder lock a process holds is running, as ``experiment status`` says."""
+    from scanmt.processes import lock_folder
+
+    run = _run(tmp_path, log=True, last=True)
+    (run / layout.TRAIN_LOG).write_text("step,name,value\n3650,train/loss,5.1\n3700,train/loss,5.0\n",
+                                        encoding="utf-8")
+    with lock_folder(run):
+        assert stopped_where(run) == "training when this report was written: update 3,700 logged"
+        layout.stage_marker(run, "train").parent.mkdir(exist_ok=True)
+        layout.stage_marker(run, "train").write_text("{}", encoding="utf-8")
+        assert stopped_where(run) == "running when this report was written, after train"
+    assert stopped_where(run) == "stopped after train; last log line: Traceback: boom"

@@ -90,7 +90,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "are deferred: rerun the command to continue them. For a machine or batch job with a time limit "
                    "[no deadline]")
     r.add_argument("--dry-run", action="store_true", help="check the grid and every config, print the plan, do nothing")
+    _add_report_arguments(sub, fmt)
+    _add_status_arguments(sub, fmt)
+    _add_archive_arguments(sub, fmt)
 
+
+def _add_report_arguments(sub: "argparse._SubParsersAction", fmt: type[argparse.HelpFormatter]) -> None:
     q = sub.add_parser("report", help="write a grid's results as Markdown (Table 1/2, Figure 2, Appendix B analogues)",
                        formatter_class=fmt, description="Write DOCS/experiments-GRID.md (+ attention map PNGs) and "
                        "DOCS/experiments-GRID.json (per system: mean and std of BLEU, REP, DROP, METEOR; seeds; "
@@ -120,8 +125,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     q.add_argument("--max-figure-tokens", type=positive_int, default=30, help="longest source (subwords) for figures")
     q.add_argument("--max-figure-output-words", type=positive_int, default=40,
                    help="longest output (tokenized words) of either system for figures")
-    _add_status_arguments(sub, fmt)
-    _add_archive_arguments(sub, fmt)
 
 
 def _add_status_arguments(sub: "argparse._SubParsersAction", fmt: type[argparse.HelpFormatter]) -> None:

@@ -13,9 +13,11 @@ from typing import Any, Sequence
 from scanmt.errors import DataError
 from scanmt.experiments.layout import (COMMAND, LOG, SharedPaths, grid_record_paths, grids_dir, hyp_name,
                                        raw_name, run_dir, seed_dirs, seed_name, seed_of, system_dir)
+from scanmt.experiments.progress import logged_updates
 from scanmt.experiments.report.markdown import md_escape
 from scanmt.experiments.state import run_state
-from scanmt.io import read_lines
+from scanmt.io import LOCK_FILE, read_lines
+from scanmt.processes import lock_held
 
 
 def grid_records(out: Path) -> list[dict[str, Any]]:
@@ -67,9 +69,15 @@ def last_log_line(run: Path, width: int = 200) -> str:
 
 
 def stopped_where(run: Path) -> str:
-    """Where an unfinished run stopped (:meth:`scanmt.experiments.state.RunState.stopped_where`), with the last
-    line of its log (often the error)."""
-    where = run_state(run).stopped_where()
+    """Where an unfinished run stands: still running (a process holds its folder's lock, as ``experiment status``
+    sees it: training with the update it has logged, or a later step), else where it stopped
+    (:meth:`scanmt.experiments.state.RunState.stopped_where`) with the last line of its log (often the error)."""
+    state = run_state(run)
+    if lock_held(run / LOCK_FILE):
+        if state.last_stage is None:
+            return f"training when this report was written: update {logged_updates(run):,} logged"
+        return f"running when this report was written, after {state.last_stage}"
+    where = state.stopped_where()
     if last := last_log_line(run):
         where += f"; last log line: {last}"
     return where
