@@ -7,8 +7,10 @@
 # Run it from a worktree of one commit, so that the code of a grid does not change under it. GRID_ROOT (default
 # /work/runs) holds the grid folder kftt/; PYTHON (default the checkout's .venv, else /work/main/.venv) runs
 # scanmt. The machine may not outlive the grids: the grid is first restored from GRID_ARCHIVE/kftt (default
-# /work/main/archive, kept in git) and its finished runs are packed there every 10 minutes (no checkpoints);
-# commit archive/kftt as runs finish. Progress: scanmt experiment status $GRID_ROOT/kftt --brief.
+# /work/main/archive) and its finished runs are packed there every 10 minutes (no checkpoints). archive/kftt is
+# not committed (.git/info/exclude): it holds the prepared corpus and joined copies of the test set, which may not
+# go into git; its results reach git through docs/experiments-kftt.*. Progress: scanmt experiment status
+# $GRID_ROOT/kftt --brief.
 # Order: the bar's systems first, two seeds at a time, each with the stress test (K = 1-3): LSTM softmax, LSTM csparsemax,
 # the Transformer pair, then the third seeds; then the other LSTM systems at one seed.
 set -euo pipefail
