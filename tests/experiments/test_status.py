@@ -214,3 +214,27 @@ def test_a_run_without_a_spec_plans_the_stages_of_run_spec_steps():
     assert planned_steps({}, {}) == ["train", "translate", "evaluate"]
     assert stage_names(["test2017"], True) == ["train", "tune", "translate", "evaluate", "translate.test2017",
                                                "evaluate.test2017", "stress"]
+
+
+def test_a_training_run_shows_its_baselines_validation_at_the_same_update(tmp_path):
+    """csparsemax/seed2 validated at update 200; softmax/seed2 (its baseline, the same seed) logged 17.25 there,
+    and seed 1's softmax, another seed, is not used.  Where the baseline has no validation at that update, or
+    the record's baseline is no system of it, the row goes without the comparison."""
+    out = tmp_path / "exp"
+    _record(out)
+    (_spec(out, "softmax", 1).dir / "metrics.csv").write_text("step,name,value\n200,valid/bleu,99.0\n")
+    (_spec(out, "softmax", 2).dir / "metrics.csv").write_text("step,name,value\n100,valid/bleu,9.5\n"
+                                                              "200,valid/bleu,17.0\n200,valid/bleu,17.25\n")
+    training = _spec(out, "csparsemax", 2)
+    (training.dir / "metrics.csv").write_text("step,name,value\n200,valid/bleu,18.0\n250,train/loss,2.0\n")
+    with lock_held_elsewhere(training.dir):
+        detail = _by_key(status.folder_status(out))["csparsemax/seed2"].detail
+        assert detail.endswith("valid BLEU 18.00 at update 200 (best 18.00); softmax 17.25 there")
+        (training.dir / "metrics.csv").write_text("step,name,value\n150,valid/bleu,18.0\n250,train/loss,2.0\n")
+        detail = _by_key(status.folder_status(out))["csparsemax/seed2"].detail
+        assert detail.endswith("valid BLEU 18.00 at update 150 (best 18.00)")
+        rec = json.loads((out / "grids" / "tiny.json").read_text(encoding="utf-8"))
+        (out / "grids" / "tiny.json").write_text(json.dumps({**rec, "baseline": "gone"}), encoding="utf-8")
+        (training.dir / "metrics.csv").write_text("step,name,value\n200,valid/bleu,18.0\n250,train/loss,2.0\n")
+        detail = _by_key(status.folder_status(out))["csparsemax/seed2"].detail
+        assert detail.endswith("valid BLEU 18.00 at update 200 (best 18.00)")

@@ -132,7 +132,8 @@ def _add_status_arguments(sub: "argparse._SubParsersAction", fmt: type[argparse.
                         "decoding, stopped or not started, and the time left",
                         description="Read an experiment folder, without writing or locking anything, and show for "
                         "each run of each grid recorded there: its scores when done; the update it has logged, "
-                        "against the updates its system's finished runs took, when training; the step it is in "
+                        "against the updates its system's finished runs took, and its validation BLEU beside its "
+                        "baseline's (the same seed) at that update, when training; the step it is in "
                         "when decoding; what a rerun picks up, with the last line of its log, when stopped (killed, "
                         "failed or deferred by --deadline). Times left are estimated from the folder's finished "
                         "runs, as `run --deadline` estimates them.")

@@ -6,7 +6,8 @@ starts them, seeds by systems):
 
 * ``done``: its test scores;
 * ``training``: the update its training has logged, against the updates its system's finished runs took,
-  and its best validation BLEU so far;
+  its last and best validation BLEU so far, and its baseline's (the same seed's) at that update, so that a
+  new system can be watched against the one it is meant to beat while it trains;
 * ``decoding``: the step it is in (translate, evaluate, an extra split, the stress test);
 * ``stopped``: a run no process holds that has work left (killed, failed or deferred), what a rerun of
   the grid command picks up, and the last line of its log (often the error);
@@ -27,7 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from scanmt.errors import DataError
+from scanmt.errors import ConfigError, DataError
+from scanmt.experiments.baselines import resolve_baselines
 from scanmt.experiments.deadline import Estimate, median_updates
 from scanmt.experiments.common import read_json
 from scanmt.experiments.layout import (LAST_CHECKPOINT, LOCK_FILE, METRICS, SPEC, TRAIN_LOG, run_dir, runs_dir,
@@ -82,22 +84,30 @@ def planned_steps(rec: dict[str, Any], system: dict[str, Any]) -> list[str]:
     return [s for s in stage_names(rec.get("extra_splits") or [], bool(rec.get("stress_k"))) if s not in skipped]
 
 
-def valid_bleu(run: Path) -> tuple[float, int, float] | None:
-    """``(last, at update, best)`` of the ``valid/bleu`` a training logged in ``RUN/metrics.csv`` (None: none)."""
-    rows: list[tuple[int, float]] = []
+def valid_bleus(run: Path) -> dict[int, float]:
+    """Update -> the ``valid/bleu`` a training logged at it in ``RUN/metrics.csv``, in update order (a resumed
+    run's repeated update: the last value); empty when there is none or the file cannot be read."""
+    rows: dict[int, float] = {}
     try:
         with open(run / TRAIN_LOG, encoding="utf-8", newline="") as fh:
             for row in csv.reader(fh):
                 if len(row) == 3 and row[1] == "valid/bleu" and row[0].isdigit():
                     try:
-                        rows.append((int(row[0]), float(row[2])))
+                        rows[int(row[0])] = float(row[2])
                     except ValueError:
                         continue
     except (OSError, UnicodeDecodeError, csv.Error):
-        return None
+        return {}
+    return dict(sorted(rows.items()))
+
+
+def valid_bleu(run: Path) -> tuple[float, int, float] | None:
+    """``(last, at update, best)`` of the ``valid/bleu`` a training logged in ``RUN/metrics.csv`` (None: none)."""
+    rows = valid_bleus(run)
     if not rows:
         return None
-    return rows[-1][1], rows[-1][0], max(v for _, v in rows)
+    at = max(rows)
+    return rows[at], at, max(rows.values())
 
 
 def _expected_updates(times: RunTimes, system: str) -> float | None:
@@ -106,19 +116,25 @@ def _expected_updates(times: RunTimes, system: str) -> float | None:
     return own if own is not None else median_updates([t for ts in times.by_system.values() for t in ts])
 
 
-def _training_detail(spec: RunSpec, times: RunTimes, updates: int) -> str:
+def _training_detail(spec: RunSpec, times: RunTimes, updates: int, baseline: tuple[str, Path] | None) -> str:
+    """``baseline``: the name of the system this one is compared with and its run folder of the same seed, whose
+    validation BLEU at the same update follows this run's own (when it validated there)."""
     expected = planned_updates(spec) or _expected_updates(times, spec.system)
     text = f"update {updates:,}" + (f" of ~{expected:,.0f}" if expected else "")
     if (bleu := valid_bleu(spec.dir)) is not None:
         last, at, best = bleu
         text += f"; valid BLEU {last:.2f} at update {at:,} (best {best:.2f})"
+        if baseline is not None and (theirs := valid_bleus(baseline[1]).get(at)) is not None:
+            text += f"; {baseline[0]} {theirs:.2f} there"
     return text
 
 
-def run_row(spec: RunSpec | None, key: str, folder: Path, times: RunTimes, steps: Sequence[str]) -> RunRow:
+def run_row(spec: RunSpec | None, key: str, folder: Path, times: RunTimes, steps: Sequence[str],
+            baseline: tuple[str, Path] | None = None) -> RunRow:
     """The row of the run in ``folder`` (``spec``: its ``spec.json``, None when it has none yet; ``steps``:
-    the steps a run not started will do, for its estimate), from its :func:`~scanmt.experiments.state.run_state`
-    and whether a process holds it."""
+    the steps a run not started will do, for its estimate; ``baseline``: the system it is compared with and that
+    system's run folder of the same seed), from its :func:`~scanmt.experiments.state.run_state` and whether a
+    process holds it."""
     system = key.split("/")[0]
     if spec is None:
         return RunRow(key, folder, "not started", "", times.estimate_steps(system, steps))
@@ -129,7 +145,7 @@ def run_row(spec: RunSpec | None, key: str, folder: Path, times: RunTimes, steps
     if lock_held(folder / LOCK_FILE):
         if "train" in pending:
             updates = logged_updates(folder)
-            return RunRow(key, folder, "training", _training_detail(spec, times, updates),
+            return RunRow(key, folder, "training", _training_detail(spec, times, updates, baseline),
                             times.estimate(spec, updates=updates))
         done = sum(request is not None for _, request in spec.steps()) - len(pending)
         where = pending[0] if pending else "its summary"
@@ -163,6 +179,10 @@ def grid_status(out: Path, rec: dict[str, Any], times: RunTimes) -> GridStatus:
     not its runs)."""
     requested = set(rec.get("requested") or (s["name"] for s in rec["systems"]))
     systems = [s for s in rec["systems"] if s["name"] in requested or system_dir(out, s["name"]).is_dir()]
+    try:
+        baselines = resolve_baselines(rec, [s["name"] for s in rec["systems"]])
+    except ConfigError:  # a record whose baseline is none of its systems: its rows go without the comparison
+        baselines = {}
     runs = []
     for seed in rec.get("seeds") or []:
         for system in systems:
@@ -173,7 +193,9 @@ def grid_status(out: Path, rec: dict[str, Any], times: RunTimes) -> GridStatus:
             except DataError as exc:
                 runs.append(RunRow(key, folder, "stopped", str(exc)))
                 continue
-            runs.append(run_row(spec, key, folder, times, planned_steps(rec, system)))
+            base = baselines.get(system["name"])
+            against = (base, run_dir(out, base, seed)) if base and base != system["name"] else None
+            runs.append(run_row(spec, key, folder, times, planned_steps(rec, system), against))
     return GridStatus(rec["name"], runs, rec.get("command") or "")
 
 
