@@ -7,9 +7,9 @@
 # Run it from a worktree of one commit, so that the code of a grid does not change under it. GRID_ROOT (default
 # /work/runs) holds the grid folder kftt/; PYTHON (default the checkout's .venv, else /work/main/.venv) runs
 # scanmt. The machine may not outlive the grids: the grid is first restored from GRID_ARCHIVE/kftt (default
-# /work/main/archive) and its finished runs are packed there every 10 minutes (no checkpoints). archive/kftt is
-# not committed (.git/info/exclude): it holds the prepared corpus and joined copies of the test set, which may not
-# go into git; its results reach git through docs/experiments-kftt.*. Progress: scanmt experiment status
+# /work/main/archive) and its finished runs are packed there every 10 minutes (no checkpoints, no corpus text:
+# restore prepares the corpus again). The archive's format belongs to the newest code, not the frozen commit's:
+# packing and restoring run with GRID_ARCHIVE_SRC (default /work/main/src). Progress: scanmt experiment status
 # $GRID_ROOT/kftt --brief.
 # Order: the bar's systems first, two seeds at a time, each with the stress test (K = 1-3): LSTM softmax, LSTM csparsemax,
 # the Transformer pair, then the third seeds; then the other LSTM systems at one seed.
@@ -25,8 +25,10 @@ fi
 export PYTHONPATH=$PWD/src
 export OMP_NUM_THREADS=1
 mkdir -p "$ROOT"
-pack() { [[ -d $OUT/grids ]] && "$PYTHON" -m scanmt experiment archive "$OUT" --to "$ARCHIVE/kftt" || true; }
-[[ -f $ARCHIVE/kftt/manifest.json && ! -d $OUT/runs ]] && "$PYTHON" -m scanmt experiment restore "$ARCHIVE/kftt" --out "$OUT"
+ARCHIVE_SRC=${GRID_ARCHIVE_SRC:-/work/main/src}
+archive() { PYTHONPATH=$ARCHIVE_SRC "$PYTHON" -m scanmt experiment "$@"; }
+pack() { [[ -d $OUT/grids ]] && archive archive "$OUT" --to "$ARCHIVE/kftt" || true; }
+[[ -f $ARCHIVE/kftt/manifest.json && ! -d $OUT/runs ]] && archive restore "$ARCHIVE/kftt" --out "$OUT"
 (while sleep 600; do pack; done) &
 PACKER=$!
 trap 'kill $PACKER 2>/dev/null; pack' EXIT

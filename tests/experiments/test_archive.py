@@ -140,7 +140,7 @@ def test_pack_restore_round_trip(tmp_path):
     assert manifest["out"] == str(out.resolve())
     assert set(manifest["runs"]) == {"softmax/seed1", "csparsemax/seed1", "csparsemax/seed2"}
     assert set(manifest["shared"]["data"]["files"]) == {"meta.json", "train.bpe.de", "valid.bpe.de"}  # not spm.model
-    assert manifest["format"] == 2 and manifest["shared"]["predictor"]["tokens"] == 6  # valid's 6 source tokens
+    assert manifest["format"] == 3 and manifest["shared"]["predictor"]["tokens"] == 6  # valid's 6 source tokens
     probe = np.load(dest / archive.PREDICTOR_FERTILITIES)
     predictor = FertilityPredictor(len(VOCAB), 4, 4, 1, 0.0, 3).eval()
     predictor.load_state_dict(WEIGHTS)
@@ -299,17 +299,17 @@ def test_a_format_1_manifest_is_read_and_upgraded(tmp_path):
     old = {"identity": archive.shared_identity(out / "shared"), "data": manifest["shared"]["data"],
            "predictor_set": manifest["shared"]["predictor_set"]}
     (dest / "manifest.json").write_text(json.dumps({**manifest, "format": 1, "shared": old}))
-    assert archive.pack(out, dest).shared == "same, manifest upgraded to format 2"
+    assert archive.pack(out, dest).shared == "same, manifest upgraded to format 3"
     upgraded = json.loads((dest / "manifest.json").read_text())
-    assert upgraded["format"] == 2 and upgraded["shared"] == manifest["shared"]
+    assert upgraded["format"] == 3 and upgraded["shared"] == manifest["shared"]
     assert (dest / archive.PREDICTOR_FERTILITIES).exists()
     # format 1 compares weights bitwise: another predictor is refused
     (dest / "manifest.json").write_text(json.dumps({**manifest, "format": 1, "shared": old}))
     FakeTrainer(predictor_weights(nudge=1e-6))(SharedPaths(out), [], print)
     with pytest.raises(DataError, match="the alignments or the fertility predictor's weights differ"):
         archive.pack(out, dest)
-    (dest / "manifest.json").write_text(json.dumps({**manifest, "format": 3}))
-    with pytest.raises(DataError, match="not a scanmt experiment archive of format 1 or 2"):
+    (dest / "manifest.json").write_text(json.dumps({**manifest, "format": 4}))
+    with pytest.raises(DataError, match="not a scanmt experiment archive of format 1 or 2 or 3"):
         archive.pack(out, dest)
 
 

@@ -280,6 +280,8 @@ def test_tiny_grid_end_to_end(small_data_dir_2017, tmp_path, capsys):
     kept = tmp_path / "archive"
     assert main(["experiment", "archive", str(out), "--to", str(kept)]) == 0
     assert "runs added 3, packed again 0, unchanged 0; 0 unfinished left out" in capsys.readouterr().out
+    left_out = json.loads((kept / "manifest.json").read_text())["runs"]["softmax/seed1"]["left_out"]
+    assert "attention_sources" in left_out["test.attn.npz"]  # its source tokens, the test set's, made again
     os.rename(out, tmp_path / "lost")
     assert main(["experiment", "restore", str(kept), "--out", str(out)]) == 0
     assert ("shared work restored, fertility predictor retrained: the same weights; runs restored 3, already there 0"

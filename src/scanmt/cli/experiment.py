@@ -148,7 +148,10 @@ def _add_archive_arguments(sub: "argparse._SubParsersAction", fmt: type[argparse
                        help="pack a grid's finished runs (no checkpoints) and shared work into a folder for git",
                        description="Add the finished runs of an experiment folder to an archive folder: each run "
                        "without its checkpoints, the shared alignments once (not the fertility predictor: restore "
-                       "retrains it), the grid records, and a manifest of digests. Rerun it as runs finish: unchanged runs are kept, "
+                       "retrains it), the grid records, and a manifest of digests. No corpus text is packed: a "
+                       "corpus the grid prepared (--data kftt), the joined stress inputs and the attention files' "
+                       "source tokens are recorded by digest and made again by restore. Rerun it as runs finish: "
+                       "unchanged runs are kept, "
                        "changed ones (a new split, a stress test) packed again. Refused when the folder's shared "
                        "work differs from the archive's (its runs would not be comparable): other alignments, or a "
                        f"fertility predictor whose expected fertilities on the valid split differ by more than {tol:g} "
@@ -160,11 +163,17 @@ def _add_archive_arguments(sub: "argparse._SubParsersAction", fmt: type[argparse
                        help="unpack an archive of `experiment archive` into its experiment folder",
                        description="Unpack an archive into the experiment folder it was packed from (runs record "
                        "absolute paths), after checking that the prepared data they read is there and unchanged. "
+                       "A corpus the grid prepared itself is prepared again (as `scanmt prepare` would, from "
+                       "../shared/data or --mirror) and each file checked against its digest; the runs' copies of "
+                       "the test set are made again from it. "
                        "The fertility predictor is retrained from the archived alignments (about a minute) and must "
                        f"give the archived fertilities on the valid split (within {tol:g}). Finished runs already "
                        "there are kept; then `experiment run` trains only what is missing.")
     b.add_argument("archive", type=str, help="archive folder of `scanmt experiment archive`")
     b.add_argument("--out", type=str, required=True, help="the experiment directory (the one it was packed from)")
+    b.add_argument("--mirror", type=str, default=None, metavar="DIR",
+                   help="where the corpus is, when the archive's grid prepared it itself and it is not in the place "
+                   "`scanmt prepare` looks (../shared/data) [as the grid did]")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -173,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "archive":
         return experiments.archive_command(args.dir, args.to)
     if args.action == "restore":
-        return experiments.restore_command(args.archive, args.out)
+        return experiments.restore_command(args.archive, args.out, mirror=args.mirror)
     if args.action == "status":
         return experiments.status_command(args.dir, args.grid, brief=args.brief)
     return experiments.report_command(

@@ -24,11 +24,11 @@ def archive_command(folder: str | Path, dest: str | Path) -> int:
     return 0
 
 
-def restore_command(archive: str | Path, out: str | Path) -> int:
-    """Restore the archive ``archive`` into its experiment folder ``out`` and print what was restored; exit
-    status 0."""
+def restore_command(archive: str | Path, out: str | Path, *, mirror: str | None = None) -> int:
+    """Restore the archive ``archive`` into its experiment folder ``out`` (the corpus, if it was left out,
+    prepared again from ``mirror`` or where the grid read it) and print what was restored; exit status 0."""
     archive, out = Path(archive), Path(out).resolve()
-    s = restore(archive, out)
+    s = restore(archive, out, mirror=mirror)
     print(f"restore {archive} -> {out}: shared work {s.shared}; runs restored {len(s.added)}, "
           f"already there {len(s.kept)}")
     if s.added:

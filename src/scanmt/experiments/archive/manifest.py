@@ -13,12 +13,13 @@ from scanmt.experiments.layout import MANIFEST, METRICS, archived_run
 from scanmt.io import atomic_open
 
 
-FORMAT = 2
+FORMAT = 3
 
 
-#: format 1 (session 19) recorded one digest of the alignments and the predictor's weights; it is read, and
-#: upgraded by the next pack of the same shared work
-READ_FORMATS = (1, 2)
+#: format 1 (session 19) recorded one digest of the alignments and the predictor's weights; format 2 packed the
+#: corpus text with the runs (format 3 leaves it out: :mod:`scanmt.experiments.archive.corpus`).  Both are read,
+#: and upgraded by the next pack of the same shared work
+READ_FORMATS = (1, 2, 3)
 
 
 @dataclass

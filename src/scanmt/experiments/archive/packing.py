@@ -10,12 +10,14 @@ folder that is wiped, a session that ends.  Checkpoints are too large to keep, b
 reads is small.  ``scanmt experiment archive OUT --to DEST`` packs into ``DEST``::
 
     manifest.json          the experiment folder it came from, the digests of the prepared data it
-                           mirrors, the identity of its shared work, and each archived run's digest
+                           mirrors, the identity of its shared work, the digests of the corpus text it leaves
+                           out, and each archived run's digest
     shared.tar.gz          OUT/shared/: the alignments (eflomal cannot be seeded, so they cannot be made
                            again), the aligner models and the step markers; not the fertility predictor, a
                            model, which restore retrains from those alignments, nor the fertility caches,
                            which `run` recomputes; a mirrored data folder travels as its symbolic links,
-                           checked by digest
+                           checked by digest; a corpus the grid prepared itself travels without its text
+                           (the subword model, vocabulary and meta.json only), which restore prepares again
     predictor-fertility.npy  what the predictor decides: its expected fertility of every source token of
                            the valid split.  Retraining is deterministic on one machine (the same weights)
                            but not across processors, whose arithmetic differs in the last bits; a
@@ -24,7 +26,9 @@ reads is small.  ``scanmt experiment archive OUT --to DEST`` packs into ``DEST``
     grids/NAME.{yaml,json} the grid records
     runs/SYSTEM/seedK.tar.gz   each finished run (DONE) without its checkpoints (*.pt): spec, commands,
                            logs, metrics.csv, translations, metrics, stress test, and of the attention
-                           files only seed 1's of the main split (the report's figures)
+                           files only seed 1's of the main split (the report's figures); no copy of the
+                           test set (the joined stress inputs, the attention file's source tokens), which
+                           restore makes again (:mod:`scanmt.experiments.archive.corpus`)
 
 ``scanmt experiment restore DEST --out OUT`` unpacks it into an empty (or partly restored) ``OUT``, so that
 ``experiment run`` skips the restored runs, trains the missing ones with the same alignments and the same
@@ -52,6 +56,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import shutil
 import tarfile
 import time
 from pathlib import Path
@@ -60,6 +65,7 @@ from typing import Callable
 from scanmt.errors import ConfigError, DataError
 from scanmt.experiments.archive.manifest import (FORMAT, ArchiveSummary, _metrics_digest, _run_tar, _write_manifest,
                                                  read_manifest)
+from scanmt.experiments.archive.corpus import shared_skip, strip_run
 from scanmt.experiments.archive.shared_work import (_shared_left_behind, compare_shared, predictor_added,
                                                      shared_record)
 from scanmt.experiments.common import read_json
@@ -175,26 +181,33 @@ def _pack_into(out: Path, dest: Path, staging: Path) -> ArchiveSummary:
         raise DataError(f"{dest} archives the experiment {manifest['out']}, not {out}: its runs name that folder "
                         "in their files; restore it there (`scanmt experiment restore`) and run the grid there")
     summary = ArchiveSummary()
-    if manifest.get(MANIFEST_SHARED) is None:
-        _deterministic_tar(staging / SHARED_TAR, list(_files(shared, _shared_left_behind)))
-        manifest[MANIFEST_SHARED] = shared_record(shared, staging)
+    old = manifest.get(MANIFEST_SHARED)
+    added_predictor = old is not None and predictor_added(shared, old)
+    if old is None:
         summary.shared = "packed"
-    elif predictor_added(shared, manifest[MANIFEST_SHARED]):
-        manifest[MANIFEST_SHARED] = shared_record(shared, staging)
+    elif added_predictor:
         summary.shared = "same, with the fertility predictor trained since the last pack"
     else:
-        difference, note = compare_shared(shared, manifest[MANIFEST_SHARED], dest)
+        difference, note = compare_shared(shared, old, dest)
         if difference is not None:
             raise DataError(
                 f"{out}/shared differs from the shared work archived in {dest}: {difference}; runs trained on it "
                 "are not comparable with the archived ones. Restore the archive into an empty folder first "
                 f"(`scanmt experiment restore {dest} --out {out}`)")
         summary.shared = "same" + (f" (fertility predictor: {note})" if note.startswith("other") else "")
-        if manifest["format"] != FORMAT:  # format 1, the same shared work: record it the new way
-            record = shared_record(shared, staging)
-            manifest[MANIFEST_SHARED] = {**record, "data": manifest[MANIFEST_SHARED]["data"]}
+    upgrade = old is not None and manifest["format"] != FORMAT
+    if old is None or upgrade or added_predictor:  # (re)write the record and shared.tar.gz
+        record = shared_record(shared, staging)
+        if upgrade and "identity" in old:  # format 1, the same shared work: its mirrored data as recorded
+            record["data"] = old["data"]
+        skip_corpus = shared_skip(record["corpus"])
+        _deterministic_tar(staging / SHARED_TAR,
+                           list(_files(shared, lambda rel: _shared_left_behind(rel) or skip_corpus(rel))))
+        manifest[MANIFEST_SHARED] = record
+        if upgrade:
             manifest["format"] = FORMAT
-            summary.shared += f", manifest upgraded to format {FORMAT}"
+            summary.shared += f", manifest upgraded to format {FORMAT}" + (
+                ", the corpus text left out" if record["corpus"] else "")
     for grid in sorted(grids_dir(out).glob("*")):
         if grid.suffix in GRID_FILE_SUFFIXES:
             grids_dir(staging).mkdir(parents=True, exist_ok=True)
@@ -204,14 +217,19 @@ def _pack_into(out: Path, dest: Path, staging: Path) -> ArchiveSummary:
         key = _run_key(run)
         digest = _metrics_digest(run)
         known = manifest[MANIFEST_RUNS].get(key)
-        if known is not None and known["metrics"] == digest:
+        if known is not None and known["metrics"] == digest and "left_out" in known:
             summary.kept.append(key)
             continue
         tar = _run_tar(staging, key)
         tar.parent.mkdir(parents=True, exist_ok=True)
-        _deterministic_tar(tar, list(_files(run, _left_behind(run))))
-        manifest[MANIFEST_RUNS][key] = {"metrics": digest, "size": tar.stat().st_size,
-                                 "packed": time.strftime("%Y-%m-%d %H:%M:%S")}
+        scratch = staging / f".{key.replace('/', '-')}.stripped"
+        try:
+            members, left_out = strip_run(run, _files(run, _left_behind(run)), scratch)
+            _deterministic_tar(tar, members)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        manifest[MANIFEST_RUNS][key] = {"metrics": digest, "size": tar.stat().st_size, "left_out": left_out,
+                                        "packed": time.strftime("%Y-%m-%d %H:%M:%S")}
         (summary.updated if known is not None else summary.added).append(key)
     summary.unfinished = sorted(_run_key(p) for p in run_dirs(runs_dir(out))
                                 if p.is_dir() and not (p / DONE).exists()) if runs_dir(out).is_dir() else []

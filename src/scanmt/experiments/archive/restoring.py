@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Callable
 
 from scanmt.errors import ConfigError, DataError
+from scanmt.experiments.archive.corpus import remake_corpus, remake_run
 from scanmt.experiments.archive.manifest import ArchiveSummary, _metrics_digest, _run_tar, read_manifest
 from scanmt.experiments.archive.shared_work import check_data, compare_shared
 from scanmt.experiments.archive.unpack import check_tarball, unpack
@@ -22,10 +23,14 @@ from scanmt.processes import lock_folder
 
 
 def restore(dest: Path, out: Path, say: Callable[[str], None] = print,
-            train_predictor: Callable[..., object] | None = None) -> ArchiveSummary:
-    """Unpack the archive ``dest`` into the experiment folder ``out`` (its recorded place), and retrain the
-    grid's fertility predictor from the archived alignments (``train_predictor``: default
-    :func:`scanmt.experiments.shared.train_predictor`; about 40 s on one CPU thread for Multi30k).
+            train_predictor: Callable[..., object] | None = None, *, mirror: str | None = None,
+            prepare: Callable[..., None] | None = None) -> ArchiveSummary:
+    """Unpack the archive ``dest`` into the experiment folder ``out`` (its recorded place), prepare the corpus
+    again when the archive left its text out (``prepare``, default
+    :func:`scanmt.experiments.archive.corpus.prepare_corpus`, reading the corpus from ``mirror`` or as the grid
+    did), make the runs' left-out copies of the test set again, and retrain the grid's fertility predictor from
+    the archived alignments (``train_predictor``: default :func:`scanmt.experiments.shared.train_predictor`;
+    about 40 s on one CPU thread for Multi30k).
 
     Runs already finished in ``out`` are kept; shared work already in ``out`` must be the archive's.  The whole
     archive is checked before anything is written (:func:`check_archive`); a restore that fails removes all it
@@ -50,7 +55,8 @@ def restore(dest: Path, out: Path, say: Callable[[str], None] = print,
     keys = check_archive(dest, manifest)
     out.mkdir(parents=True, exist_ok=True)
     with lock_folder(out, what="--out"):
-        return _restore_into(dest, out, manifest, keys, say, train_predictor)
+        return _restore_into(dest, out, manifest, keys, say, train_predictor,
+                             lambda tmp: _remake_corpus(dest, manifest, tmp, say, mirror, prepare))
 
 
 #: a run's key in the manifest: its system's name (a grid's, :data:`scanmt.experiments.grid.NAME_RE`) and seed
@@ -114,8 +120,18 @@ def _unpack_beside(tar_path: Path, final: Path, links: dict[str, str], made: lis
     return tmp
 
 
+def _remake_corpus(dest: Path, manifest: dict, shared_tmp: Path, say: Callable[[str], None], mirror: str | None,
+                   prepare: Callable[..., None] | None) -> str:
+    """Prepare the corpus the archive left out into the unpacked shared folder; returns a note ("" if none)."""
+    record = manifest[MANIFEST_SHARED].get("corpus")
+    if not record:
+        return ""
+    return remake_corpus(shared_tmp, record, str(dest), mirror=mirror, say=say, prepare=prepare)
+
+
 def _restore_into(dest: Path, out: Path, manifest: dict, keys: list[str], say: Callable[[str], None],
-                  train_predictor: Callable[..., object] | None) -> ArchiveSummary:
+                  train_predictor: Callable[..., object] | None,
+                  remake: Callable[[Path], str]) -> ArchiveSummary:
     summary = ArchiveSummary()
     todo = []
     for key in keys:
@@ -136,10 +152,11 @@ def _restore_into(dest: Path, out: Path, manifest: dict, keys: list[str], say: C
     made: list[Path] = []  # what this restore wrote, removed if it fails
     try:
         if not shared.exists():
-            summary.shared = _restore_shared(dest, out, manifest, made, say, train_predictor)
+            summary.shared = _restore_shared(dest, out, manifest, made, say, train_predictor, remake)
         unpacked = []
         for key in todo:
             tmp = _unpack_beside(_run_tar(dest, key), runs_dir(out) / key, {}, made)
+            remake_run(tmp, manifest[MANIFEST_RUNS][key].get("left_out") or {}, str(_run_tar(dest, key)))
             if _metrics_digest(tmp) != manifest[MANIFEST_RUNS][key]["metrics"]:
                 raise DataError(f"{_run_tar(dest, key)}: its metrics.json does not match {MANIFEST} (the archive "
                                 "changed during the restore?); nothing was restored")
@@ -162,11 +179,12 @@ def _restore_into(dest: Path, out: Path, manifest: dict, keys: list[str], say: C
 
 
 def _restore_shared(dest: Path, out: Path, manifest: dict, made: list[Path], say: Callable[[str], None],
-                    train_predictor: Callable[..., object] | None) -> str:
-    """Unpack ``shared.tar.gz`` into ``out/shared`` (recorded in ``made``), retrain the fertility predictor and
-    check both against the manifest; returns the summary's ``shared``."""
+                    train_predictor: Callable[..., object] | None, remake: Callable[[Path], str]) -> str:
+    """Unpack ``shared.tar.gz`` into ``out/shared`` (recorded in ``made``), prepare the corpus again if it was left
+    out, retrain the fertility predictor and check all against the manifest; returns the summary's ``shared``."""
     shared = SharedPaths(out).root
     tmp = _unpack_beside(dest / SHARED_TAR, shared, _mirror_links(manifest[MANIFEST_SHARED].get("data")), made)
+    corpus = remake(tmp)
     made.append(shared)
     os.replace(tmp, shared)
     overrides = manifest[MANIFEST_SHARED].get("predictor_set")
@@ -178,4 +196,5 @@ def _restore_shared(dest: Path, out: Path, manifest: dict, made: list[Path], say
     if difference is not None:
         raise DataError(f"{dest}: the alignments unpacked from {SHARED_TAR}, or the fertility predictor retrained "
                         f"from them, differ from those of the archived runs: {difference}; nothing was restored")
-    return "restored" + (f", fertility predictor retrained: {note}" if overrides is not None else "")
+    return "restored" + (f", {corpus}" if corpus else "") + (
+        f", fertility predictor retrained: {note}" if overrides is not None else "")

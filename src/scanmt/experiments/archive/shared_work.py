@@ -82,11 +82,16 @@ def predictor_fertilities(shared: Path) -> "np.ndarray":
 
 
 def shared_record(shared: Path, dest: Path) -> dict[str, object]:
-    """The manifest's ``shared`` entry of ``shared``, writing the predictor's fertilities into ``dest``."""
+    """The manifest's ``shared`` entry of ``shared``, writing the predictor's fertilities into ``dest``: the
+    alignments' digest, the predictor's, the mirrored data's files, the predictor's overrides, and the corpus text
+    the archive leaves out (:func:`scanmt.experiments.archive.corpus.corpus_record`)."""
     import numpy as np
 
+    from scanmt.experiments.archive.corpus import corpus_record
+
     record: dict[str, object] = {"alignments": alignments_digest(shared), "predictor": None,
-                                 "data": mirrored_data(shared), "predictor_set": predictor_overrides(shared)}
+                                 "data": mirrored_data(shared), "predictor_set": predictor_overrides(shared),
+                                 "corpus": corpus_record(shared)}
     if (shared / PREDICTOR).exists():
         fertilities = predictor_fertilities(shared)
         with atomic_open(dest / PREDICTOR_FERTILITIES, "wb") as fh:

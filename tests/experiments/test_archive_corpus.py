@@ -1,0 +1,207 @@
+"""An archive holds no corpus text (:mod:`scanmt.experiments.archive.corpus`): a corpus the grid prepared
+itself, the runs' joined stress inputs and the attention file's source tokens are left out, recorded by digest,
+and made again on restore; anything that would come out otherwise is refused."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from scanmt.data.attention_file import AttentionFile, SentenceAttention, save_attention
+from scanmt.errors import DataError
+from scanmt.experiments import archive
+from scanmt.experiments.archive.corpus import words_digest
+from scanmt.experiments.shared import SharedPaths
+from scanmt.metrics.stress import join_groups
+from tests.experiments.test_archive import WEIGHTS, FakeTrainer, tree
+
+CORPUS = {
+    "train.raw.de": "Ein Hund läuft.\nZwei Katzen.\n", "train.raw.en": "A dog runs.\nTwo cats.\n",
+    "train.tok.de": "Ein Hund läuft .\nZwei Katzen .\n", "train.tok.en": "A dog runs .\nTwo cats .\n",
+    "train.bpe.de": "▁Ein ▁Hund ▁läuft .\n▁Zwei ▁Katz en .\n", "train.bpe.en": "▁A ▁dog ▁runs .\n▁Two ▁cats .\n",
+    "valid.raw.de": "Ein Hund.\n", "valid.raw.en": "A dog.\n", "valid.tok.de": "Ein Hund .\n",
+    "valid.tok.en": "A dog .\n", "valid.bpe.de": "a b c\n", "valid.bpe.en": "▁A ▁dog .\n",
+    "test.raw.de": "Ein Mann.\nEine Frau.\nDrei Kinder.\n", "test.raw.en": "A man.\nA woman.\nThree children.\n",
+    "test.tok.de": "Ein Mann .\nEine Frau .\nDrei Kinder .\n",
+    "test.tok.en": "A man .\nA  woman .\nThree children .\n",  # a double space, as Moses may leave
+    "test.bpe.de": "▁Ein ▁Mann .\n▁Eine ▁Frau .\n▁Drei ▁Kind er .\n",
+    "test.bpe.en": "▁A ▁man .\n▁A ▁woman .\n▁Three ▁children .\n",
+}
+PARAMS = {"data": "multi30k", "pair": "de-en", "vocab_size": 8000, "mirror": None}
+
+
+class FakePrepare:
+    """Stands in for ``scanmt prepare``: writes the corpus files (``changes``: other contents for some)."""
+
+    def __init__(self, changes: dict[str, str] | None = None) -> None:
+        self.changes, self.calls = changes or {}, []
+
+    def __call__(self, params: dict, into: Path, mirror: str | None) -> None:
+        self.calls.append((dict(params), mirror))
+        into.mkdir(parents=True)
+        for name, text in {**CORPUS, **self.changes}.items():
+            (into / name).write_text(text, encoding="utf-8")
+        (into / "meta.json").write_text('{"sources": "elsewhere"}\n')
+
+
+def make_prepared(root: Path, sink: bool = False) -> Path:
+    """``root/exp``: a grid that prepared its corpus itself, with a predictor, two finished runs (seed 1 with an
+    attention file of the test split) that ran the stress test at K = 1 and 2."""
+    out = root / "exp"
+    data = out / "shared" / "data"
+    (data / "align").mkdir(parents=True)
+    for name, text in {**CORPUS, "meta.json": '{"src_lang": "de", "tgt_lang": "en"}\n', "spm.model": "m\n",
+                       "vocab.txt": "<pad>\n"}.items():
+        (data / name).write_text(text, encoding="utf-8")
+    (data / "align" / "train.word.align").write_text("0-0 1-1\n")
+    (out / "shared" / ".done").mkdir()
+    (out / "shared" / ".done" / "prepare.json").write_text(json.dumps({"params": PARAMS}))
+    (out / "shared" / ".done" / "align.json").write_text('{"params": {}}\n')
+    FakeTrainer(WEIGHTS)(SharedPaths(out), ["train.epochs=1"], print)
+    (out / "grids").mkdir()
+    (out / "grids" / "g.json").write_text('{"name": "g"}\n')
+    test_src, test_ref = data / "test.raw.de", data / "test.raw.en"
+    for seed in (1, 2):
+        run = out / "runs" / "softmax" / f"seed{seed}"
+        (run / "stress").mkdir(parents=True)
+        spec = {"split": "test", "config": {"data": {"dir": str(data), "src_lang": "de"}}}
+        (run / "spec.json").write_text(json.dumps(spec))
+        (run / "stress" / "stress.json").write_text(json.dumps({"src": str(test_src), "ref": str(test_ref)}))
+        for k in (1, 2):
+            for side, source in (("src.de", test_src), ("ref.en", test_ref)):
+                lines = join_groups(source.read_text(encoding="utf-8").splitlines(), k)
+                (run / "stress" / f"k{k}.{side}").write_text("".join(f"{x}\n" for x in lines), encoding="utf-8")
+            (run / "stress" / f"softmax.k{k}.hyp.en").write_text("output\n")
+        lines = CORPUS["test.bpe.de"].splitlines()
+        sentences = [SentenceAttention(np.full((2, len(line.split()) + sink), 0.5, np.float32),
+                                       line.split() + (["<sink>"] if sink else []), ["▁x", "</s>"],
+                                       sink=sink) for line in lines]
+        save_attention(run / "test.attn.npz", sentences, {"transform": "softmax"})
+        (run / "metrics.json").write_text(json.dumps({"bleu": 30.0 + seed}))
+        (run / "DONE").write_text("")
+    return out
+
+
+def attention(path: Path) -> list[tuple[list[str], list[str], list[list[float]]]]:
+    f = AttentionFile(path)
+    return [(s.src, s.hyp, s.attention.tolist()) for s in f]
+
+
+@pytest.mark.parametrize("sink", [False, True])
+def test_no_corpus_text_travels_and_restore_makes_it_again(tmp_path, sink):
+    out = make_prepared(tmp_path, sink)
+    dest = tmp_path / "archive"
+    assert archive.pack(out, dest).added == ["softmax/seed1", "softmax/seed2"]
+    manifest = json.loads((dest / "manifest.json").read_text())
+    corpus = manifest["shared"]["corpus"]
+    assert corpus["prepare"] == PARAMS and sorted(corpus["files"]) == sorted(CORPUS)
+    assert corpus["files"]["test.tok.en"]["words"] == words_digest(out / "shared/data/test.tok.en")
+    assert "words" not in corpus["files"]["test.bpe.de"]
+    with tarfile.open(dest / archive.SHARED_TAR) as tar:
+        names = set(tar.getnames())
+    assert not names & {f"data/{name}" for name in CORPUS}
+    assert {"data/spm.model", "data/vocab.txt", "data/meta.json", "data/align/train.word.align"} <= names
+    with tarfile.open(dest / "runs" / "softmax" / "seed1.tar.gz") as tar:
+        names = set(tar.getnames())
+        assert not [n for n in names if n.startswith("stress/k")] and "stress/softmax.k2.hyp.en" in names
+        tar.extract("test.attn.npz", tmp_path / "packed", filter="tar")
+    with np.load(tmp_path / "packed" / "test.attn.npz") as z:  # the attention travels, its source tokens not
+        assert "attn_2" in z.files and not [k for k in z.files if k.startswith("src_")]
+    left = manifest["runs"]["softmax/seed1"]["left_out"]
+    assert sorted(left) == ["stress/k1.ref.en", "stress/k1.src.de", "stress/k2.ref.en", "stress/k2.src.de",
+                            "test.attn.npz"]
+    assert left["test.attn.npz"]["attention_sources"]["sink"] is sink
+
+    original, maps = tree(out), attention(out / "runs/softmax/seed1/test.attn.npz")
+    shutil.move(out, tmp_path / "old")
+    prepare = FakePrepare({"test.tok.en": "A man .\nA woman .\nThree children .\n"})  # white space differs
+    s = archive.restore(dest, out, train_predictor=FakeTrainer(WEIGHTS), mirror="/corpora", prepare=prepare,
+                        say=lambda _: None)
+    assert prepare.calls == [(PARAMS, "/corpora")]
+    assert s.shared.startswith("restored, corpus prepared again, 18 files the same (1 tokenized files in their "
+                               "words, not their white space), fertility predictor retrained")
+    assert s.added == ["softmax/seed1", "softmax/seed2"]
+    restored = tree(out)
+    assert not (out / "shared" / ".corpus.preparing").exists()
+    assert restored.pop("shared/data/test.tok.en") == b"A man .\nA woman .\nThree children .\n"
+    changed = {"shared/data/test.tok.en", "runs/softmax/seed1/test.attn.npz", "runs/softmax/seed2/test.attn.npz"}
+    assert {k for k in original if k not in restored} == {  # (only seed 1's attention is packed)
+        "shared/data/test.tok.en", "runs/softmax/seed2/test.attn.npz"}
+    assert {k: v for k, v in original.items() if k not in changed} == {
+        k: v for k, v in restored.items() if k not in changed}
+    assert attention(out / "runs/softmax/seed1/test.attn.npz") == maps
+    # the restored folder packs to the same bytes
+    archive.pack(out, tmp_path / "again")
+    for rel in ("runs/softmax/seed1.tar.gz", "runs/softmax/seed2.tar.gz"):
+        assert (tmp_path / "again" / rel).read_bytes() == (dest / rel).read_bytes()
+
+
+def test_a_corpus_that_comes_out_otherwise_is_refused(tmp_path):
+    out = make_prepared(tmp_path)
+    dest = tmp_path / "archive"
+    archive.pack(out, dest)
+    shutil.move(out, tmp_path / "old")
+    manifest = json.loads((dest / "manifest.json").read_text())
+    manifest["shared"]["corpus"]["versions"] = {"sentencepiece": "0.1"}
+    (dest / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(DataError, match=r"test\.bpe\.de, prepared again, differs .* sentencepiece 0\.1"):
+        archive.restore(dest, out, train_predictor=FakeTrainer(WEIGHTS), say=lambda _: None,
+                        prepare=FakePrepare({"test.bpe.de": "▁Ein ▁Man n .\n▁Eine ▁Frau .\n▁Drei ▁Kind er .\n"}))
+    with pytest.raises(DataError, match=r"train\.raw\.en, prepared again, differs"):  # white space counts in raw text
+        archive.restore(dest, out, train_predictor=FakeTrainer(WEIGHTS), say=lambda _: None,
+                        prepare=FakePrepare({"train.raw.en": "A  dog runs.\nTwo cats.\n"}))
+    assert not os.path.lexists(out / "shared") and not os.path.lexists(out / "runs" / "softmax" / "seed1")
+
+
+def test_copies_that_do_not_follow_from_their_source_travel_whole(tmp_path):
+    out = make_prepared(tmp_path)
+    run = out / "runs" / "softmax" / "seed1"
+    (run / "stress" / "k2.src.de").write_text("edited by hand\n")
+    with np.load(run / "test.attn.npz") as z:
+        arrays = {k: z[k] for k in z.files}
+    arrays["src_1"] = np.array(["other"], dtype=str)
+    arrays["attn_1"] = np.zeros((2, 1), np.float32)
+    np.savez_compressed(run / "test.attn.npz", **arrays)
+    dest = tmp_path / "archive"
+    archive.pack(out, dest)
+    left = json.loads((dest / "manifest.json").read_text())["runs"]["softmax/seed1"]["left_out"]
+    assert sorted(left) == ["stress/k1.ref.en", "stress/k1.src.de", "stress/k2.ref.en"]
+    original = tree(run)
+    shutil.move(out, tmp_path / "old")
+    archive.restore(dest, out, train_predictor=FakeTrainer(WEIGHTS), prepare=FakePrepare(), say=lambda _: None)
+    assert tree(out / "runs" / "softmax" / "seed1") == original
+
+
+def test_a_changed_test_set_is_refused_for_the_stress_inputs(tmp_path):
+    """A run restored into a folder whose shared work is there already: its joined inputs must follow from it."""
+    out = make_prepared(tmp_path)
+    dest = tmp_path / "archive"
+    archive.pack(out, dest)
+    shutil.rmtree(out / "runs" / "softmax" / "seed2")
+    (out / "shared" / "data" / "test.raw.en").write_text("A man.\nA girl.\nThree children.\n")
+    with pytest.raises(DataError, match=r"seed2\.tar\.gz: stress/k1\.ref\.en, joined again from .* differs"):
+        archive.restore(dest, out, say=lambda _: None)
+    assert not os.path.lexists(out / "runs" / "softmax" / "seed2")
+
+
+def test_a_format_2_archive_is_upgraded_without_its_corpus(tmp_path):
+    out = make_prepared(tmp_path)
+    dest = tmp_path / "archive"
+    archive.pack(out, dest)
+    manifest = json.loads((dest / "manifest.json").read_text())
+    for entry in manifest["runs"].values():  # as format 2 wrote them: no record of what was left out
+        del entry["left_out"]
+    del manifest["shared"]["corpus"]
+    (dest / "manifest.json").write_text(json.dumps({**manifest, "format": 2}))
+    s = archive.pack(out, dest)
+    assert s.shared == "same, manifest upgraded to format 3, the corpus text left out"
+    assert s.updated == ["softmax/seed1", "softmax/seed2"]  # packed again, without their copies of the test set
+    upgraded = json.loads((dest / "manifest.json").read_text())
+    assert upgraded["format"] == 3 and sorted(upgraded["shared"]["corpus"]["files"]) == sorted(CORPUS)
+    assert len(upgraded["runs"]["softmax/seed2"]["left_out"]) == 4
