@@ -186,12 +186,14 @@ def _joined_bytes(source: Path, k: int) -> bytes:
 
 
 def _stress_sources(run: Path) -> dict[str, Path]:
-    """``{"src": path, "ref": path}`` of a run's stress test (empty without a readable ``stress.json``)."""
+    """``{"src": path, "ref": path}`` of a run's stress test: the absolute paths its ``stress.json`` names (a
+    relative one would name another file from another folder at restore)."""
     try:
         doc = json.loads((run / STRESS_DIR / STRESS_JSON).read_text(encoding="utf-8"))
-        return {"src": Path(doc["src"]), "ref": Path(doc["ref"])}
+        paths = {"src": Path(doc["src"]), "ref": Path(doc["ref"])}
     except (OSError, json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError):
         return {}
+    return {side: path for side, path in paths.items() if path.is_absolute()}
 
 
 def _attention_source(run: Path, rel: str) -> Path | None:
@@ -199,9 +201,10 @@ def _attention_source(run: Path, rel: str) -> Path | None:
     try:
         spec = json.loads((run / "spec.json").read_text(encoding="utf-8"))
         data = spec["config"]["data"]
-        return Path(data["dir"]) / bpe_name(rel[:-len(ATTENTION_SUFFIX)], data["src_lang"])
+        source = Path(data["dir"]) / bpe_name(rel[:-len(ATTENTION_SUFFIX)], data["src_lang"])
     except (OSError, json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError):
         return None
+    return source if source.is_absolute() else None
 
 
 def _source_tokens(source: Path, n: int, sink: bool) -> list[list[str]] | None:
