@@ -319,6 +319,12 @@ def bpe_name(split: str, lang: str) -> str:
     return f"{split}.bpe.{lang}"
 
 
+def stripped_dir(staging: Path, key: str) -> Path:
+    """``.SYSTEM-seedK.stripped`` in a pack's staging folder: where run ``key``'s files stripped of their copies
+    of the test set are written before they go into its tarball."""
+    return staging / f".{key.replace('/', '-')}.stripped"
+
+
 def restoring_dir(final: Path) -> Path:
     """``.NAME.restoring`` beside ``final``: where a restore unpacks a tarball before renaming it into place."""
     return final.parent / f".{final.name}.restoring"

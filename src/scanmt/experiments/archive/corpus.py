@@ -42,7 +42,7 @@ import numpy as np
 from scanmt.data.fertility import file_digest
 from scanmt.data.vocab import SINK
 from scanmt.errors import DataError
-from scanmt.experiments.layout import (ATTENTION_SUFFIX, MIRROR_ORIGIN, STRESS_DIR, STRESS_JSON, bpe_name,
+from scanmt.experiments.layout import (ATTENTION_SUFFIX, MIRROR_ORIGIN, SPEC, STRESS_DIR, STRESS_JSON, bpe_name,
                                        shared_data, shared_marker)
 from scanmt.io import atomic_open
 
@@ -199,7 +199,7 @@ def _stress_sources(run: Path) -> dict[str, Path]:
 def _attention_source(run: Path, rel: str) -> Path | None:
     """The subword file of the split whose attention ``rel`` holds, from the run's ``spec.json``."""
     try:
-        spec = json.loads((run / "spec.json").read_text(encoding="utf-8"))
+        spec = json.loads((run / SPEC).read_text(encoding="utf-8"))
         data = spec["config"]["data"]
         source = Path(data["dir"]) / bpe_name(rel[:-len(ATTENTION_SUFFIX)], data["src_lang"])
     except (OSError, json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError):
@@ -221,7 +221,7 @@ def _write_npz(path: Path, arrays: list[tuple[str, np.ndarray]]) -> None:
         for key, array in arrays:
             buf = io.BytesIO()
             np.lib.format.write_array(buf, np.asanyarray(array), allow_pickle=False)
-            zf.writestr(zipfile.ZipInfo(f"{key}.npy", date_time=_ZIP_TIME), buf.getvalue(),
+            zf.writestr(zipfile.ZipInfo(f"{key}{os.extsep}npy", date_time=_ZIP_TIME), buf.getvalue(),
                         compress_type=zipfile.ZIP_DEFLATED)
 
 

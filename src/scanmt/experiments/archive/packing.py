@@ -71,7 +71,8 @@ from scanmt.experiments.archive.shared_work import (_shared_left_behind, compare
 from scanmt.experiments.common import read_json
 from scanmt.experiments.layout import (ATTENTION_SUFFIX, CHECKPOINT_SUFFIX, DONE, GRID_FILE_SUFFIXES, LOCK_FILE,
                                        MANIFEST, MANIFEST_RUNS, MANIFEST_SHARED, SHARED_TAR, SPEC, SharedPaths,
-                                       attention_name, grids_dir, run_dirs, run_key, runs_dir, seed_name)
+                                       attention_name, grids_dir, run_dirs, run_key, runs_dir, seed_name,
+                                       stripped_dir)
 from scanmt.folder_swap import replacing_folder
 from scanmt.io import atomic_open
 
@@ -222,7 +223,7 @@ def _pack_into(out: Path, dest: Path, staging: Path) -> ArchiveSummary:
             continue
         tar = _run_tar(staging, key)
         tar.parent.mkdir(parents=True, exist_ok=True)
-        scratch = staging / f".{key.replace('/', '-')}.stripped"
+        scratch = stripped_dir(staging, key)
         try:
             members, left_out = strip_run(run, _files(run, _left_behind(run)), scratch)
             _deterministic_tar(tar, members)
