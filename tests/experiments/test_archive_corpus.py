@@ -205,3 +205,24 @@ def test_a_format_2_archive_is_upgraded_without_its_corpus(tmp_path):
     upgraded = json.loads((dest / "manifest.json").read_text())
     assert upgraded["format"] == 3 and sorted(upgraded["shared"]["corpus"]["files"]) == sorted(CORPUS)
     assert len(upgraded["runs"]["softmax/seed2"]["left_out"]) == 4
+
+
+@pytest.mark.parametrize("name, how, what", [
+    ("../../../escaped.txt", {"from": "SHARED/data/test.raw.de", "k": 1, "sha256": "0"}, "name"),
+    ("stress/k1.src.de", {"from": "/etc/hostname", "k": 1, "sha256": "0"}, "source outside the experiment"),
+    ("stress/k1.src.de", {"from": "SHARED/data/../../../etc/hostname", "k": 1, "sha256": "0"}, "a '..' source"),
+    ("test.attn.npz", {"attention_sources": {"from": "relative/test.bpe.de"}}, "a relative source"),
+    ("stress/k1.src.de", "not a table", "an entry that is no table"),
+])
+def test_a_crafted_left_out_record_is_refused_before_anything_is_written(tmp_path, name, how, what):
+    out = make_prepared(tmp_path)
+    dest = tmp_path / "archive"
+    archive.pack(out, dest)
+    shutil.move(out, tmp_path / "old")
+    manifest = json.loads((dest / "manifest.json").read_text())
+    how = json.loads(json.dumps(how).replace("SHARED", str(out / "shared")))
+    manifest["runs"]["softmax/seed2"]["left_out"] = {name: how}
+    (dest / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(DataError, match=r"run 'softmax/seed2' records the left-out file .*crafted manifest"):
+        archive.restore(dest, out, train_predictor=FakeTrainer(WEIGHTS), prepare=FakePrepare(), say=lambda _: None)
+    assert not os.path.lexists(out) and not (tmp_path / "escaped.txt").exists(), what

@@ -50,6 +50,8 @@ from scanmt.io import atomic_open
 CORPUS_FILE_RE = re.compile(r"[^./]+\.(raw|tok|bpe)\.[A-Za-z][A-Za-z_-]*")
 #: a joined stress input of a run, relative to the run folder
 STRESS_INPUT_RE = re.compile(rf"{STRESS_DIR}/k([0-9]+)\.(src|ref)\.[A-Za-z][A-Za-z_-]*")
+#: an attention file at the top of a run folder
+ATTENTION_RE = re.compile(rf"[A-Za-z0-9_-]+{re.escape(ATTENTION_SUFFIX)}")
 #: the packages whose versions decide the prepared text, recorded to explain a mismatch at restore
 PREPARE_PACKAGES = ("sentencepiece", "sacremoses", "fugashi", "unidic-lite", "sudachipy", "scanmt")
 #: where restore prepares the corpus again, inside the shared folder it is restoring (removed after)
@@ -276,6 +278,31 @@ def strip_run(run: Path, members: list[tuple[str, Path, os.stat_result]], scratc
     return kept, left_out
 
 
+def check_left_out(key: str, left_out: object, roots: list[str], where: str) -> None:
+    """Refuse a manifest's ``left_out`` record of run ``key`` unless each name is a joined stress input or a
+    top-level attention file, and each source an absolute, normalized path below one of ``roots`` (the archived
+    experiment's ``shared/`` and the prepared data it mirrors): a crafted manifest can neither write outside the
+    run's folder nor copy another file into it.
+
+    Raises:
+        DataError: naming the run and the entry.
+    """
+    if not isinstance(left_out, dict):
+        raise DataError(f"{where}: run {key!r} records its left-out files as {type(left_out).__name__}, not a table "
+                        "(a damaged manifest); nothing was restored")
+    for name, how in left_out.items():
+        how = how if isinstance(how, dict) else {}
+        attention = isinstance(how.get("attention_sources"), dict)
+        source = (how["attention_sources"] if attention else how).get("from")
+        name_ok = (ATTENTION_RE if attention else STRESS_INPUT_RE).fullmatch(str(name)) is not None
+        source_ok = (isinstance(source, str) and os.path.isabs(source) and os.path.normpath(source) == source
+                     and any(source.startswith(root.rstrip("/") + "/") for root in roots))
+        if not (name_ok and source_ok):
+            raise DataError(f"{where}: run {key!r} records the left-out file {name!r} made from {source!r}: not a "
+                            "stress input or attention file of the run made from the experiment's own data (a "
+                            "damaged or crafted manifest); nothing was restored")
+
+
 def remake_run(run: Path, left_out: dict[str, dict], where: str) -> None:
     """Make a run's left-out copies of the test set again in the unpacked run folder ``run`` and check them.
 
@@ -308,6 +335,9 @@ def _restore_attention(path: Path, how: dict, where: str, name: str) -> None:
     if tokens is None or _tokens_digest(tokens) != how["tokens"]:
         raise DataError(f"{where}: the source tokens of {name}, read again from {source}, differ from the "
                         "archived run's; nothing was restored")
+    if not path.is_file():
+        raise DataError(f"{where}: {name} is missing from the run's tarball, though the manifest records its "
+                        "stripped copy; nothing was restored")
     st = path.stat()
     try:
         with np.load(path, allow_pickle=False) as z:
