@@ -197,13 +197,14 @@ def _pack_into(out: Path, dest: Path, staging: Path) -> ArchiveSummary:
                 f"(`scanmt experiment restore {dest} --out {out}`)")
         summary.shared = "same" + (f" (fertility predictor: {note})" if note.startswith("other") else "")
     upgrade = old is not None and manifest["format"] != FORMAT
-    if old is None or upgrade or added_predictor:  # (re)write the record and shared.tar.gz
+    if old is None or upgrade or added_predictor:  # (re)write the record; shared.tar.gz when new or upgraded
         record = shared_record(shared, staging)
         if upgrade and "identity" in old:  # format 1, the same shared work: its mirrored data as recorded
             record["data"] = old["data"]
-        skip_corpus = shared_skip(record["corpus"])
-        _deterministic_tar(staging / SHARED_TAR,
-                           list(_files(shared, lambda rel: _shared_left_behind(rel) or skip_corpus(rel))))
+        if old is None or upgrade:  # (a predictor added since changes nothing that the tarball holds)
+            skip_corpus = shared_skip(record["corpus"])
+            _deterministic_tar(staging / SHARED_TAR,
+                               list(_files(shared, lambda rel: _shared_left_behind(rel) or skip_corpus(rel))))
         manifest[MANIFEST_SHARED] = record
         if upgrade:
             manifest["format"] = FORMAT
