@@ -178,13 +178,55 @@ def test_copies_that_do_not_follow_from_their_source_travel_whole(tmp_path):
     assert tree(out / "runs" / "softmax" / "seed1") == original
 
 
-def test_a_changed_test_set_is_refused_for_the_stress_inputs(tmp_path):
-    """A run restored into a folder whose shared work is there already: its joined inputs must follow from it."""
+def test_a_corpus_prepared_again_otherwise_is_refused_by_pack_and_restore(tmp_path):
+    """The archived runs read the recorded corpus: a folder whose corpus changed since is another shared work."""
+    out = make_prepared(tmp_path)
+    dest = tmp_path / "archive"
+    archive.pack(out, dest)
+    data = out / "shared" / "data"
+    (data / "test.tok.en").write_text("A man .\nA woman .\nThree  children .\n")  # white space: the same words
+    assert archive.pack(out, dest).shared == "same"
+    shutil.rmtree(out / "runs" / "softmax" / "seed2")
+    (data / "test.raw.en").write_text("A man.\nA girl.\nThree children.\n")
+    with pytest.raises(DataError, match=r"the prepared corpus's test\.raw\.en differs .* restore into an empty"):
+        archive.restore(dest, out, say=lambda _: None)
+    assert not os.path.lexists(out / "runs" / "softmax" / "seed2")
+    with pytest.raises(DataError, match=r"exp/shared differs .* the prepared corpus's test\.raw\.en differs"):
+        archive.pack(out, dest)
+    (data / "test.raw.en").unlink()
+    with pytest.raises(DataError, match=r"the prepared corpus has no test\.raw\.en"):
+        archive.pack(out, dest)
+
+
+def test_a_stress_input_made_from_outside_the_experiment_travels_whole(tmp_path):
+    """Restore makes nothing from a file outside the experiment's shared work (a crafted manifest could name any
+    file), so pack leaves out only what restore will make again: a reference of the user's own travels whole."""
+    out = make_prepared(tmp_path)
+    own = tmp_path / "own.test.en"
+    own.write_text(CORPUS["test.raw.en"], encoding="utf-8")
+    run = out / "runs" / "softmax" / "seed2"
+    stress = run / "stress" / "stress.json"
+    stress.write_text(json.dumps({**json.loads(stress.read_text()), "ref": str(own)}))
+    dest = tmp_path / "archive"
+    archive.pack(out, dest)
+    left = json.loads((dest / "manifest.json").read_text())["runs"]["softmax/seed2"]["left_out"]
+    assert sorted(left) == ["stress/k1.src.de", "stress/k2.src.de"]
+    original = tree(run)
+    del original["test.attn.npz"]  # (only seed 1's attention is packed)
+    shutil.rmtree(run)
+    own.unlink()
+    archive.restore(dest, out, say=lambda _: None)
+    assert tree(run) == original
+
+
+def test_a_joined_input_that_comes_out_otherwise_is_refused(tmp_path):
     out = make_prepared(tmp_path)
     dest = tmp_path / "archive"
     archive.pack(out, dest)
     shutil.rmtree(out / "runs" / "softmax" / "seed2")
-    (out / "shared" / "data" / "test.raw.en").write_text("A man.\nA girl.\nThree children.\n")
+    manifest = json.loads((dest / "manifest.json").read_text())
+    manifest["runs"]["softmax/seed2"]["left_out"]["stress/k1.ref.en"]["sha256"] = "0" * 64
+    (dest / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(DataError, match=r"seed2\.tar\.gz: stress/k1\.ref\.en, joined again from .* differs"):
         archive.restore(dest, out, say=lambda _: None)
     assert not os.path.lexists(out / "runs" / "softmax" / "seed2")

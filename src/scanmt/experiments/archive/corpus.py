@@ -43,7 +43,7 @@ from scanmt.data.fertility import file_digest
 from scanmt.data.vocab import SINK
 from scanmt.errors import DataError
 from scanmt.experiments.layout import (ATTENTION_SUFFIX, MIRROR_ORIGIN, SPEC, STRESS_DIR, STRESS_JSON, bpe_name,
-                                       shared_data, shared_marker)
+                                       SharedPaths, shared_data, shared_marker)
 from scanmt.io import atomic_open
 
 #: a prepared corpus text file directly in ``shared/data``: ``SPLIT.KIND.LANG``
@@ -124,6 +124,30 @@ def corpus_record(shared: Path) -> dict[str, object] | None:
     return {"prepare": params, "files": files, "versions": _versions()}
 
 
+def _same_text(path: Path, digests: dict[str, str]) -> str | None:
+    """How ``path`` matches a recorded file's digests: "bytes", "words" (a ``tok`` file whose white space alone
+    differs: sacremoses' output varies there between versions), or None (it differs)."""
+    if file_digest(path) == digests["sha256"]:
+        return "bytes"
+    if "words" in digests and words_digest(path) == digests["words"]:
+        return "words"
+    return None
+
+
+def corpus_difference(shared: Path, record: dict | None) -> str | None:
+    """What makes the corpus text in ``shared/data`` another than the one an archive recorded (None: the same, or
+    none recorded): a missing file, or one whose digests differ (prepared again with other settings)."""
+    if not record:
+        return None
+    data = shared_data(shared)
+    for name, digests in sorted(record.get("files", {}).items()):
+        if not (data / name).is_file():
+            return f"the prepared corpus has no {name}, which the archived runs read"
+        if _same_text(data / name, digests) is None:
+            return f"the prepared corpus's {name} differs from the one the archived runs read (prepared again?)"
+    return None
+
+
 def shared_skip(corpus: dict | None) -> Callable[[Path], bool]:
     """What of ``shared/`` a pack leaves out besides the usual: the corpus files of ``corpus`` (a record)."""
     names = {f"data/{name}" for name in (corpus or {}).get("files", {})}
@@ -160,10 +184,9 @@ def remake_corpus(shared: Path, record: dict, where: str, *, mirror: str | None 
             made = scratch / name
             if not made.is_file():
                 raise DataError(f"{where}: preparing the corpus again gave no {name}, which the archived runs read")
-            if file_digest(made) == digests["sha256"]:
-                continue
-            if "words" in digests and words_digest(made) == digests["words"]:
-                loose += 1
+            same = _same_text(made, digests)
+            if same:
+                loose += same == "words"
                 continue
             versions = ", ".join(f"{k} {v}" for k, v in sorted(record.get("versions", {}).items())) or "not recorded"
             raise DataError(f"{where}: {name}, prepared again, differs from the file the archived runs read (sha256 "
@@ -231,11 +254,11 @@ def _tokens_digest(tokens: list[list[str]]) -> str:
     return hashlib.sha256("\n".join(" ".join(t) for t in tokens).encode("utf-8")).hexdigest()
 
 
-def _strip_attention(run: Path, rel: str, scratch: Path) -> tuple[Path, dict] | None:
+def _strip_attention(run: Path, rel: str, scratch: Path, roots: list[str]) -> tuple[Path, dict] | None:
     """Seed 1's attention file ``rel`` without its source tokens, written into ``scratch``, and its record;
-    None when the tokens are not the split's subword lines (then the file travels whole)."""
+    None when the tokens are not the split's subword lines below ``roots`` (then the file travels whole)."""
     source = _attention_source(run, rel)
-    if source is None or not source.is_file():
+    if source is None or not _below(str(source), roots) or not source.is_file():
         return None
     try:
         with np.load(run / rel, allow_pickle=False) as z:
@@ -253,12 +276,26 @@ def _strip_attention(run: Path, rel: str, scratch: Path) -> tuple[Path, dict] | 
     return stripped, {"from": str(source), "sink": sink, "sentences": n, "tokens": _tokens_digest(expected)}
 
 
-def strip_run(run: Path, members: list[tuple[str, Path, os.stat_result]], scratch: Path
+def source_roots(out: str, data: object) -> list[str]:
+    """The folders a run's left-out copies may be made from: the experiment ``out``'s ``shared/`` and the
+    prepared data folder it mirrors (``data``, the manifest's ``shared.data`` record, or None)."""
+    roots = [str(SharedPaths(Path(out)).root)]
+    return roots + ([str(data["dir"])] if isinstance(data, dict) and isinstance(data.get("dir"), str) else [])
+
+
+def _below(source: object, roots: list[str]) -> bool:
+    """Whether ``source`` is an absolute, normalized path below one of ``roots``."""
+    return (isinstance(source, str) and os.path.isabs(source) and os.path.normpath(source) == source
+            and any(source.startswith(root.rstrip("/") + "/") for root in roots))
+
+
+def strip_run(run: Path, members: list[tuple[str, Path, os.stat_result]], scratch: Path, roots: list[str]
               ) -> tuple[list[tuple[str, Path, os.stat_result]], dict[str, dict]]:
     """A run's tarball members with its copies of the test set left out or stripped, and the manifest's
     ``left_out`` record of them (``{member: how to make it again}``).  Files stripped are written into
-    ``scratch`` (the caller removes it)."""
-    sources = _stress_sources(run)
+    ``scratch`` (the caller removes it).  Only a copy made from a file below ``roots`` (:func:`source_roots`) is
+    left out: restore makes nothing from elsewhere (:func:`check_left_out`), so any other travels whole."""
+    sources = {side: path for side, path in _stress_sources(run).items() if _below(str(path), roots)}
     kept, left_out = [], {}
     for name, path, st in members:
         m = STRESS_INPUT_RE.fullmatch(name)
@@ -269,7 +306,7 @@ def strip_run(run: Path, members: list[tuple[str, Path, os.stat_result]], scratc
                 left_out[name] = {"from": str(source), "k": k, "sha256": digest}
                 continue
         if name.endswith(ATTENTION_SUFFIX) and "/" not in name and not path.is_symlink():
-            stripped = _strip_attention(run, name, scratch)
+            stripped = _strip_attention(run, name, scratch, roots)
             if stripped is not None:
                 left_out[name] = {"attention_sources": stripped[1]}
                 kept.append((name, stripped[0], st))
@@ -295,9 +332,7 @@ def check_left_out(key: str, left_out: object, roots: list[str], where: str) -> 
         attention = isinstance(how.get("attention_sources"), dict)
         source = (how["attention_sources"] if attention else how).get("from")
         name_ok = (ATTENTION_RE if attention else STRESS_INPUT_RE).fullmatch(str(name)) is not None
-        source_ok = (isinstance(source, str) and os.path.isabs(source) and os.path.normpath(source) == source
-                     and any(source.startswith(root.rstrip("/") + "/") for root in roots))
-        if not (name_ok and source_ok):
+        if not (name_ok and _below(source, roots)):
             raise DataError(f"{where}: run {key!r} records the left-out file {name!r} made from {source!r}: not a "
                             "stress input or attention file of the run made from the experiment's own data (a "
                             "damaged or crafted manifest); nothing was restored")

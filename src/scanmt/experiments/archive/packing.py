@@ -65,7 +65,7 @@ from typing import Callable
 from scanmt.errors import ConfigError, DataError
 from scanmt.experiments.archive.manifest import (FORMAT, ArchiveSummary, _metrics_digest, _run_tar, _write_manifest,
                                                  read_manifest)
-from scanmt.experiments.archive.corpus import shared_skip, strip_run
+from scanmt.experiments.archive.corpus import shared_skip, source_roots, strip_run
 from scanmt.experiments.archive.shared_work import (_shared_left_behind, compare_shared, predictor_added,
                                                      shared_record)
 from scanmt.experiments.common import read_json
@@ -215,6 +215,7 @@ def _pack_into(out: Path, dest: Path, staging: Path) -> ArchiveSummary:
             grids_dir(staging).mkdir(parents=True, exist_ok=True)
             with atomic_open(grids_dir(staging) / grid.name) as fh:
                 fh.write(grid.read_text(encoding="utf-8"))
+    roots = source_roots(str(out), manifest[MANIFEST_SHARED].get("data"))
     for run in finished_runs(out):
         key = _run_key(run)
         digest = _metrics_digest(run)
@@ -226,7 +227,7 @@ def _pack_into(out: Path, dest: Path, staging: Path) -> ArchiveSummary:
         tar.parent.mkdir(parents=True, exist_ok=True)
         scratch = stripped_dir(staging, key)
         try:
-            members, left_out = strip_run(run, _files(run, _left_behind(run)), scratch)
+            members, left_out = strip_run(run, _files(run, _left_behind(run)), scratch, roots)
             _deterministic_tar(tar, members)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)

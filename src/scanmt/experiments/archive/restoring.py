@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Callable
 
 from scanmt.errors import ConfigError, DataError
-from scanmt.experiments.archive.corpus import check_left_out, remake_corpus, remake_run
+from scanmt.experiments.archive.corpus import check_left_out, remake_corpus, remake_run, source_roots
 from scanmt.experiments.archive.manifest import ArchiveSummary, _metrics_digest, _run_tar, read_manifest
 from scanmt.experiments.archive.shared_work import check_data, compare_shared
 from scanmt.experiments.archive.unpack import check_tarball, unpack
@@ -74,6 +74,7 @@ def check_archive(dest: Path, manifest: dict) -> list[str]:
     runs = manifest.get(MANIFEST_RUNS)
     if not isinstance(runs, dict):
         raise DataError(f"{dest}/{MANIFEST}: no table of runs (a damaged manifest); nothing was restored")
+    roots = source_roots(manifest["out"], (manifest.get(MANIFEST_SHARED) or {}).get("data"))
     for key, entry in runs.items():
         system, _, seed = key.partition("/")
         if not (NAME_RE.fullmatch(system) and SEED_RE.fullmatch(seed)):
@@ -82,7 +83,7 @@ def check_archive(dest: Path, manifest: dict) -> list[str]:
         if not isinstance(entry, dict) or not isinstance(entry.get("metrics"), str):
             raise DataError(f"{dest}/{MANIFEST}: run {key!r} records no digest of its metrics.json (a damaged "
                             "manifest); nothing was restored")
-        check_left_out(key, entry.get("left_out") or {}, _source_roots(manifest), f"{dest}/{MANIFEST}")
+        check_left_out(key, entry.get("left_out") or {}, roots, f"{dest}/{MANIFEST}")
     check_tarball(dest / SHARED_TAR, _mirror_links(manifest[MANIFEST_SHARED].get("data")))
     for key in sorted(runs):
         if (check_tarball(_run_tar(dest, key), {}, METRICS) or "") != runs[key]["metrics"]:
@@ -92,14 +93,6 @@ def check_archive(dest: Path, manifest: dict) -> list[str]:
         if grid.is_symlink() or not grid.is_file():
             raise DataError(f"{grid}: not a file, as a grid record of an archive is; nothing was restored")
     return sorted(runs)
-
-
-def _source_roots(manifest: dict) -> list[str]:
-    """The folders a run's left-out copies may be made from: the archived experiment's ``shared/`` and the
-    prepared data folder it mirrors."""
-    data = (manifest.get(MANIFEST_SHARED) or {}).get("data") or {}
-    roots = [str(SharedPaths(Path(manifest["out"])).root)]
-    return roots + ([str(data["dir"])] if isinstance(data, dict) and isinstance(data.get("dir"), str) else [])
 
 
 def _mirror_links(data: dict | None) -> dict[str, str]:

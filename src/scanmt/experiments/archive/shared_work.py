@@ -1,6 +1,7 @@
 """The identity of an experiment folder's shared work, as an archive records and checks it: the digests of the
 alignments and of the fertility predictor, the predictor's expected fertilities on the valid split, the prepared
-data a mirrored data folder links to, and the overrides the predictor was trained with."""
+data a mirrored data folder links to, the corpus text a grid prepared itself, and the overrides the predictor was
+trained with."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 
 from scanmt.data.fertility import file_digest
 from scanmt.errors import DataError
+from scanmt.experiments.archive.corpus import corpus_difference, corpus_record
 from scanmt.experiments.layout import (DATA_META, IDENTITY_DIRS, LEFT_OUT_SHARED, LOCK_FILE, MANIFEST, MIRROR_ORIGIN,
                                        PREDICTOR, PREDICTOR_FERTILITIES, bpe_name, shared_data, shared_marker)
 from scanmt.io import atomic_open
@@ -87,8 +89,6 @@ def shared_record(shared: Path, dest: Path) -> dict[str, object]:
     the archive leaves out (:func:`scanmt.experiments.archive.corpus.corpus_record`)."""
     import numpy as np
 
-    from scanmt.experiments.archive.corpus import corpus_record
-
     record: dict[str, object] = {"alignments": alignments_digest(shared), "predictor": None,
                                  "data": mirrored_data(shared), "predictor_set": predictor_overrides(shared),
                                  "corpus": corpus_record(shared)}
@@ -111,8 +111,10 @@ def predictor_added(shared: Path, recorded: dict) -> bool:
 
 
 def compare_shared(shared: Path, recorded: dict, dest: Path) -> tuple[str | None, str]:
-    """``(difference, note)``: what makes ``shared`` another shared work than the archived one (None: none),
-    and how its predictor matched ("the same weights", or the largest fertility difference)."""
+    """``(difference, note)``: what makes ``shared`` another shared work than the archived one (None: none):
+    its alignments, its corpus text (:func:`~scanmt.experiments.archive.corpus.corpus_difference`) or its
+    fertility predictor; and how the predictor matched ("the same weights", or the largest fertility
+    difference)."""
     import numpy as np
 
     if "identity" in recorded:  # format 1: one digest, bitwise
@@ -120,6 +122,9 @@ def compare_shared(shared: Path, recorded: dict, dest: Path) -> tuple[str | None
         return (None if same else "the alignments or the fertility predictor's weights differ"), "the same weights"
     if alignments_digest(shared) != recorded["alignments"]:
         return "the alignments differ (aligned afresh? eflomal cannot be seeded)", ""
+    corpus = corpus_difference(shared, recorded.get("corpus"))
+    if corpus is not None:
+        return corpus, ""
     predictor, have = recorded.get("predictor"), (shared / PREDICTOR).exists()
     if predictor is None or not have:
         return (None, "") if predictor is None and not have else (
