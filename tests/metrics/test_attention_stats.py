@@ -34,6 +34,40 @@ def test_hand_computed_statistics():
     assert st.mean_max_fertility_ratio == pytest.approx(0.75)
     # below 0.1: the third token of A1 only
     assert st.unattended_share == pytest.approx(1 / 5)
+    # the sink: A1's steps only, weights 0, 0, 0.95 -> 0.95 / 3
+    assert st.sink_share == pytest.approx(0.95 / 3)
+    # A1's bounds reached (>= 99 %): none of 0.5/1, 1.5/2, 0.05/1
+    assert st.saturated_share == 0.0
+
+
+def test_sink_share_and_saturated_bounds_against_a_loop():
+    """Random matrices, against a direct count; the sink's column is the last only where flagged."""
+    rng = np.random.default_rng(0)
+    mats, sinks, ferts = [], [], []
+    for k in range(6):
+        t, s = int(rng.integers(1, 6)), int(rng.integers(2, 7))
+        a = rng.dirichlet(np.ones(s), size=t)
+        mats.append(a)
+        sinks.append(k % 2 == 0)
+        f = np.round(rng.uniform(0.2, 3.0, size=s), 1)
+        if sinks[-1]:
+            f[-1] = np.inf
+        ferts.append(f)
+    st = attention_stats(mats, sink=sinks, fertilities=ferts)
+    weights = [w for a, has in zip(mats, sinks) if has for w in a[:, -1]]
+    assert st.sink_share == pytest.approx(sum(weights) / len(weights))
+    hits = total = 0
+    for a, has, f in zip(mats, sinks, ferts):
+        cum, f = (a[:, :-1].sum(0), f[:-1]) if has else (a.sum(0), f)
+        hits += sum(1 for c, b in zip(cum, f) if c >= 0.99 * b)
+        total += len(f)
+    assert total and st.saturated_share == pytest.approx(hits / total)
+    assert 0 < hits < total  # the random bounds bind somewhere, not everywhere
+
+
+def test_no_sink_and_no_fertility_give_none():
+    st = attention_stats([A2])
+    assert st.sink_share is None and st.saturated_share is None
 
 
 def test_threshold_and_no_fertility():

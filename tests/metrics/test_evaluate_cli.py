@@ -195,8 +195,11 @@ def test_attention_metrics(tmp_path, capsys):
     assert st["sentences"] == 2 and st["steps"] == 6
     assert st["zero_fraction"] == pytest.approx(9 / 20)  # zeros per row: 2, 1, 3, 2 | 0, 1
     assert st["max_fertility_ratio"] == pytest.approx(1.4)  # word "▁ein": 0.9 + 0.5 (the </s> step)
-    for name in ("AER", "SAER", "exact zeros", "never attended"):
+    assert st["sink_share"] == pytest.approx(1.7 / 4)  # sentence 1's sink column: 0.1 + 0.1 + 1.0 + 0.5
+    assert st["saturated_share"] == pytest.approx(1 / 3)  # sentence 1: 1.4 >= 0.99 x 1; 0.3 and 0.6 below
+    for name in ("AER", "SAER", "exact zeros", "never attended", "to the sink  ", "bounds reached"):
         assert name in out
+    assert "42.50%" in out and "33.33%" in out
 
 
 def test_gold_alignment_out_of_range(tmp_path, capsys):

@@ -45,6 +45,12 @@ def attention_metrics(request: EvaluateRequest, metrics: list[str], rows: list[R
             ("attention: never attended", f"{100 * st.unattended_share:.2f}%",
              f"source tokens with total attention < {st.threshold:g}")
         )
+        if st.sink_share is not None:
+            rows.append(("attention: to the sink", f"{100 * st.sink_share:.2f}%",
+                         "of the attention per output step, mean (the <sink> column)"))
+        if st.saturated_share is not None:
+            rows.append(("attention: bounds reached", f"{100 * st.saturated_share:.2f}%",
+                         "source tokens whose total attention reaches 99% of their fertility"))
         out["attention_stats"] = st.as_dict()
     if "aer" in metrics or "saer" in metrics:
         _aer(request, metrics, sents, rows, out)

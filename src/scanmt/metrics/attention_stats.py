@@ -21,6 +21,14 @@ subword, as stored by ``scanmt translate --attention-out``), optionally with a
   sentences; ``None`` when no fertility is stored.
 - ``unattended_share``: share of real source tokens whose total attention is
   below ``threshold`` (0.1: "never attended", coverage analysis).
+- ``sink_share``: mean over the output steps of sentences with a sink of the
+  weight the sink receives (``None`` when no sentence has one).  The sink's
+  bound is infinite, so it takes the attention the real words' bounds no
+  longer allow; a share well above what the bounds force means the model
+  attends the sink freely, as a "no source word" slot.
+- ``saturated_share``: share of real source tokens with a finite fertility
+  whose total attention reaches :data:`SATURATED` of their bound (``None``
+  when no fertility is stored): how often the bounds actually bind.
 
 "Real" source tokens exclude the sink column.
 """
@@ -36,6 +44,8 @@ from scanmt.errors import DataError
 
 #: an output step whose largest attention weight exceeds this counts as one-hot
 ONE_HOT_THRESHOLD = 0.999
+#: a source token whose total attention reaches this share of its fertility bound counts as saturated
+SATURATED = 0.99
 
 
 def support_sizes(attention):
@@ -69,6 +79,8 @@ class AttentionStats:
     mean_max_fertility_ratio: float | None
     unattended_share: float
     threshold: float
+    sink_share: float | None = None
+    saturated_share: float | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -103,6 +115,7 @@ def attention_stats(
     max_weight_sum = 0.0
     max_cum: list[float] = []
     ratios_max: list[float] = []
+    sink_steps = sink_weight = bounded = saturated = 0.0
     for k, (a, has_sink, fert) in enumerate(zip(attentions, sink, fertilities)):
         a = np.asarray(a, dtype=np.float64)
         if a.ndim != 2:
@@ -115,6 +128,9 @@ def attention_stats(
             one_hot += int(one_hot_steps(a).sum())
             max_weight_sum += float(a.max(axis=1).sum())
         real = a[:, :-1] if has_sink else a
+        if has_sink:
+            sink_steps += a.shape[0]
+            sink_weight += float(a[:, -1].sum())
         cum = real.sum(axis=0)  # [S_real]
         src_tokens += cum.size
         unattended += int((cum < threshold).sum())
@@ -128,6 +144,9 @@ def attention_stats(
             ok = np.isfinite(f) & (f > 0)
             if ok.any():
                 ratios_max.append(float((cum[ok] / f[ok]).max()))
+            finite = np.isfinite(f)
+            bounded += int(finite.sum())
+            saturated += int((cum[finite] >= SATURATED * f[finite]).sum())
     return AttentionStats(
         sentences=n,
         steps=steps,
@@ -141,4 +160,6 @@ def attention_stats(
         mean_max_fertility_ratio=float(np.mean(ratios_max)) if ratios_max else None,
         unattended_share=unattended / src_tokens if src_tokens else 0.0,
         threshold=threshold,
+        sink_share=sink_weight / sink_steps if sink_steps else None,
+        saturated_share=saturated / bounded if bounded else None,
     )

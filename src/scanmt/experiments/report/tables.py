@@ -302,15 +302,23 @@ def output_layer(p: Page) -> list[str]:
 
 def details(p: Page) -> list[str]:
     """Attention statistics and per-run details."""
+    def share(s: SystemResults, key: str) -> list[float]:
+        return [100 * r["attention"][key] for r in s.runs if (r.get("attention") or {}).get(key) is not None]
+
+    bounds = any(share(s, "sink_share") or share(s, "saturated_share") for s in p.systems)
     L = ["## Attention statistics", "",
-         "| system | exact zeros (%) | attended source tokens / step | never-attended source tokens (%) |",
-         "|---|---:|---:|---:|"]
+         "| system | exact zeros (%) | attended source tokens / step | never-attended source tokens (%) |"
+         + (" attention to the sink (%) | bounds reached (%) |" if bounds else ""),
+         "|---|---:|---:|---:|" + ("---:|---:|" if bounds else "")]
     for s in p.systems:
-        z = [100 * r["attention"]["zero_fraction"] for r in s.runs if r.get("attention")]
         a = [r["attention"]["mean_attended"] for r in s.runs if r.get("attention")]
-        u = [100 * r["attention"]["unattended_share"] for r in s.runs if r.get("attention")]
-        L.append(f"| {md_escape(s.label)} | {fmt(z)} | {fmt(a)} | {fmt(u)} |")
-    L += ["", "Means over seeds, test set, subword attention including the <sink> column of constrained models.", ""]
+        L.append(f"| {md_escape(s.label)} | {fmt(share(s, 'zero_fraction'))} | {fmt(a)} | "
+                 f"{fmt(share(s, 'unattended_share'))} |"
+                 + (f" {fmt(share(s, 'sink_share'))} | {fmt(share(s, 'saturated_share'))} |" if bounds else ""))
+    L += ["", "Means over seeds, test set, subword attention including the <sink> column of constrained models"
+          + (": *attention to the sink*, the mean weight of the <sink> per output step; *bounds reached*, the real "
+             "source tokens whose total attention reaches 99 % of their fertility bound "
+             "(`scanmt.metrics.attention_stats`; – for runs evaluated before these existed)." if bounds else "."), ""]
     L += _training_health(p)
     L += ["## Runs", "", "| system | seed | steps | train min | best valid BLEU | BLEU | METEOR | REP | DROP | penalties (α, β) |",
           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
