@@ -37,3 +37,30 @@ def test_continue_kftt_refuses_an_unfinished_run(tmp_path: Path) -> None:
         out = (tmp_path / "kftt-longer" / f"{system}.out").read_text()
         assert f"{grid}/runs/{system}/seed1 has not finished" in out
         assert not (tmp_path / "kftt-longer" / system).exists()
+
+
+def test_sink_bias_moves_the_attention_the_bounds_allow_off_the_sink(monkeypatch) -> None:
+    """scripts/sink_bias.py: csparsemax with the sink's score far above the words' puts all attention there;
+    lowered by B = 50 the sink keeps only what the bounds force on it (the words' fertility left, 0.7, is less
+    than 1)."""
+    import importlib.util
+
+    import torch
+
+    from scanmt.model.bounds import BoundedTransform
+
+    spec = importlib.util.spec_from_file_location("sink_bias", SCRIPTS / "sink_bias.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setattr(BoundedTransform, "recurrence", BoundedTransform.recurrence)  # undone after the test
+    attention = BoundedTransform("csparsemax")
+    z = torch.tensor([[0.0, 0.5, 5.0]], dtype=torch.float64)  # two words, the sink last
+    mask = torch.ones(1, 3, dtype=torch.bool)
+    fertility = torch.tensor([[0.3, 0.4, float("inf")]], dtype=torch.float64)
+    before = attention.step(z, mask, fertility, torch.zeros_like(z))
+    assert torch.allclose(before, torch.tensor([[0.0, 0.0, 1.0]], dtype=torch.float64))
+    module.lower_the_sink(50.0)
+    after = attention.step(z, mask, fertility, torch.zeros_like(z))
+    assert torch.allclose(after, torch.tensor([[0.3, 0.4, 0.3]], dtype=torch.float64))
+    steps = attention.recurrence(z.expand(2, 3).unsqueeze(0), mask, fertility, torch.zeros_like(z))[0]
+    assert torch.allclose(steps[0, 1], torch.tensor([0.0, 0.0, 1.0], dtype=torch.float64))  # bounds spent: forced
