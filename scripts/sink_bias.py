@@ -1,14 +1,14 @@
 """Translate with the sink's attention score lowered: does a constrained model's free use of the sink cost it
-source words? (docs/kftt.md, "Why csparsemax drops more")
+source words? (docs/kftt.md, "Seventh session")
 
-A model with a sink (csoftmax, csparsemax) may put attention on ``<sink>`` at any step: its bound is infinite.
-The paper adds it so that the bounds can never make a step infeasible, but nothing keeps a trained model from
-using it as a "no source word" slot while the real words still have fertility left.  This script decodes with
-``B`` subtracted from the sink's score at every step, before the transform and its exhaustion bonus (the sink is the column whose bound is
-``inf``), and otherwise exactly as ``scanmt translate``; with ``B`` large the sink gets only what the bounds force
-on it.  Score the output with ``scanmt evaluate --attention`` (``attention: to the sink``) beside a plain
-decode.  A diagnostic: the model was trained without the bias, so its outputs measure what the sink does, not a
-remedy to ship.
+A model with a sink (csoftmax, csparsemax) may put attention on ``<sink>`` at any step: its bound is infinite. The
+paper adds it so that the bounds can never make a step infeasible, but nothing keeps a trained model from using it
+as a "no source word" slot while the real words still have fertility left.  This script decodes with ``B``
+subtracted from the sink's score at every step, before the transform and its exhaustion bonus (the sink is the
+column whose bound is ``inf``), and otherwise exactly as ``scanmt translate``; with ``B`` large the sink gets only
+what the bounds force on it.  Score the output with ``scanmt evaluate --attention`` (``attention: to the sink``)
+beside a plain decode.  A diagnostic: the model was trained without the bias, so its outputs measure what the sink
+does, not a remedy to ship.
 
     python scripts/sink_bias.py 2 --model RUN/best.pt --input valid.raw.ja --output sink2.hyp.en \\
         --beam 5 --attention-out sink2.attn.npz
