@@ -168,25 +168,30 @@ def test_the_stress_tests_pair_each_system_with_its_baseline():
     assert "against SOFTMAX, paired" in one and "compared with" not in one
 
 
-def test_the_stress_table_shows_rep_at_equal_length_when_outputs_were_counted():
-    """softmax: a short output (5 of 10 words, σ 0) and a long one (10 of 10, σ 2); long: both outputs long, σ 3
-    each. softmax's REP 10, long's 30, softmax's at long's lengths (its long group only) 20: half of Δ REP.
+def test_the_stress_table_shows_rep_and_drop_at_equal_length_when_outputs_were_counted():
+    """softmax: a short output (5 of 10 words, σ 0, 4 of 10 source words dropped) and a long one (10 of 10, σ 2,
+    none dropped); long: both outputs long, σ 3 each, 1 word dropped of the first input's 10. softmax's REP 10,
+    long's 30, softmax's at long's lengths (its long group only) 20: half of Δ REP. softmax's DROP 20, long's 5,
+    softmax's at long's lengths 0: 133 % of Δ DROP (writing as long as long would drop even less).
     The inputs five times over (a paired bootstrap over fewer than 10 gives no p-value), or once (``n``)."""
-    def with_lengths(name, sigma, hyp_words, n=5):
-        counts = {"rep_sigma": sigma * n, "ref_words": [10, 10] * n, "hyp_words": hyp_words * n, "dropped": [0, 0] * n,
-                  "source_words": [10, 10] * n}
+    def with_lengths(name, sigma, hyp_words, dropped, n=5):
+        counts = {"rep_sigma": sigma * n, "ref_words": [10, 10] * n, "hyp_words": hyp_words * n,
+                  "dropped": dropped * n, "source_words": [10, 10] * n}
         return SystemResults(name, name, [{"seed": 1, "stress": {"per_input": {"2": counts}}}])
 
-    text = paired_section([with_lengths("softmax", [0, 2], [5, 10]), with_lengths("long", [3, 3], [10, 10])],
+    text = paired_section([with_lengths("softmax", [0, 2], [5, 10], [4, 0]), with_lengths("long", [3, 3], [10, 10], [1, 0])],
                           "softmax")
-    assert "REP of the baseline at the system's lengths (share of Δ REP)" in text[4]
+    assert text[4].endswith("| REP of the baseline at the system's lengths (share of Δ REP) | DROP of the baseline at "
+                            "the system's lengths (share of Δ DROP) |")
     row = next(line for line in text if line.startswith("| long | 2 |"))
-    assert row.startswith("| long | 2 | 1: +20.00 (") and row.endswith("| 1 | 20.00 (50 %) |")
+    assert row.startswith("| long | 2 | 1: +20.00 (") and "| 1: -15.00 (" in row
+    assert row.endswith("| 1 | 20.00 (50 %) | 0.00 (133 %) |")
     # Δ REP +5 from one input of two: no bootstrap over 2 inputs, so its share (here 200 %) would be a ratio of noise
-    text = paired_section([with_lengths("softmax", [0, 2], [5, 10], n=1), with_lengths("near", [1, 2], [10, 10], n=1)],
-                          "softmax")
+    text = paired_section([with_lengths("softmax", [0, 2], [5, 10], [4, 0], n=1),
+                           with_lengths("near", [1, 2], [10, 10], [4, 0], n=1)], "softmax")
     row = next(line for line in text if line.startswith("| near | 2 |"))
-    assert row.startswith("| near | 2 | 1: +5.00 (n/a: fewer than 10 inputs) |") and row.endswith("| 1 | 20.00 (–) |")
+    assert row.startswith("| near | 2 | 1: +5.00 (n/a: fewer than 10 inputs) |")
+    assert row.endswith("| 1 | 20.00 (–) | 0.00 |")  # Δ DROP 0: no share
 
 
 def test_the_grid_file_carries_a_reference_arm(tmp_path):

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scanmt.errors import DataError
-from scanmt.metrics.length_standardized import length_strata, standardize
+from scanmt.metrics.length_standardized import length_strata, standardize, standardize_drop
 
 
 def test_strata_by_length_ratio():
@@ -77,3 +77,16 @@ def test_against_a_per_group_oracle(a, b):
     own = standardize([x for x, _, _ in a], [n for _, n, _ in a], [s for _, _, s in a],
                       [x for x, _, _ in a], [n for _, n, _ in a], [s for _, _, s in a])
     assert own.baseline_at_system_lengths == pytest.approx(own.system) and own.uncovered == 0.0
+
+
+def test_drop_at_the_systems_lengths():
+    """DROP counts dropped source words per source word; the length groups come from output/reference words.
+    The baseline drops 6 of 10 words where it writes half the reference and 1 of 10 where it writes all of it;
+    the system writes all of both: the baseline at its lengths drops 10 %, against 35 % as it wrote."""
+    base = {"dropped": [6, 1], "source_words": [10, 10], "ref_words": [8, 8], "hyp_words": [4, 8]}
+    system = {"dropped": [2, 1], "source_words": [10, 10], "ref_words": [8, 8], "hyp_words": [8, 8]}
+    r = standardize_drop([system], [base])
+    assert (r.system, r.baseline, r.baseline_at_system_lengths, r.uncovered) == (15.0, 35.0, 10.0, 0.0)
+    assert r.explained == pytest.approx((10.0 - 35.0) / (15.0 - 35.0))
+    with pytest.raises(DataError, match="DROP at equal length: the baseline's counts have no hyp_words"):
+        standardize_drop([system], [{k: v for k, v in base.items() if k != "hyp_words"}])

@@ -94,11 +94,12 @@ def standardize(a_x: Sequence[float], a_n: Sequence[float], a_strata: Sequence[i
                             baseline_at_system_lengths=100.0 * at_a, uncovered=1.0 - weight / total)
 
 
-def standardize_rep(system: Sequence[Mapping[str, Sequence[float]]], baseline: Sequence[Mapping[str, Sequence[float]]],
-                    edges: Sequence[float] = RATIO_EDGES) -> StandardizedRate:
-    """REP of a system, of a baseline, and of the baseline at the system's lengths, from per-input counts
-    (``rep_sigma``, ``ref_words``, ``hyp_words``: a stress test's :data:`scanmt.api.stress.PerInput`), the
-    inputs of every element (one per seed, say) pooled.
+def standardize_counts(system: Sequence[Mapping[str, Sequence[float]]],
+                       baseline: Sequence[Mapping[str, Sequence[float]]], count: str, denominator: str, what: str,
+                       edges: Sequence[float] = RATIO_EDGES) -> StandardizedRate:
+    """A rate of a system, of a baseline, and of the baseline at the system's lengths, from per-input counts
+    (``count`` over ``denominator``, with ``ref_words`` and ``hyp_words`` for the length groups: a stress test's
+    :data:`scanmt.api.stress.PerInput`), the inputs of every element (one per seed, say) pooled.
 
     Raises:
         DataError: an element lacks ``hyp_words`` (a stress test from before they were counted), or its lists
@@ -111,11 +112,26 @@ def standardize_rep(system: Sequence[Mapping[str, Sequence[float]]], baseline: S
         strata: list[int] = []
         for counts in parts:
             if "hyp_words" not in counts:
-                raise DataError(f"REP at equal length: the {who}'s counts have no hyp_words (a stress test from "
+                raise DataError(f"{what} at equal length: the {who}'s counts have no hyp_words (a stress test from "
                                 "before they were counted; run it again)")
-            x += counts["rep_sigma"]
-            n += counts["ref_words"]
+            x += counts[count]
+            n += counts[denominator]
             strata += length_strata(counts["hyp_words"], counts["ref_words"], edges)
         pooled.append((x, n, strata))
     (a_x, a_n, a_s), (b_x, b_n, b_s) = pooled
     return standardize(a_x, a_n, a_s, b_x, b_n, b_s)
+
+
+def standardize_rep(system: Sequence[Mapping[str, Sequence[float]]], baseline: Sequence[Mapping[str, Sequence[float]]],
+                    edges: Sequence[float] = RATIO_EDGES) -> StandardizedRate:
+    """REP (``rep_sigma`` per 100 reference words) of a system, of a baseline, and of the baseline at the
+    system's lengths (:func:`standardize_counts`)."""
+    return standardize_counts(system, baseline, "rep_sigma", "ref_words", "REP", edges)
+
+
+def standardize_drop(system: Sequence[Mapping[str, Sequence[float]]], baseline: Sequence[Mapping[str, Sequence[float]]],
+                     edges: Sequence[float] = RATIO_EDGES) -> StandardizedRate:
+    """DROP (``dropped`` per 100 ``source_words``) of a system, of a baseline, and of the baseline at the
+    system's lengths (:func:`standardize_counts`): how much of a DROP difference writing shorter or longer
+    explains."""
+    return standardize_counts(system, baseline, "dropped", "source_words", "DROP", edges)

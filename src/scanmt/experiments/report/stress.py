@@ -164,19 +164,19 @@ def _by_seed_cell(cells: Sequence[str], deltas: Sequence[float], two_sided: bool
     return (" / ".join(cells) or "–") + ("" if p is None else f"; sign-flip {p:.3f}")
 
 
-def _length_cell(pairs: Sequence[tuple[dict[str, Any], dict[str, Any]]], rep: Any = None) -> str | None:
-    """The baseline's REP at the system's output lengths and the share of Δ REP that explains, pooled over
-    ``pairs`` (:func:`scanmt.metrics.length_standardized.standardize_rep`); None without ``hyp_words``.  The
-    share only where ``rep``, the pooled paired test of Δ REP, finds it non-zero (two-sided p < 0.05): a share
-    of a Δ within the inputs' noise is a ratio of noise ("–")."""
-    from scanmt.metrics.length_standardized import standardize_rep
+def _length_cell(pairs: Sequence[tuple[dict[str, Any], dict[str, Any]]], metric: str, test: Any = None) -> str | None:
+    """The baseline's ``metric`` (REP or DROP) at the system's output lengths and the share of its Δ that explains,
+    pooled over ``pairs`` (:mod:`scanmt.metrics.length_standardized`); None without ``hyp_words``.  The share only
+    where ``test``, the pooled paired test of the Δ, finds it non-zero (two-sided p < 0.05): a share of a Δ within
+    the inputs' noise is a ratio of noise ("–")."""
+    from scanmt.metrics.length_standardized import standardize_drop, standardize_rep
 
     if not all("hyp_words" in a and "hyp_words" in b for a, b in pairs):
         return None
-    r = standardize_rep([a for a, _ in pairs], [b for _, b in pairs])
+    r = (standardize_rep if metric == "REP" else standardize_drop)([a for a, _ in pairs], [b for _, b in pairs])
     if math.isnan(r.baseline_at_system_lengths):
         return "– (no length group in common)"
-    significant = rep is not None and rep.p_two_sided is not None and rep.p_two_sided < 0.05
+    significant = test is not None and test.p_two_sided is not None and test.p_two_sided < 0.05
     share = "" if r.explained is None else f" ({int(round(100 * r.explained))} %)" if significant else " (–)"
     uncovered = f", {100 * r.uncovered:.0f} % uncovered" if r.uncovered >= 0.005 else ""
     return f"{r.baseline_at_system_lengths:.2f}{share}{uncovered}"
@@ -197,9 +197,9 @@ def _seed_tests(items: Sequence[tuple[int, Any]], test: Callable[[list[Any]], di
     return cells, test([item for _, item in items])
 
 
-def _paired_rows(s: Any, base: Any, k: int) -> tuple[list[str], str | None] | None:
+def _paired_rows(s: Any, base: Any, k: int) -> tuple[list[str], list[str] | None] | None:
     """One system's row at one K against ``base`` (cells from Δ REP by seed to the seed count), and its length
-    cell; None when no seed of the two has a stress test at ``k``."""
+    cells (REP, DROP; None without output lengths); None when no seed of the two has a stress test at ``k``."""
     from scanmt.metrics.paired import paired_rates
 
     pairs = []
@@ -213,7 +213,8 @@ def _paired_rows(s: Any, base: Any, k: int) -> tuple[list[str], str | None] | No
     cells = []
     for m in ("REP", "DROP"):
         cells += [by_seed[m], _test_cell(pooled[m]) if m in pooled else "–"]
-    return [*cells, str(len(pairs))], _length_cell([pair for _, pair in pairs], pooled.get("REP"))
+    lengths = [_length_cell([pair for _, pair in pairs], m, pooled.get(m)) for m in ("REP", "DROP")]
+    return [*cells, str(len(pairs))], (None if None in lengths else [cell or "–" for cell in lengths])
 
 
 def paired_section(systems: Sequence[Any], baseline: str | Mapping[str, str] | None) -> list[str]:
@@ -226,7 +227,7 @@ def paired_section(systems: Sequence[Any], baseline: str | Mapping[str, str] | N
     by_name = {s.name: s for s in systems}
     baselines = as_baselines(list(by_name), baseline)
     one = single_baseline(baselines)
-    rows: list[tuple[list[str], str | None]] = []
+    rows: list[tuple[list[str], list[str] | None]] = []
     for s in systems:
         base = by_name.get(baselines.get(s.name, s.name))
         if base is None or base is s:
@@ -243,16 +244,18 @@ def paired_section(systems: Sequence[Any], baseline: str | Mapping[str, str] | N
     lengths = any(length is not None for _, length in rows)
     head = ["system", "K", "Δ REP (p) by seed", "Δ REP (p) pooled", "Δ DROP (p) by seed", "Δ DROP (p) pooled", "seeds",
             *([] if one is not None else ["compared with"]),
-            *(["REP of the baseline at the system's lengths (share of Δ REP)"] if lengths else [])]
+            *(["REP of the baseline at the system's lengths (share of Δ REP)",
+               "DROP of the baseline at the system's lengths (share of Δ DROP)"] if lengths else [])]
     align = ["---", "---:", "---", "---:", "---", "---:", "---:", *([] if one is not None else ["---"]),
-             *(["---:"] if lengths else [])]
+             *(["---:", "---:"] if lengths else [])]
     table = ["| " + " | ".join(head) + " |", "|" + "|".join(align) + "|"]
-    table += ["| " + " | ".join([*cells, *([length or "–"] if lengths else [])]) + " |" for cells, length in rows]
-    note = (" The baseline's REP at the system's lengths: the joined inputs grouped by output/reference length ratio "
-            "(`scanmt.metrics.length_standardized`), the baseline's REP in each group weighted by the system's "
-            "reference words in it, pooled over the seeds; the share is the part of the pooled Δ REP that writing "
-            "as long as the system explains, shown where the pooled Δ REP differs from 0 (two-sided p < 0.05; "
-            "else –)." if lengths else "")
+    table += ["| " + " | ".join([*cells, *((length or ["–", "–"]) if lengths else [])]) + " |"
+              for cells, length in rows]
+    note = (" The baseline's REP (DROP) at the system's lengths: the joined inputs grouped by output/reference "
+            "length ratio (`scanmt.metrics.length_standardized`), the baseline's REP (DROP) in each group weighted "
+            "by the system's reference (source) words in it, pooled over the seeds; the share is the part of the "
+            "pooled Δ that writing as long as the system explains, shown where the pooled Δ differs from 0 "
+            "(two-sided p < 0.05; else –)." if lengths else "")
     return [f"### Stress test: REP and DROP against {title}, paired", "",
             f"For each seed, the system's REP (DROP) minus that of {title} trained with the same seed, on the same "
             "joined inputs, and the one-sided p-value that it is lower, from a paired bootstrap over the joined inputs "
