@@ -131,8 +131,11 @@ def test_the_step_runs_and_the_report_tables_it(tmp_path, stress_setup):
     row = next(line for line in paired.splitlines() if line.startswith("| Calm | 2 |"))
     rep = m["scores"]["2"]["rep"]
     assert f"1: {-rep:+.2f} (" in row and f"2: {-rep:+.2f} (" in row
-    # the same output lengths as the baseline: its REP at them is its own, and length explains none of Δ REP
-    assert row.endswith(f"| 3 | {rep:.2f} (0 %) |")
+    # the same output lengths as the baseline: its REP and DROP at them are its own; length explains none of Δ REP,
+    # and Δ DROP is 0 (no share)
+    counts = m["per_input"]["2"]
+    drop = 100 * sum(counts["dropped"]) / sum(counts["source_words"])
+    assert row.endswith(f"| 3 | {rep:.2f} (0 %) | {drop:.2f} |")
     # DROP: the same counts, never lower (pooled; each seed's 4 inputs alone are too few for the test)
     assert "1: +0.00 (n/a: fewer than 10 inputs)" in row and "| +0.00 (1.000) |" in row
     # a system whose outputs share no length group with the baseline's: REP at its lengths is undefined
@@ -142,7 +145,7 @@ def test_the_step_runs_and_the_report_tables_it(tmp_path, stress_setup):
     text = "\n".join(stress_section([base, SystemResults("empty", "Empty", [{"seed": 1, "stress": empty}])], "softmax"))
     paired = text.split("### Stress test: REP and DROP against Softmax, paired")[1]
     row = next(line for line in paired.splitlines() if line.startswith("| Empty | 2 |"))
-    assert row.endswith("| 1 | – (no length group in common) |")
+    assert row.endswith("| 1 | – (no length group in common) | – (no length group in common) |")
     assert "paired" not in "\n".join(stress_section([base], "softmax"))
     # P(full stop) closing the first sentence and P(</s>) after it, paired: a system that never closes or ends there
     # against the real model
