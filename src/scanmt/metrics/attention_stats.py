@@ -115,7 +115,8 @@ def attention_stats(
     max_weight_sum = 0.0
     max_cum: list[float] = []
     ratios_max: list[float] = []
-    sink_steps = sink_weight = bounded = saturated = 0.0
+    sink_steps = bounded = saturated = 0
+    sink_weight = 0.0
     for k, (a, has_sink, fert) in enumerate(zip(attentions, sink, fertilities)):
         a = np.asarray(a, dtype=np.float64)
         if a.ndim != 2:
@@ -141,10 +142,10 @@ def attention_stats(
             if f.shape != (a.shape[1],):
                 raise DataError(f"attention statistics: sentence {k}: fertility shape {f.shape}, expected ({a.shape[1]},)")
             f = f[:-1] if has_sink else f
-            ok = np.isfinite(f) & (f > 0)
+            finite = np.isfinite(f)
+            ok = finite & (f > 0)
             if ok.any():
                 ratios_max.append(float((cum[ok] / f[ok]).max()))
-            finite = np.isfinite(f)
             bounded += int(finite.sum())
             saturated += int((cum[finite] >= SATURATED * f[finite]).sum())
     return AttentionStats(

@@ -164,16 +164,15 @@ def _by_seed_cell(cells: Sequence[str], deltas: Sequence[float], two_sided: bool
     return (" / ".join(cells) or "–") + ("" if p is None else f"; sign-flip {p:.3f}")
 
 
-def _length_cell(pairs: Sequence[tuple[dict[str, Any], dict[str, Any]]], metric: str, test: Any = None) -> str | None:
-    """The baseline's ``metric`` (REP or DROP) at the system's output lengths and the share of its Δ that explains,
-    pooled over ``pairs`` (:mod:`scanmt.metrics.length_standardized`); None without ``hyp_words``.  The share only
-    where ``test``, the pooled paired test of the Δ, finds it non-zero (two-sided p < 0.05): a share of a Δ within
-    the inputs' noise is a ratio of noise ("–")."""
-    from scanmt.metrics.length_standardized import standardize_drop, standardize_rep
-
+def _length_cell(pairs: Sequence[tuple[dict[str, Any], dict[str, Any]]], standardize: Callable[..., Any],
+                 test: Any = None) -> str | None:
+    """The baseline's rate at the system's output lengths and the share of its Δ that explains, pooled over
+    ``pairs`` (``standardize``: :func:`~scanmt.metrics.length_standardized.standardize_rep` or ``_drop``); None
+    without ``hyp_words``.  The share only where ``test``, the pooled paired test of the Δ, finds it non-zero
+    (two-sided p < 0.05): a share of a Δ within the inputs' noise is a ratio of noise ("–")."""
     if not all("hyp_words" in a and "hyp_words" in b for a, b in pairs):
         return None
-    r = (standardize_rep if metric == "REP" else standardize_drop)([a for a, _ in pairs], [b for _, b in pairs])
+    r = standardize([a for a, _ in pairs], [b for _, b in pairs])
     if math.isnan(r.baseline_at_system_lengths):
         return "– (no length group in common)"
     significant = test is not None and test.p_two_sided is not None and test.p_two_sided < 0.05
@@ -213,7 +212,10 @@ def _paired_rows(s: Any, base: Any, k: int) -> tuple[list[str], list[str] | None
     cells = []
     for m in ("REP", "DROP"):
         cells += [by_seed[m], _test_cell(pooled[m]) if m in pooled else "–"]
-    lengths = [_length_cell([pair for _, pair in pairs], m, pooled.get(m)) for m in ("REP", "DROP")]
+    from scanmt.metrics.length_standardized import standardize_drop, standardize_rep
+
+    lengths = [_length_cell([pair for _, pair in pairs], standardize, pooled.get(m))
+               for m, standardize in (("REP", standardize_rep), ("DROP", standardize_drop))]
     return [*cells, str(len(pairs))], (None if None in lengths else [cell or "–" for cell in lengths])
 
 
