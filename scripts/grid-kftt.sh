@@ -8,7 +8,10 @@
 # /work/runs) holds the grid folder kftt/; PYTHON (default the checkout's .venv, else /work/main/.venv) runs
 # scanmt. The machine may not outlive the grids: the grid is first restored from GRID_ARCHIVE/kftt (default
 # /work/main/archive) and its finished runs are packed there every 10 minutes (no checkpoints, no corpus text:
-# restore prepares the corpus again). The archive's format belongs to the newest code, not the frozen commit's:
+# restore prepares the corpus again). Commit archive/kftt at the end of every session: a session may start on a
+# new checkout, or a new machine, that holds only what git holds (session 63's took every run and the untracked
+# archive). Unfinished runs, whose checkpoints are not packed, are lost with the machine all the same.
+# The archive's format belongs to the newest code, not the frozen commit's:
 # packing and restoring run with GRID_ARCHIVE_SRC (default /work/main/src). Progress: scanmt experiment status
 # $GRID_ROOT/kftt --brief.
 # Order: the bar's systems first, each with the stress test (K = 1-3): the Transformer pair's first seed, the LSTM
