@@ -64,3 +64,99 @@ def test_sink_bias_moves_the_attention_the_bounds_allow_off_the_sink(monkeypatch
     assert torch.allclose(after, torch.tensor([[0.3, 0.4, 0.3]], dtype=torch.float64))
     steps = attention.recurrence(z.expand(2, 3).unsqueeze(0), mask, fertility, torch.zeros_like(z))[0]
     assert torch.allclose(steps[0, 1], torch.tensor([0.0, 0.0, 1.0], dtype=torch.float64))  # bounds spent: forced
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, exited but not yet reaped, counts as gone)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="stop-grid.sh reads /proc (Linux only)")
+def test_stop_grid_stops_the_queue_first_then_the_grid_which_saves(tmp_path: Path) -> None:
+    """stop-grid.sh stops the queue shell that runs the grid, its packer subshell and that subshell's sleep, then
+    sends SIGTERM to the process named by GRID/.lock and waits for it, and lists what the unfinished runs saved;
+    another queue's shell is left alone."""
+    import signal
+    import sys
+    import time
+
+    grid = tmp_path / "grid"
+    (grid / "grids").mkdir(parents=True)
+    run = grid / "runs" / "softmax" / "seed1"
+    run.mkdir(parents=True)
+    (run / "last.pt").write_bytes(b"x")
+    (run / "log.txt").write_text("12:00:00 WARNING interrupted (SIGTERM) at step 815: saved last.pt, no update lost\n")
+    done_run = grid / "runs" / "softmax" / "seed2"
+    done_run.mkdir()
+    (done_run / "DONE").write_text("")
+    # the grid process: holds GRID/.lock, saves on SIGTERM after a moment, as `scanmt experiment run` does
+    fake_experiment = tmp_path / "fake_experiment_run.py"
+    fake_experiment.write_text(
+        "import os, signal, sys, time\n"
+        "grid = sys.argv[1]\n"
+        "def stop(signum, frame):\n"
+        "    time.sleep(0.5)\n"
+        "    open(os.path.join(grid, 'saved'), 'w').write('saved')\n"
+        "    sys.exit(0)\n"
+        "signal.signal(signal.SIGTERM, stop)\n"
+        "open(os.path.join(grid, '.lock'), 'w').write(f'{os.getpid()}\\npython experiment run\\n')\n"
+        "while True:\n"
+        "    time.sleep(0.1)\n")
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    queue = scripts / "grid-fake.sh"
+    queue.write_text(f"(while sleep 600; do :; done) &\n{sys.executable} {fake_experiment} {grid}\necho next step > {grid}/next\n")
+    other = scripts / "grid-other.sh"
+    other.write_text("sleep 600\n")
+    queue_proc = subprocess.Popen(["bash", str(queue)], start_new_session=True)
+    other_proc = subprocess.Popen(["bash", str(other)], start_new_session=True)
+    try:
+        for _ in range(100):
+            if (grid / ".lock").exists():
+                break
+            time.sleep(0.1)
+        grid_pid = int((grid / ".lock").read_text().split()[0])
+        def children(pid: int, name: str) -> list[int]:
+            return [int(p) for p in subprocess.run(["pgrep", "-P", str(pid), "-x", name], capture_output=True,
+                                                   text=True).stdout.split()]
+
+        packer = children(queue_proc.pid, "bash")
+        assert len(packer) == 1
+        for _ in range(50):
+            sleeps = children(packer[0], "sleep")
+            if sleeps:
+                break
+            time.sleep(0.1)
+        assert len(sleeps) == 1
+        done = subprocess.run(["bash", str(SCRIPTS / "stop-grid.sh"), str(grid)], capture_output=True, text=True,
+                              timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert f"stopping the queue shell {queue_proc.pid}" in done.stdout
+        assert f"SIGTERM to the grid process {grid_pid}" in done.stdout
+        assert (grid / "saved").read_text() == "saved"  # it waited for the grid to save
+        assert queue_proc.wait(timeout=10) == -signal.SIGTERM
+        assert not (grid / "next").exists()  # no next step started
+        for _ in range(50):
+            if not _alive(packer[0]) and not _alive(sleeps[0]):
+                break
+            time.sleep(0.1)
+        assert not _alive(packer[0]) and not _alive(sleeps[0])  # a sleep left behind would outlive the queue
+        assert other_proc.poll() is None  # not this grid's queue
+        assert "softmax/seed1: last.pt written" in done.stdout and "at step 815" in done.stdout
+        assert "seed2" not in done.stdout  # finished runs are not listed
+    finally:
+        for proc in (queue_proc, other_proc):  # each leads its own process group, with what it started
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait()
+
+
+def test_stop_grid_refuses_a_folder_that_is_not_a_grid(tmp_path: Path) -> None:
+    done = subprocess.run(["bash", str(SCRIPTS / "stop-grid.sh"), str(tmp_path)], capture_output=True, text=True)
+    assert done.returncode == 2 and "is not a grid folder" in done.stderr
