@@ -8,9 +8,9 @@
 # /work/runs) holds the grid folder kftt/; PYTHON (default the checkout's .venv, else /work/main/.venv) runs
 # scanmt. The machine may not outlive the grids: the grid is first restored from GRID_ARCHIVE/kftt (default
 # /work/main/archive) and its finished runs are packed there every 10 minutes (no checkpoints, no corpus text:
-# restore prepares the corpus again). Commit archive/kftt at the end of every session: a session may start on a
-# new checkout, or a new machine, that holds only what git holds (session 63's took every run and the untracked
-# archive). Unfinished runs, whose checkpoints are not packed, are lost with the machine all the same.
+# restore prepares the corpus again). archive/kftt stays out of git (its alignments, 20 MB, are data), so it
+# only moves the grid between machines that can copy it: a session that starts on a new machine holds only what
+# git holds (session 63's lost every run and the archive), and the results reach git through docs/experiments-kftt.*.
 # The archive's format belongs to the newest code, not the frozen commit's:
 # packing and restoring run with GRID_ARCHIVE_SRC (default /work/main/src). Progress: scanmt experiment status
 # $GRID_ROOT/kftt --brief.

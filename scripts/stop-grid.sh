@@ -8,8 +8,8 @@
 #   bash scripts/stop-grid.sh /work/runs/kftt
 #   bash scripts/stop-grid.sh /work/runs/kftt 'scripts/grid-kftt.sh'   # also stop shells whose command line
 #                                                                      # matches, for a queue between two steps
-# Then pack and commit the archive (grid-kftt.sh packs on its own exit as well):
-#   .venv/bin/scanmt experiment archive /work/runs/kftt --to archive/kftt && git add archive/kftt && git commit
+# grid-kftt.sh packs its finished runs into archive/kftt on its own exit; by hand:
+#   .venv/bin/scanmt experiment archive /work/runs/kftt --to archive/kftt
 set -u
 grid=${1:?usage: stop-grid.sh GRID_DIR [QUEUE_PATTERN]}
 pattern=${2:-}
