@@ -8,6 +8,8 @@
 #   bash scripts/stop-grid.sh /work/runs/kftt
 #   bash scripts/stop-grid.sh /work/runs/kftt 'scripts/grid-kftt.sh'   # also stop shells whose command line
 #                                                                      # matches, for a queue between two steps
+# A trainer that a queue starts outside any grid (continue-kftt.sh's `scanmt train`) holds no GRID/.lock: send it
+# SIGTERM yourself (it saves last.pt the same way).
 # grid-kftt.sh packs its finished runs into archive/kftt on its own exit; by hand:
 #   .venv/bin/scanmt experiment archive /work/runs/kftt --to archive/kftt
 set -u

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import os
 import py_compile
+import signal
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -80,10 +83,6 @@ def test_stop_grid_stops_the_queue_first_then_the_grid_which_saves(tmp_path: Pat
     """stop-grid.sh stops the queue shell that runs the grid, its packer subshell and that subshell's sleep, then
     sends SIGTERM to the process named by GRID/.lock and waits for it, and lists what the unfinished runs saved;
     another queue's shell is left alone."""
-    import signal
-    import sys
-    import time
-
     grid = tmp_path / "grid"
     (grid / "grids").mkdir(parents=True)
     run = grid / "runs" / "softmax" / "seed1"
