@@ -269,4 +269,7 @@ def test_softmax_validation_keeps_perplexity(small_data_dir, tmp_path):
     trainer = Trainer(tiny_config(small_data_dir, train__max_steps=2, data__valid_limit=5), tmp_path / "run")
     assert trainer.task.decay_key == "valid/ppl" and trainer.task.reports_perplexity
     last = trainer.train().history[-1]
-    assert set(last) == {"step", "epoch", "valid/ppl", "valid/bleu"}
+    assert set(last) == {"step", "epoch", "valid/ppl", "valid/bleu", "valid/len_ratio"}
+    assert 0 <= last["valid/len_ratio"] < 10  # the greedy output's length over the references'
+    line = trainer.task.describe_validation(last)
+    assert line.endswith(f"greedy BLEU {last['valid/bleu']:.2f} (length ratio {last['valid/len_ratio']:.2f})")

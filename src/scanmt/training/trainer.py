@@ -2,7 +2,8 @@
 
 Validation computes perplexity (teacher forcing) and greedy BLEU (sacreBLEU,
 detokenized) on the validation split; early stopping and ``best.pt`` follow
-BLEU, lr decay follows perplexity.  A sparse output (``model.output`` other than
+BLEU, lr decay follows perplexity; the greedy output's length over the references' is logged beside BLEU
+(``valid/len_ratio``).  A sparse output (``model.output`` other than
 softmax) trains with its Fenchel–Young loss (:mod:`scanmt.model.output`); its
 perplexity would be infinite as soon as a reference token gets zero probability,
 so validation reports the Fenchel–Young loss per token (``valid/fy_loss``, which lr
@@ -81,6 +82,11 @@ def load_train_data(cfg: Config) -> TrainData:
 #: logged once when a run with a sparse output starts
 SPARSE_OUTPUT_NOTE = ("sparse output: perplexity is infinite when the reference gets zero probability; validation "
                       "reports the Fenchel-Young loss and token accuracy")
+
+
+def _length_note(m: dict[str, float]) -> str:
+    """`` (length ratio 0.93)``: the greedy output's length over the references' (empty when not measured)."""
+    return f" (length ratio {m['valid/len_ratio']:.2f})" if "valid/len_ratio" in m else ""
 
 
 class NMTTask:
@@ -168,17 +174,18 @@ class NMTTask:
         hyps = translator.search(valid, beam=1, progress=self.show_progress and sys.stderr.isatty())
         pipe = self.data.pipeline
         texts = [pipe.detokenize_target(pipe.target_pieces(h.tokens)) for h in hyps]
-        bleu = sacrebleu.corpus_bleu(texts, [self.data.valid_refs]).score
+        score = sacrebleu.corpus_bleu(texts, [self.data.valid_refs])
+        # hypothesis / reference length: a drop in greedy BLEU at an unchanged perplexity is often short output
+        decoded = {"valid/bleu": score.score, "valid/len_ratio": score.sys_len / max(score.ref_len, 1)}
         if self.sparse_output:
-            return {"valid/fy_loss": total / max(n_tok, 1), "valid/accuracy": correct / max(n_tok, 1),
-                    "valid/bleu": bleu}
-        return {"valid/ppl": math.exp(min(total / max(n_tok, 1), 50.0)), "valid/bleu": bleu}
+            return {"valid/fy_loss": total / max(n_tok, 1), "valid/accuracy": correct / max(n_tok, 1), **decoded}
+        return {"valid/ppl": math.exp(min(total / max(n_tok, 1), 50.0)), **decoded}
 
     def describe_validation(self, m: dict[str, float]) -> str:
         if "valid/fy_loss" in m:
             return (f"valid Fenchel-Young loss {m['valid/fy_loss']:.4f}, token accuracy {100 * m['valid/accuracy']:.2f}%, "
-                    f"greedy BLEU {m['valid/bleu']:.2f}")
-        return f"valid ppl {m['valid/ppl']:.2f}, greedy BLEU {m['valid/bleu']:.2f}"
+                    f"greedy BLEU {m['valid/bleu']:.2f}{_length_note(m)}")
+        return f"valid ppl {m['valid/ppl']:.2f}, greedy BLEU {m['valid/bleu']:.2f}{_length_note(m)}"
 
     def saved_config(self) -> dict[str, Any]:
         return self.cfg.to_dict()
