@@ -238,3 +238,37 @@ def test_a_training_run_shows_its_baselines_validation_at_the_same_update(tmp_pa
         (training.dir / "metrics.csv").write_text("step,name,value\n200,valid/bleu,18.0\n250,train/loss,2.0\n")
         detail = _by_key(status.folder_status(out))["csparsemax/seed2"].detail
         assert detail.endswith("valid BLEU 18.00 at update 200 (best 18.00)")
+
+
+def test_a_system_without_finished_runs_is_estimated_from_its_own_pace(tmp_path):
+    """No run has finished: a training run's time left is its training's alone, at the pace its ``train/elapsed_s``
+    rows give over the last 2,000 updates (here 1,000 -> 3,000: 2,400 s, 1.2 s per update; the slower first
+    1,000 updates fall outside the window), up to ``train.max_steps`` (4,000 at most: early stopping may end it
+    sooner).  A run from before the rows were logged, or with one row, still has no estimate."""
+    out = tmp_path / "exp"
+    _record(out, seeds=(1,), systems=("softmax",))
+    run = _spec(out, "softmax", 1)
+    run.config = {"train": {"max_steps": 4000, "patience": 4, "valid_every": 1000}}
+    write_json(run.dir / "spec.json", run.to_dict())
+    (run.dir / "last.pt").write_bytes(b"")
+    rows = [(500, 1500.0), (1000, 3000.0), (2000, 4100.0), (2500, 4800.0), (3000, 5400.0)]
+    (run.dir / "metrics.csv").write_text("step,name,value\n" + "".join(
+        f"{s},train/loss,2.0\n{s},train/elapsed_s,{e}\n" for s, e in rows) + "3000,valid/bleu,20.0\n")
+    assert progress.own_pace(run.dir) == pytest.approx(2400 / 2000)
+    assert progress.max_updates(run) == (4000, False)
+    with lock_held_elsewhere(run.dir):
+        r = _by_key(status.folder_status(out))["softmax/seed1"]
+        text = status.render(out, status.folder_status(out))
+    assert r.detail == "update 3,000 of at most 4,000 (1.20 s per update); valid BLEU 20.00 at update 3,000 (best 20.00)"
+    assert r.left.seconds == pytest.approx(1000 * 1.2) and r.left.source == "own"
+    assert status._left_cell(r) == "20 min +"
+    assert "left: 1 run(s), at least 20 min of run time, 10 min with the grid command's 2 workers" in text
+    assert text.endswith("+ its training alone, at its own pace: no finished run tells how long the steps after it take")
+    # rows further apart than the window: the last two; one row, or none: no pace, and no estimate
+    (run.dir / "metrics.csv").write_text("step,name,value\n100,train/elapsed_s,50\n3000,train/elapsed_s,3530\n")
+    assert progress.own_pace(run.dir) == pytest.approx(1.2)
+    for csv in ("step,name,value\n3000,train/elapsed_s,3530\n", "step,name,value\n3000,train/loss,2.0\n"):
+        (run.dir / "metrics.csv").write_text(csv)
+        assert progress.own_pace(run.dir) is None
+        with lock_held_elsewhere(run.dir):
+            assert _by_key(status.folder_status(out))["softmax/seed1"].left is None

@@ -10,7 +10,7 @@ import time
 import pytest
 import torch
 
-from scanmt.model.checkpoint import load_checkpoint
+from scanmt.model.checkpoint import Checkpoint, load_checkpoint
 from scanmt.training.trainer import Trainer
 from tests.conftest import tiny_config
 
@@ -27,11 +27,15 @@ def test_logged_loss_after_resume_averages_the_same_window(small_data_dir, tmp_p
     Trainer(cfg, tmp_path / "full").train()
     cfg.train.max_steps = 7
     Trainer(cfg, tmp_path / "killed").train()
+    before = Checkpoint.load(tmp_path / "killed" / "last.pt").progress["elapsed"]
     cfg.train.max_steps = 10
     Trainer(cfg, tmp_path / "killed", resume=True).train()
     full, resumed = _logged(tmp_path / "full", "train/loss"), _logged(tmp_path / "killed", "train/loss")
     assert sorted(full) == sorted(resumed) == [5, 10]
     assert resumed[10] == full[10]
+    # the run's wall time so far, for `experiment status`'s pace: it goes on from the checkpoint's
+    elapsed = _logged(tmp_path / "killed", "train/elapsed_s")
+    assert sorted(elapsed) == [5, 10] and 0 < elapsed[5] <= before < elapsed[10]
 
 
 def _interrupt_at(trainer: Trainer, step: int, signals: int) -> None:

@@ -108,7 +108,8 @@ class StepTimes:
 
 @dataclass(frozen=True)
 class Estimate:
-    """A run's expected remaining seconds, and whose finished runs it comes from (``system`` or ``grid``)."""
+    """A run's expected remaining seconds, and whose finished runs it comes from (``system`` or ``grid``), or
+    ``own``: a training's own pace, which leaves the steps after it out (``experiment status`` only)."""
 
     seconds: float
     source: str

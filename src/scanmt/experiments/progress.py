@@ -5,6 +5,7 @@ for ``experiment run --deadline`` and ``experiment status``).
 
 from __future__ import annotations
 
+import csv
 import os
 from pathlib import Path
 from typing import Any, Collection, Sequence
@@ -74,6 +75,64 @@ def logged_updates(run: Path) -> int:
         if first.isdigit():
             return int(first)
     return 0
+
+
+def logged_metric(run: Path, name: str) -> dict[int, float]:
+    """Update -> the value of ``name`` (``valid/bleu``, ``train/elapsed_s``, ...) a training logged in
+    ``RUN/metrics.csv``, in update order (a resumed run's repeated update: the last value); empty when there is
+    none or the file cannot be read."""
+    rows: dict[int, float] = {}
+    try:
+        with open(run / TRAIN_LOG, encoding="utf-8", newline="") as fh:
+            for row in csv.reader(fh):
+                if len(row) == 3 and row[1] == name and row[0].isdigit():
+                    try:
+                        rows[int(row[0])] = float(row[2])
+                    except ValueError:
+                        continue
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return {}
+    return dict(sorted(rows.items()))
+
+
+#: the updates over which :func:`own_pace` measures a training's speed (a validation falls in them)
+PACE_WINDOW = 2000
+
+
+def own_pace(run: Path) -> float | None:
+    """Seconds per update of the training in ``run`` over its last :data:`PACE_WINDOW` logged updates, its
+    validations and saves included, from the ``train/elapsed_s`` it logs (None: fewer than two such rows, as in
+    runs from before scanmt logged it).  Where the rows are further apart than the window, the last two count."""
+    elapsed = logged_metric(run, "train/elapsed_s")
+    if len(elapsed) < 2:
+        return None
+    steps = list(elapsed)
+    last = steps[-1]
+    first = next(s for s in steps if s >= last - PACE_WINDOW)
+    first = first if first < last else steps[-2]
+    seconds = elapsed[last] - elapsed[first]
+    return seconds / (last - first) if seconds > 0 else None
+
+
+def max_updates(spec: RunSpec) -> tuple[int, bool] | None:
+    """``(updates, exact)``: the updates the run's training makes in all (:func:`planned_updates`, exact) or at
+    most (``train.max_steps``, which early stopping may cut short); None when its config bounds neither."""
+    if (planned := planned_updates(spec)) is not None:
+        return planned, True
+    train = (spec.config or {}).get("train") or {}
+    if spec.train is None or not isinstance(train.get("max_steps"), int) or train["max_steps"] <= 0:
+        return None
+    return int(train["max_steps"]), train.get("patience") == 0
+
+
+def own_training_left(spec: RunSpec, updates: int) -> Estimate | None:
+    """The seconds the training of ``spec``, at update ``updates``, has left at its own pace (:func:`own_pace`)
+    up to :func:`max_updates` (source ``own``: its training alone, for a run of a system no finished run
+    tells the decoding of); None when the pace or the end is unknown."""
+    pace, end = own_pace(spec.dir), max_updates(spec)
+    if pace is None or end is None:
+        return None
+    return Estimate(pace * max(0, end[0] - updates), "own")
 
 
 def planned_updates(spec: RunSpec) -> int | None:

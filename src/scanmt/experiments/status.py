@@ -17,12 +17,13 @@ A run is running while some process holds its folder's lock (``RUN/.lock``,
 :func:`scanmt.processes.lock_held`), and a grid while one holds ``OUT/.lock``.  The time a run has left is
 estimated as ``experiment run --deadline`` does it (:mod:`scanmt.experiments.deadline`), from the step
 times of the folder's finished runs; the summary adds the runs' times up, once per run folder (a run of
-two grids counts once), and divides them by the grid command's ``--workers``.
+two grids counts once), and divides them by the grid command's ``--workers``.  A training run of a system
+with no finished run yet gets its training's time alone, at its own pace (the ``train/elapsed_s`` it logs over
+its last 2,000 updates, up to ``train.max_steps``), marked ``+``.
 """
 
 from __future__ import annotations
 
-import csv
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +36,8 @@ from scanmt.experiments.common import read_json
 from scanmt.experiments.layout import (LAST_CHECKPOINT, LOCK_FILE, METRICS, SPEC, TRAIN_LOG, run_dir, runs_dir,
                                        seed_name, system_dir)
 from scanmt.experiments.pool import describe
-from scanmt.experiments.progress import RunTimes, logged_updates, planned_updates
+from scanmt.experiments.progress import (RunTimes, logged_metric, logged_updates, max_updates, own_pace,
+                                        own_training_left, planned_updates)
 from scanmt.experiments.report import format_rows, grid_records, last_log_line
 from scanmt.experiments.spec import RunSpec, stage_names
 from scanmt.experiments.state import resume_note, run_state
@@ -85,20 +87,8 @@ def planned_steps(rec: dict[str, Any], system: dict[str, Any]) -> list[str]:
 
 
 def valid_bleus(run: Path) -> dict[int, float]:
-    """Update -> the ``valid/bleu`` a training logged at it in ``RUN/metrics.csv``, in update order (a resumed
-    run's repeated update: the last value); empty when there is none or the file cannot be read."""
-    rows: dict[int, float] = {}
-    try:
-        with open(run / TRAIN_LOG, encoding="utf-8", newline="") as fh:
-            for row in csv.reader(fh):
-                if len(row) == 3 and row[1] == "valid/bleu" and row[0].isdigit():
-                    try:
-                        rows[int(row[0])] = float(row[2])
-                    except ValueError:
-                        continue
-    except (OSError, UnicodeDecodeError, csv.Error):
-        return {}
-    return dict(sorted(rows.items()))
+    """Update -> the ``valid/bleu`` a training logged at it in ``RUN/metrics.csv`` (:func:`logged_metric`)."""
+    return logged_metric(run, "valid/bleu")
 
 
 def valid_bleu(run: Path) -> tuple[float, int, float] | None:
@@ -121,6 +111,10 @@ def _training_detail(spec: RunSpec, times: RunTimes, updates: int, baseline: tup
     validation BLEU at the same update follows this run's own (when it validated there)."""
     expected = planned_updates(spec) or _expected_updates(times, spec.system)
     text = f"update {updates:,}" + (f" of ~{expected:,.0f}" if expected else "")
+    if not expected and (end := max_updates(spec)) is not None:
+        text += f" of {'' if end[1] else 'at most '}{end[0]:,}"
+    if (pace := own_pace(spec.dir)) is not None:
+        text += f" ({pace:.2f} s per update)"
     if (bleu := valid_bleu(spec.dir)) is not None:
         last, at, best = bleu
         text += f"; valid BLEU {last:.2f} at update {at:,} (best {best:.2f})"
@@ -146,7 +140,7 @@ def run_row(spec: RunSpec | None, key: str, folder: Path, times: RunTimes, steps
         if "train" in pending:
             updates = logged_updates(folder)
             return RunRow(key, folder, "training", _training_detail(spec, times, updates, baseline),
-                            times.estimate(spec, updates=updates))
+                            times.estimate(spec, updates=updates) or own_training_left(spec, updates))
         done = sum(request is not None for _, request in spec.steps()) - len(pending)
         where = pending[0] if pending else "its summary"
         return RunRow(key, folder, "decoding", f"{where} ({done} of {done + len(pending)} steps done)",
@@ -235,21 +229,22 @@ def _left_cell(r: RunRow) -> str:
         return ""
     if r.left is None:
         return "?"
-    return _duration(r.left.seconds) + ("" if r.left.source == "system" else " *")
+    return _duration(r.left.seconds) + {"system": "", "own": " +"}.get(r.left.source, " *")
 
 
 def render(out: Path, statuses: Sequence[GridStatus], *, brief: bool = False) -> str:
     """The status as text: who writes into ``out``, a table per grid, and the time left."""
     lock = out / LOCK_FILE
     lines = [f"{out}: " + (f"a grid is running, {lock_holder(lock)}" if lock_held(lock) else "no grid is running")]
-    starred = False
+    starred = partial = False
     for g in statuses:
         lines += ["", f"{g.name}: {len(g.runs)} runs, {g.counts()}"]
         shown = [r for r in g.runs if not (brief and r.state == "done")]
         if shown:
             rows = [[r.key, r.state, _left_cell(r), r.detail] for r in shown]
             lines += ["  " + row for row in format_rows(["run", "state", "left", "detail"], rows, left_columns=4).splitlines()]
-        starred = starred or any(r.left is not None and r.left.source != "system" for r in shown)
+        starred = starred or any(r.left is not None and r.left.source == "grid" for r in shown)
+        partial = partial or any(r.left is not None and r.left.source == "own" for r in shown)
     unique = {r.dir.resolve(): r for g in statuses for r in g.runs}
     todo = [r for r in unique.values() if r.state != "done"]
     if todo:
@@ -258,7 +253,7 @@ def render(out: Path, statuses: Sequence[GridStatus], *, brief: bool = False) ->
         total = sum(known)
         text = f"left: {len(todo)} run(s)"
         if known:
-            text += f", about {_duration(total)} of run time"
+            text += f", {'at least' if partial else 'about'} {_duration(total)} of run time"
             if workers > 1:
                 text += f", {_duration(total / workers)} with the grid command's {workers} workers"
         unknown = len(todo) - len(known)
@@ -269,6 +264,8 @@ def render(out: Path, statuses: Sequence[GridStatus], *, brief: bool = False) ->
         lines += ["", "every run is done"]
     if starred:
         lines.append("* estimated from the folder's other systems: this system has no finished run yet")
+    if partial:
+        lines.append("+ its training alone, at its own pace: no finished run tells how long the steps after it take")
     return "\n".join(lines)
 
 

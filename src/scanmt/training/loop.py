@@ -452,6 +452,7 @@ class TrainLoop:
                             "train/lr": lr}
                     vals.update(self._perplexity(vals["train/loss"]))
                     vals["train/rss_mb"] = resident_mb()
+                    vals["train/elapsed_s"] = p.elapsed + time.time() - t0  # the run's own pace, for `status`
                     health = self.task.window_metrics(p.step, p.epoch) if hasattr(self.task, "window_metrics") else {}
                     vals.update(health)
                     bar.set_postfix(**progress_postfix(vals, self.unit))
