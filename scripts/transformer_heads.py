@@ -11,7 +11,10 @@ Per layer and head it prints, over all target steps:
 * ``one-hot``: share of steps whose largest weight is above 0.999;
 * ``max``: the largest weight, mean per step;
 * ``sink``: the weight on the sink column, mean per step (constrained models only);
-* ``entropy``: in nats, mean per step.
+* ``entropy``: in nats, mean per step;
+* ``bound``: constrained models only, the share of source words (the sink left out) whose bound ``f_j`` the
+  head's cumulative attention has reached (within 1e-4) by the sentence's end: how often the bounds bind at
+  all (a head that is not bounded can pass ``f_j``; so can the sum of a bounded head, by at most 1e-4).
 
 The toolkit itself reports only the mean over the last layer's heads (docs/transformer.md section 2);
 this script is for looking inside, for example at how sparse the layers below the last are.
@@ -49,7 +52,8 @@ def main() -> None:
         sys.exit(f"error: {args.checkpoint} is a model.arch={tr.model.cfg.arch} checkpoint, not a transformer")
     sink = tr.model.sink
     sums: dict[tuple[int, int], dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    steps = 0
+    steps, words = 0, 0
+    sentence: dict[int, torch.Tensor] = {}  # layer -> the weights [h, T, S'] of the sentence being decoded
 
     def hook(layer: int):
         def record(mod, inputs, out):
@@ -62,6 +66,7 @@ def main() -> None:
                 s["max"] += float(w.max(-1).values.sum())
                 s["sink"] += float(w[:, -1].sum()) if sink else 0.0
                 s["entropy"] += float(-(w * torch.log(w.clamp_min(1e-30))).sum())
+            sentence[layer] = p
         return record
 
     for layer in layers:  # materialise the weights of fused softmax layers too (the same softmax, computed explicitly)
@@ -70,15 +75,23 @@ def main() -> None:
     for s_line, t_line in zip(src, tgt):
         if not s_line.strip() or not t_line.strip():
             continue
+        sentence.clear()
         out = tr.force([s_line], [t_line])
         steps += out[0].hypothesis.attention.size(0)
+        if out[0].fertility is not None:
+            bounds = torch.tensor(out[0].fertility, dtype=torch.float64)  # [S], the sink's left out
+            words += len(bounds)
+            for layer, p in sentence.items():
+                reached = (p[:, :, : len(bounds)].sum(1) >= bounds - 1e-4).sum(-1)  # [h]
+                for h in range(p.size(0)):
+                    sums[(layer, h)]["bound"] += float(reached[h])
     for h in handles:
         h.remove()
     table = {
-        f"layer{layer + 1}/head{head + 1}": {k: v / steps for k, v in vals.items()}
+        f"layer{layer + 1}/head{head + 1}": {k: v / (words if k == "bound" else steps) for k, v in vals.items()}
         for (layer, head), vals in sorted(sums.items())
     }
-    keys = ["support", "one-hot", "max", "sink", "entropy"]
+    keys = ["support", "one-hot", "max", "sink", "entropy"] + (["bound"] if words else [])
     print(f"{args.checkpoint}: {len(src)} pairs, {steps} target steps "
           f"(transform {tr.model.cfg.attention.transform}, layers {tr.model.cfg.transformer.transform_layers})")
     print(f"{'head':<14}" + "".join(f"{k:>10}" for k in keys))

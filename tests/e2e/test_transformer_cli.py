@@ -68,4 +68,5 @@ def test_tiny_transformer_trains_and_translates_via_cli(small_data_dir, tmp_path
     assert sorted(table["heads"]) == ["layer1/head1", "layer1/head2", "layer2/head1", "layer2/head2"]
     for h in table["heads"].values():  # csparsemax: supports between 1 and the source length + sink
         assert 1.0 <= h["support"] <= 9 and 0.0 <= h["one-hot"] <= 1.0 and 0.0 < h["max"] <= 1.0
+        assert 0.0 <= h["bound"] <= 1.0  # the share of source words at their bound (2) by the sentence's end
     assert "layer2/head2" in capsys.readouterr().out
