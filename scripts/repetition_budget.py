@@ -11,6 +11,8 @@ repetition), then reports:
   infinite);
 - the share of source tokens (sink excluded) whose total attention over the sentence reaches
   ``--bound``, and the mean finite bound;
+- the largest weight on a source token (sink excluded), mean over the repeated tokens and over the other
+  output tokens (the first and ``</s>`` left out): a repetition made with flat attention has a small one;
 - a second table: the repeated tokens counted by the attention their source token had already received
   (bins with edges ``EDGES``), to see which repetitions a bound near 2 can stop.
 
@@ -36,6 +38,7 @@ def budget_stats(path: Path, used: float, bound: float) -> dict[str, float]:
     prior_bins = [0] * (len(EDGES) + 1)
     src_total = src_over = 0
     finite_bounds: list[float] = []
+    peaks: dict[bool, list[float]] = {True: [], False: []}  # repeated? -> largest source weight of each token
     for sent in AttentionFile(path):
         attn = np.asarray(sent.attention, dtype=np.float64)
         n_src = attn.shape[1] - (1 if sent.has_sink else 0)
@@ -46,6 +49,8 @@ def budget_stats(path: Path, used: float, bound: float) -> dict[str, float]:
         for t, token in enumerate(sent.hyp):
             if t > 0:
                 bigram, j = (sent.hyp[t - 1], token), int(attn[t].argmax())
+                if token != "</s>" and n_src:
+                    peaks[bigram in seen].append(float(attn[t, :n_src].max()))
                 if bigram in seen and j < n_src:
                     repeats += 1
                     retranslated += cum[j] >= used
@@ -63,6 +68,8 @@ def budget_stats(path: Path, used: float, bound: float) -> dict[str, float]:
         "src_over_bound": src_over / max(src_total, 1),
         "mean_bound": float(np.mean(finite_bounds)) if finite_bounds else float("inf"),
         "prior_attention_bins": prior_bins,
+        "peak_repeated": float(np.mean(peaks[True])) if peaks[True] else float("nan"),
+        "peak_other": float(np.mean(peaks[False])) if peaks[False] else float("nan"),
     }
 
 
@@ -75,12 +82,12 @@ def main() -> None:
     ap.add_argument("--bound", type=float, default=1.5, help="a fertility bound that leaves room for two translations")
     args = ap.parse_args()
     print(f"| file | repeated-bigram tokens | source word already attended >= {args.used} | its bound >= {args.bound} "
-          f"| source words with total attention >= {args.bound} | mean bound |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+          f"| source words with total attention >= {args.bound} | mean bound | largest source weight: repeated / other |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     stats = {path: budget_stats(path, args.used, args.bound) for path in args.attention}
     for path, s in stats.items():
         print(f"| {path} | {s['repeated_tokens']} | {s['retranslated']:.0%} | {s['bound_room']:.0%} "
-              f"| {s['src_over_bound']:.2%} | {s['mean_bound']:.2f} |")
+              f"| {s['src_over_bound']:.2%} | {s['mean_bound']:.2f} | {s['peak_repeated']:.3f} / {s['peak_other']:.3f} |")
     bins = [f"< {EDGES[0]}"] + [f"{lo}-{hi}" for lo, hi in zip(EDGES, EDGES[1:])] + [f">= {EDGES[-1]}"]
     print("\nrepeated-bigram tokens by the attention their source word had already received")
     print("| file | " + " | ".join(bins) + " |")

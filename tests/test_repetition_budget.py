@@ -38,3 +38,5 @@ def test_counts_repetitions_retranslations_and_bound_room(tmp_path):
     assert stats["src_over_bound"] == pytest.approx(0.5)
     assert stats["mean_bound"] == pytest.approx(1.5)     # the sink's inf is left out
     assert stats["prior_attention_bins"] == [0, 1, 0, 0, 0]  # B's 0.9 lies in [0.5, 1.0)
+    # the largest source weight: 1.0 at the repeated "horse"; 0.8 ("horse") and 0.1 ("a") at the other two
+    assert stats["peak_repeated"] == pytest.approx(1.0) and stats["peak_other"] == pytest.approx(0.45)
