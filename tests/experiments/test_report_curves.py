@@ -63,3 +63,23 @@ def test_runs_validating_at_different_updates_show_their_last_validation_as_of_e
     assert "| system | seed | 340 | 345 | 690 | 700 | 1,030 |" in text
     assert "| softmax | seed1 | 9.40 | 9.40 | 23.40 | 23.40 | 30.00 |" in text
     assert "| softmax | seed2 | – | 9.50 | 9.50 | 26.80 | – |" in text
+
+
+def test_the_output_length_shows_where_runs_logged_it(tmp_path: Path) -> None:
+    """``valid/len_ratio`` (logged since session 64) gets a column and a panel; a run from before it shows "–"."""
+    _log(tmp_path, "softmax", 1, [(2000, "valid/ppl", 116.0), (2000, "valid/bleu", 2.78)])  # from before
+    _log(tmp_path, "csparsemax", 1, [(2000, "valid/ppl", 120.0), (2000, "valid/bleu", 2.50),
+                                     (2000, "valid/len_ratio", 1.176)])
+    got = curves.learning_curves(tmp_path, [SystemResults("softmax", "softmax"), SystemResults("csparsemax", "c")])
+    text = "\n".join(curves.curves_section(got, None))
+    assert "| system | seed | 2,000 | best (update) | last perplexity | last length ratio |" in text
+    assert "| softmax | seed1 | 2.78 | 2.78 (2,000) | 116.00 (2,000) | – |" in text
+    assert "| c | seed1 | 2.50 | 2.50 (2,000) | 120.00 (2,000) | 1.18 (2,000) |" in text
+    assert curves.draw_curves_figure(got, tmp_path / "with.png")
+    only_old = {"softmax": got["softmax"]}
+    assert "length" not in "\n".join(curves.curves_section(only_old, None))
+    assert curves.draw_curves_figure(only_old, tmp_path / "without.png")
+    from PIL import Image
+
+    # three panels side by side against two: the figure is wider
+    assert Image.open(tmp_path / "with.png").size[0] > Image.open(tmp_path / "without.png").size[0]
