@@ -28,11 +28,25 @@ fi
 export PYTHONPATH=$PWD/src
 export OMP_NUM_THREADS=1
 mkdir -p "$ROOT"
+# One queue at a time: a second one would start the same grids behind the first one's lock, and its packer would
+# pack beside the first's. The queue holds $ROOT/kftt-queue.lock while it lives (its children inherit it, so a
+# grid left running by a killed queue keeps it held); a grid holding $OUT/.lock (a queue started before this guard,
+# or a grid started by hand) also counts.
+exec 9>"$ROOT/kftt-queue.lock"
+if ! flock -n 9; then
+  echo "grid-kftt: another queue is running (it holds $ROOT/kftt-queue.lock: pgrep -af grid-kftt); not starting a second" >&2
+  exit 1
+fi
+if [[ -e $OUT/.lock ]] && ! flock -n "$OUT/.lock" true; then
+  echo "grid-kftt: a grid is running in $OUT (it holds $OUT/.lock: scanmt experiment status $OUT); not starting a queue beside it" >&2
+  exit 1
+fi
 ARCHIVE_SRC=${GRID_ARCHIVE_SRC:-/work/main/src}
 archive() { PYTHONPATH=$ARCHIVE_SRC "$PYTHON" -m scanmt experiment "$@"; }
 pack() { [[ -d $OUT/grids ]] && archive archive "$OUT" --to "$ARCHIVE/kftt" || true; }
 [[ -f $ARCHIVE/kftt/manifest.json && ! -d $OUT/runs ]] && archive restore "$ARCHIVE/kftt" --out "$OUT"
-(while sleep 600; do pack; done) &
+# the packer: its sleep dies with it (a TERM interrupts the wait), so no sleep outlives the queue holding its output
+(exec 9>&-; trap 'kill $nap 2>/dev/null; exit 0' TERM; while true; do sleep 600 & nap=$!; wait $nap; pack; done) &
 PACKER=$!
 trap 'kill $PACKER 2>/dev/null; pack' EXIT
 run() { echo "##### $(date -u +%FT%TZ) scanmt experiment run $*"; "$PYTHON" -m scanmt experiment run "$@"; }

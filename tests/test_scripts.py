@@ -79,6 +79,45 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="stop-grid.sh reads /proc (Linux only)")
+def _grid_kftt(tmp_path: Path, fake_python: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "GRID_ROOT": str(tmp_path / "runs"), "GRID_ARCHIVE": str(tmp_path / "archive"),
+           "PYTHON": str(fake_python), "GRID_ARCHIVE_SRC": str(tmp_path / "src")}
+    return subprocess.run(["bash", str(SCRIPTS / "grid-kftt.sh")], env=env, capture_output=True, text=True,
+                          timeout=120)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="flock(1) and flock(2) locks: Linux only")
+def test_grid_kftt_runs_its_grids_in_order_and_never_beside_another_queue(tmp_path: Path) -> None:
+    """grid-kftt.sh, with a fake Python that records its arguments: it refuses to start while another queue holds
+    ``ROOT/kftt-queue.lock`` or a grid holds ``ROOT/kftt/.lock``, and otherwise runs the grids in the documented
+    order (the bar's pair first) and packs the archive as it exits."""
+    import fcntl
+
+    calls = tmp_path / "calls"
+    fake = tmp_path / "python"
+    fake.write_text(f'#!/usr/bin/env bash\necho "$*" >> {calls}\n', encoding="utf-8")
+    fake.chmod(0o755)
+    root = tmp_path / "runs"
+    (root / "kftt" / "grids").mkdir(parents=True)
+    for held, says in [(root / "kftt-queue.lock", "another queue is running"), (root / "kftt" / ".lock", "a grid is running")]:
+        with open(held, "w") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            done = _grid_kftt(tmp_path, fake)
+        assert done.returncode == 1 and says in done.stderr, done.stderr
+        assert not calls.exists()  # nothing ran
+    done = _grid_kftt(tmp_path, fake)  # both locks free now
+    assert done.returncode == 0, done.stderr
+    lines = calls.read_text(encoding="utf-8").splitlines()
+    runs = [line for line in lines if line.startswith("-m scanmt experiment run ")]
+    grids = [(r.split()[4], r.split("--seeds ")[1].split()[0], "--systems softmax csparsemax" in r) for r in runs]
+    assert grids == [("experiments/kftt-transformer.yaml", "1", False), ("experiments/kftt.yaml", "2", True),
+                     ("experiments/kftt-transformer.yaml", "2", False), ("experiments/kftt.yaml", "3", True),
+                     ("experiments/kftt-transformer.yaml", "3", False), ("experiments/kftt.yaml", "1", False)]
+    assert all("--stress-k 1 2 3" in line for line in runs[:5])
+    assert lines[-1].startswith("-m scanmt experiment archive ") and lines[-1].endswith(f"--to {tmp_path}/archive/kftt")
+    assert "continue-kftt failed" in done.stdout  # no finished run to continue: the queue goes on
+
+
 def test_stop_grid_stops_the_queue_first_then_the_grid_which_saves(tmp_path: Path) -> None:
     """stop-grid.sh stops the queue shell that runs the grid, its packer subshell and that subshell's sleep, then
     sends SIGTERM to the process named by GRID/.lock and waits for it, and lists what the unfinished runs saved;
