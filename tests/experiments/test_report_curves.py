@@ -66,7 +66,7 @@ def test_runs_validating_at_different_updates_show_their_last_validation_as_of_e
 
 
 def test_the_output_length_shows_where_runs_logged_it(tmp_path: Path) -> None:
-    """``valid/len_ratio`` (logged since session 64) gets a column and a panel; a run from before it shows "–"."""
+    """``valid/len_ratio`` (logged since it was added) gets a column and a panel; a run from before it shows "–"."""
     _log(tmp_path, "softmax", 1, [(2000, "valid/ppl", 116.0), (2000, "valid/bleu", 2.78)])  # from before
     _log(tmp_path, "csparsemax", 1, [(2000, "valid/ppl", 120.0), (2000, "valid/bleu", 2.50),
                                      (2000, "valid/len_ratio", 1.176)])

@@ -1,8 +1,8 @@
 """Learning curves in a grid report: each run's validation BLEU and perplexity by update, read back from its
 ``metrics.csv`` (``valid/bleu``, ``valid/ppl``: what training logged at each validation), for finished runs and
 runs still training alike, as a table and a figure (``STEM/curves.png``).  Where runs logged it
-(``valid/len_ratio``, since session 64), the greedy output's length over the references' gets a panel and a
-column too: a system whose BLEU trails at equal perplexity often writes too short or too long.
+(``valid/len_ratio``; runs trained before it was added have not), the greedy output's length over the
+references' gets a panel and a column too: a system whose BLEU trails at equal perplexity often writes too short or too long.
 
 Where a grid misses a paper's figure, the first question is whether its runs converged: the curves answer it
 without opening a log.  A resumed run may have logged one update twice; the last value counts.  A run whose
