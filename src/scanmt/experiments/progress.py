@@ -125,11 +125,11 @@ def max_updates(spec: RunSpec) -> tuple[int, bool] | None:
     return int(train["max_steps"]), train.get("patience") == 0
 
 
-def own_training_left(spec: RunSpec, updates: int) -> Estimate | None:
-    """The seconds the training of ``spec``, at update ``updates``, has left at its own pace (:func:`own_pace`)
+def own_training_left(spec: RunSpec, updates: int, pace: float | None) -> Estimate | None:
+    """The seconds the training of ``spec``, at update ``updates``, has left at its own ``pace`` (:func:`own_pace`)
     up to :func:`max_updates` (source ``own``: its training alone, for a run of a system no finished run
     tells the decoding of); None when the pace or the end is unknown."""
-    pace, end = own_pace(spec.dir), max_updates(spec)
+    end = max_updates(spec)
     if pace is None or end is None:
         return None
     return Estimate(pace * max(0, end[0] - updates), "own")

@@ -106,14 +106,16 @@ def _expected_updates(times: RunTimes, system: str) -> float | None:
     return own if own is not None else median_updates([t for ts in times.by_system.values() for t in ts])
 
 
-def _training_detail(spec: RunSpec, times: RunTimes, updates: int, baseline: tuple[str, Path] | None) -> str:
+def _training_detail(spec: RunSpec, times: RunTimes, updates: int, baseline: tuple[str, Path] | None,
+                     pace: float | None) -> str:
     """``baseline``: the name of the system this one is compared with and its run folder of the same seed, whose
-    validation BLEU at the same update follows this run's own (when it validated there)."""
+    validation BLEU at the same update follows this run's own (when it validated there); ``pace``: the run's
+    seconds per update (:func:`own_pace`; None: unknown)."""
     expected = planned_updates(spec) or _expected_updates(times, spec.system)
     text = f"update {updates:,}" + (f" of ~{expected:,.0f}" if expected else "")
     if not expected and (end := max_updates(spec)) is not None:
         text += f" of {'' if end[1] else 'at most '}{end[0]:,}"
-    if (pace := own_pace(spec.dir)) is not None:
+    if pace is not None:
         text += f" ({pace:.2f} s per update)"
     if (bleu := valid_bleu(spec.dir)) is not None:
         last, at, best = bleu
@@ -138,9 +140,9 @@ def run_row(spec: RunSpec | None, key: str, folder: Path, times: RunTimes, steps
     pending = list(state.pending)
     if lock_held(folder / LOCK_FILE):
         if "train" in pending:
-            updates = logged_updates(folder)
-            return RunRow(key, folder, "training", _training_detail(spec, times, updates, baseline),
-                            times.estimate(spec, updates=updates) or own_training_left(spec, updates))
+            updates, pace = logged_updates(folder), own_pace(spec.dir)
+            return RunRow(key, folder, "training", _training_detail(spec, times, updates, baseline, pace),
+                            times.estimate(spec, updates=updates) or own_training_left(spec, updates, pace))
         done = sum(request is not None for _, request in spec.steps()) - len(pending)
         where = pending[0] if pending else "its summary"
         return RunRow(key, folder, "decoding", f"{where} ({done} of {done + len(pending)} steps done)",
