@@ -13,6 +13,9 @@ repetition), then reports:
   ``--bound``, and the mean finite bound;
 - the largest weight on a source token (sink excluded), mean over the repeated tokens and over the other
   output tokens (the first and ``</s>`` left out): a repetition made with flat attention has a small one;
+- over the same tokens, the weight on the sink (files with one), and the weight on source tokens that had
+  already received half their bound or more (bounded files): a bounded layer that has little fresh source
+  left to attend puts its weight there;
 - a second table: the repeated tokens counted by the attention their source token had already received
   (bins with edges ``EDGES``), to see which repetitions a bound near 2 can stop.
 
@@ -38,7 +41,10 @@ def budget_stats(path: Path, used: float, bound: float) -> dict[str, float]:
     prior_bins = [0] * (len(EDGES) + 1)
     src_total = src_over = 0
     finite_bounds: list[float] = []
-    peaks: dict[bool, list[float]] = {True: [], False: []}  # repeated? -> largest source weight of each token
+    # repeated? -> per output token: largest source weight, weight on the sink, weight on half-spent source tokens
+    peaks: dict[bool, list[float]] = {True: [], False: []}
+    sinks: dict[bool, list[float]] = {True: [], False: []}
+    spent: dict[bool, list[float]] = {True: [], False: []}
     for sent in AttentionFile(path):
         attn = np.asarray(sent.attention, dtype=np.float64)
         n_src = attn.shape[1] - (1 if sent.has_sink else 0)
@@ -51,6 +57,11 @@ def budget_stats(path: Path, used: float, bound: float) -> dict[str, float]:
                 bigram, j = (sent.hyp[t - 1], token), int(attn[t].argmax())
                 if token != "</s>" and n_src:
                     peaks[bigram in seen].append(float(attn[t, :n_src].max()))
+                    if sent.has_sink:
+                        sinks[bigram in seen].append(float(attn[t, n_src]))
+                    if sent.fertility is not None:
+                        half = cum[:n_src] >= 0.5 * bounds[:n_src]
+                        spent[bigram in seen].append(float(attn[t, :n_src][half].sum()))
                 if bigram in seen and j < n_src:
                     repeats += 1
                     retranslated += cum[j] >= used
@@ -68,9 +79,23 @@ def budget_stats(path: Path, used: float, bound: float) -> dict[str, float]:
         "src_over_bound": src_over / max(src_total, 1),
         "mean_bound": float(np.mean(finite_bounds)) if finite_bounds else float("inf"),
         "prior_attention_bins": prior_bins,
-        "peak_repeated": float(np.mean(peaks[True])) if peaks[True] else float("nan"),
-        "peak_other": float(np.mean(peaks[False])) if peaks[False] else float("nan"),
+        "peak_repeated": _mean(peaks[True]),
+        "peak_other": _mean(peaks[False]),
+        "sink_repeated": _mean(sinks[True]),
+        "sink_other": _mean(sinks[False]),
+        "spent_repeated": _mean(spent[True]),
+        "spent_other": _mean(spent[False]),
     }
+
+
+def _mean(values: list[float]) -> float:
+    """The mean, NaN for no values (printed as a dash)."""
+    return float(np.mean(values)) if values else float("nan")
+
+
+def _pair(a: float, b: float) -> str:
+    """``a / b`` with three decimals, or a dash where the file has no such weight."""
+    return "–" if np.isnan(a) and np.isnan(b) else f"{a:.3f} / {b:.3f}"
 
 
 def main() -> None:
@@ -82,12 +107,14 @@ def main() -> None:
     ap.add_argument("--bound", type=float, default=1.5, help="a fertility bound that leaves room for two translations")
     args = ap.parse_args()
     print(f"| file | repeated-bigram tokens | source word already attended >= {args.used} | its bound >= {args.bound} "
-          f"| source words with total attention >= {args.bound} | mean bound | largest source weight: repeated / other |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+          f"| source words with total attention >= {args.bound} | mean bound | largest source weight: repeated / other "
+          f"| sink weight: repeated / other | weight on half-spent source words: repeated / other |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     stats = {path: budget_stats(path, args.used, args.bound) for path in args.attention}
     for path, s in stats.items():
         print(f"| {path} | {s['repeated_tokens']} | {s['retranslated']:.0%} | {s['bound_room']:.0%} "
-              f"| {s['src_over_bound']:.2%} | {s['mean_bound']:.2f} | {s['peak_repeated']:.3f} / {s['peak_other']:.3f} |")
+              f"| {s['src_over_bound']:.2%} | {s['mean_bound']:.2f} | {_pair(s['peak_repeated'], s['peak_other'])} "
+              f"| {_pair(s['sink_repeated'], s['sink_other'])} | {_pair(s['spent_repeated'], s['spent_other'])} |")
     bins = [f"< {EDGES[0]}"] + [f"{lo}-{hi}" for lo, hi in zip(EDGES, EDGES[1:])] + [f">= {EDGES[-1]}"]
     print("\nrepeated-bigram tokens by the attention their source word had already received")
     print("| file | " + " | ".join(bins) + " |")

@@ -40,3 +40,23 @@ def test_counts_repetitions_retranslations_and_bound_room(tmp_path):
     assert stats["prior_attention_bins"] == [0, 1, 0, 0, 0]  # B's 0.9 lies in [0.5, 1.0)
     # the largest source weight: 1.0 at the repeated "horse"; 0.8 ("horse") and 0.1 ("a") at the other two
     assert stats["peak_repeated"] == pytest.approx(1.0) and stats["peak_other"] == pytest.approx(0.45)
+    # the sink's weight: 0.0 at the repeated "horse"; 0.2 and 0.9 at the other two
+    assert stats["sink_repeated"] == pytest.approx(0.0) and stats["sink_other"] == pytest.approx(0.55)
+    # weight on source words at half their bound or more before the step: at "horse" (t=1) none (A 0.9 < 1.0,
+    # B 0.1 < 0.5); at "a" (t=2) B (0.9 >= 0.5) gets 0.0; at the repeated "horse" A (1.0 >= 1.0) and B: 1.0
+    assert stats["spent_repeated"] == pytest.approx(1.0) and stats["spent_other"] == pytest.approx(0.0)
+
+
+def test_unbounded_file_prints_dashes_for_sink_and_spent_weights(tmp_path, capsys, monkeypatch):
+    attention = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [0.0, 1.0]])
+    sent = SentenceAttention(attention=attention, src=["A", "B"], hyp=["a", "b", "a", "b"], fertility=None, sink=False)
+    path = tmp_path / "soft.attn.npz"
+    save_attention(path, [sent])
+    script = _script()
+    stats = script.budget_stats(path, used=0.5, bound=1.5)
+    assert stats["repeated_tokens"] == 1 and stats["peak_repeated"] == pytest.approx(1.0)
+    assert np.isnan(stats["sink_repeated"]) and np.isnan(stats["spent_other"])
+    monkeypatch.setattr("sys.argv", ["repetition_budget.py", str(path)])
+    script.main()
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith(f"| {path} | 1 |"))
+    assert row.endswith("| 1.000 / 1.000 | – | – |")
