@@ -4,9 +4,11 @@ For each attention file written by ``scanmt translate --attention-out``, walks e
 counts the output tokens that close a bigram already produced earlier in the same sentence (a
 repetition), then reports:
 
-- the share of those tokens whose most-attended source token had already received at least
-  ``--used`` attention before that step (the source word is being translated a second time);
-- the share of them whose most-attended source token has a fertility bound of at least
+- the share of those tokens whose most-attended column is the sink (files with one): a repetition
+  that attends to no source word most;
+- of the others, the share whose most-attended source token had already received at least ``--used``
+  attention before that step (the source word is being translated a second time);
+- of the others, the share whose most-attended source token has a fertility bound of at least
   ``--bound`` (a bound that leaves room for a second translation; unbounded transforms count as
   infinite);
 - the share of source tokens (sink excluded) whose total attention over the sentence reaches
@@ -16,8 +18,8 @@ repetition), then reports:
 - over the same tokens, the weight on the sink (files with one), and the weight on source tokens that had
   already received half their bound or more (bounded files): a bounded layer that has little fresh source
   left to attend puts its weight there;
-- a second table: the repeated tokens counted by the attention their source token had already received
-  (bins with edges ``EDGES``), to see which repetitions a bound near 2 can stop.
+- a second table: the repeated tokens that attend to a source token most, counted by the attention that
+  token had already received (bins with edges ``EDGES``), to see which repetitions a bound near 2 can stop.
 
     python scripts/repetition_budget.py ../grid/table1/runs/{softmax,csparsemax}/seed1/test.attn.npz
 """
@@ -37,7 +39,7 @@ EDGES = (0.5, 1.0, 1.5, 2.0)
 
 def budget_stats(path: Path, used: float, bound: float) -> dict[str, float]:
     """Statistics of one attention file (see the module docstring)."""
-    repeats = retranslated = roomy = 0
+    repeats = on_sink = retranslated = roomy = 0
     prior_bins = [0] * (len(EDGES) + 1)
     src_total = src_over = 0
     finite_bounds: list[float] = []
@@ -62,7 +64,10 @@ def budget_stats(path: Path, used: float, bound: float) -> dict[str, float]:
                     if sent.fertility is not None:
                         half = cum[:n_src] >= 0.5 * bounds[:n_src]
                         spent[bigram in seen].append(float(attn[t, :n_src][half].sum()))
-                if bigram in seen and j < n_src:
+                if bigram in seen and j >= n_src:
+                    repeats += 1
+                    on_sink += 1
+                elif bigram in seen:
                     repeats += 1
                     retranslated += cum[j] >= used
                     roomy += bounds[j] >= bound
@@ -74,8 +79,9 @@ def budget_stats(path: Path, used: float, bound: float) -> dict[str, float]:
         finite_bounds.extend(b for b in bounds[:n_src] if np.isfinite(b))
     return {
         "repeated_tokens": repeats,
-        "retranslated": retranslated / max(repeats, 1),
-        "bound_room": roomy / max(repeats, 1),
+        "sink_argmax": on_sink / max(repeats, 1),
+        "retranslated": retranslated / max(repeats - on_sink, 1),
+        "bound_room": roomy / max(repeats - on_sink, 1),
         "src_over_bound": src_over / max(src_total, 1),
         "mean_bound": float(np.mean(finite_bounds)) if finite_bounds else float("inf"),
         "prior_attention_bins": prior_bins,
@@ -106,17 +112,18 @@ def main() -> None:
                          "second translation of it")
     ap.add_argument("--bound", type=float, default=1.5, help="a fertility bound that leaves room for two translations")
     args = ap.parse_args()
-    print(f"| file | repeated-bigram tokens | source word already attended >= {args.used} | its bound >= {args.bound} "
+    print(f"| file | repeated-bigram tokens | most attended: the sink | else: source word already attended >= {args.used} "
+          f"| its bound >= {args.bound} "
           f"| source words with total attention >= {args.bound} | mean bound | largest source weight: repeated / other "
           f"| sink weight: repeated / other | weight on half-spent source words: repeated / other |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     stats = {path: budget_stats(path, args.used, args.bound) for path in args.attention}
     for path, s in stats.items():
-        print(f"| {path} | {s['repeated_tokens']} | {s['retranslated']:.0%} | {s['bound_room']:.0%} "
+        print(f"| {path} | {s['repeated_tokens']} | {s['sink_argmax']:.0%} | {s['retranslated']:.0%} | {s['bound_room']:.0%} "
               f"| {s['src_over_bound']:.2%} | {s['mean_bound']:.2f} | {_pair(s['peak_repeated'], s['peak_other'])} "
               f"| {_pair(s['sink_repeated'], s['sink_other'])} | {_pair(s['spent_repeated'], s['spent_other'])} |")
     bins = [f"< {EDGES[0]}"] + [f"{lo}-{hi}" for lo, hi in zip(EDGES, EDGES[1:])] + [f">= {EDGES[-1]}"]
-    print("\nrepeated-bigram tokens by the attention their source word had already received")
+    print("\nrepeated-bigram tokens that attend to a source word most, by the attention it had already received")
     print("| file | " + " | ".join(bins) + " |")
     print("| --- |" + " ---: |" * len(bins))
     for path, s in stats.items():

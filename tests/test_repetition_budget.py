@@ -31,7 +31,8 @@ def test_counts_repetitions_retranslations_and_bound_room(tmp_path):
     path = tmp_path / "x.attn.npz"
     save_attention(path, [sent])
     stats = _script().budget_stats(path, used=0.5, bound=1.5)
-    assert stats["repeated_tokens"] == 1           # only step 4 repeats a bigram and attends a real source word
+    assert stats["repeated_tokens"] == 1           # only step 4 repeats a bigram
+    assert stats["sink_argmax"] == pytest.approx(0.0)    # and it attends B most, not the sink
     assert stats["retranslated"] == pytest.approx(1.0)   # B had 0.9 >= 0.5 before it
     assert stats["bound_room"] == pytest.approx(0.0)     # B's bound 1.0 < 1.5
     # totals: A 1.0, B 1.9 -> one of the two source words reaches 1.5
@@ -60,3 +61,25 @@ def test_unbounded_file_prints_dashes_for_sink_and_spent_weights(tmp_path, capsy
     script.main()
     row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith(f"| {path} | 1 |"))
     assert row.endswith("| 1.000 / 1.000 | – | – |")
+
+
+def test_repetitions_that_attend_to_the_sink_count_but_stay_out_of_the_source_word_statistics(tmp_path):
+    # "a b a b a b" over [A, <sink>]: steps 3 and 5 close ("a", "b") again; step 3 attends the sink most
+    attention = np.array([
+        [1.0, 0.0],   # a
+        [0.6, 0.4],   # b
+        [0.3, 0.7],   # a  ("b", "a") new
+        [0.2, 0.8],   # b  repeats ("a", "b"), the sink most
+        [0.5, 0.5],   # a  repeats ("b", "a"): a tie, argmax takes A (the first)
+        [0.9, 0.1],   # b  repeats ("a", "b"), A most, which had 1.0 + 0.6 + 0.3 + 0.2 + 0.5 = 2.6 before
+    ])
+    sent = SentenceAttention(attention=attention, src=["A", "<sink>"], hyp=["a", "b", "a", "b", "a", "b"],
+                             fertility=np.array([3.0, np.inf]), sink=True)
+    path = tmp_path / "s.attn.npz"
+    save_attention(path, [sent])
+    stats = _script().budget_stats(path, used=0.5, bound=1.5)
+    assert stats["repeated_tokens"] == 3
+    assert stats["sink_argmax"] == pytest.approx(1 / 3)
+    # the two that attend A most: A had 2.1 and 2.6 before them, both >= 0.5, bound 3.0 >= 1.5
+    assert stats["retranslated"] == pytest.approx(1.0) and stats["bound_room"] == pytest.approx(1.0)
+    assert stats["prior_attention_bins"] == [0, 0, 0, 0, 2]
