@@ -57,21 +57,22 @@ def budget_stats(path: Path, used: float, bound: float) -> dict[str, float]:
         for t, token in enumerate(sent.hyp):
             if t > 0:
                 bigram, j = (sent.hyp[t - 1], token), int(attn[t].argmax())
+                repeated = bigram in seen
                 if token != "</s>" and n_src:
-                    peaks[bigram in seen].append(float(attn[t, :n_src].max()))
+                    peaks[repeated].append(float(attn[t, :n_src].max()))
                     if sent.has_sink:
-                        sinks[bigram in seen].append(float(attn[t, n_src]))
+                        sinks[repeated].append(float(attn[t, n_src]))
                     if sent.fertility is not None:
                         half = cum[:n_src] >= 0.5 * bounds[:n_src]
-                        spent[bigram in seen].append(float(attn[t, :n_src][half].sum()))
-                if bigram in seen and j >= n_src:
+                        spent[repeated].append(float(attn[t, :n_src][half].sum()))
+                if repeated:
                     repeats += 1
-                    on_sink += 1
-                elif bigram in seen:
-                    repeats += 1
-                    retranslated += cum[j] >= used
-                    roomy += bounds[j] >= bound
-                    prior_bins[int(np.searchsorted(EDGES, cum[j], side="right"))] += 1
+                    if j >= n_src:  # the sink: no source word's statistics
+                        on_sink += 1
+                    else:
+                        retranslated += cum[j] >= used
+                        roomy += bounds[j] >= bound
+                        prior_bins[int(np.searchsorted(EDGES, cum[j], side="right"))] += 1
                 seen.add(bigram)
             cum += attn[t]
         src_total += n_src
