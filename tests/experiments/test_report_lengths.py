@@ -92,3 +92,36 @@ def test_runs_without_drop_counts_show_rep_only(field: str) -> None:
         {"softmax": "softmax", "csparsemax": "softmax"}, "softmax", [5] * 40, {}, ["a"] * 40))
     assert "| 1–10 | 40 | 1.0 | – | 5.00 | – |" in text
     assert "| 1–10 | 40 | – | 5.00 | 0.00 (×0.00, p " in text and text.rstrip().endswith("| – | – |")
+
+
+def test_training_length_rows_split_the_test_set_at_the_filter() -> None:
+    src = [5] * 30 + [45] * 30
+    ref = [10] * 60
+    # csparsemax repeats more only beyond the training lengths (σ 2 against 1 there)
+    soft = SystemResults("softmax", "softmax", [_run(1, [0.0] * 30 + [1.0] * 30, [1.0] * 60, src, ref)])
+    csp = SystemResults("csparsemax", "csparsemax", [_run(1, [0.0] * 30 + [2.0] * 30, [1.0] * 60, src, ref)])
+    hyps = {"softmax": {1: ["a b c d"] * 60}, "csparsemax": {1: ["a b c d"] * 60}}
+    args = ([soft, csp], {"softmax": "softmax", "csparsemax": "softmax"}, "softmax", src, hyps, ["a b c d"] * 60)
+    lines = lengths.length_section(*args, trained_words=40)
+    text = "\n".join(lines)
+    # REP beyond: 100 * 30 / (30 * 10) = 10.00 for softmax; DROP everywhere 100 * 1 / 5 = 20.00 and 100 / 45 = 2.22
+    assert "| 1–40 (the training lengths) | 30 | 4.0 | 100.00 | 0.00 | 20.00 |" in text
+    assert "| 41+ (longer than any training source) | 30 | 4.0 | 100.00 | 10.00 | 2.22 |" in text
+    beyond = next(x for x in lines if x.startswith("| 41+ (longer") and "×" in x)
+    assert "| 10.00 | 20.00 (×2.00, p " in beyond
+    # no limit, or a limit no test sentence passes: no such rows
+    assert "training lengths" not in "\n".join(lengths.length_section(*args))
+    assert "training lengths" not in "\n".join(lengths.length_section(*args, trained_words=50))
+
+
+def test_cut_short_counts_outputs_under_a_third_of_their_reference() -> None:
+    ref = ["27 . Fukuroi-juku Station ( Fukuroi City )", "a b c", "one two three four five six"]
+    # "27" is 1 of 8 words; "x" against a 3-word reference does not count; 2 of 6 is not under a third
+    assert lengths.cut_short(["27", "x", "one two"], ref) == (1, 1)
+    assert lengths.cut_short(["27 .", "x", "one"], ref) == (2, 1)
+    soft = SystemResults("softmax", "softmax", [_run(1, [0.0] * 3, [0.0] * 3, [5] * 3, [8, 3, 6])])
+    csp = SystemResults("csparsemax", "csparsemax", [_run(1, [0.0] * 3, [0.0] * 3, [5] * 3, [8, 3, 6])])
+    text = "\n".join(lengths.length_section(
+        [soft, csp], {"softmax": "softmax", "csparsemax": "softmax"}, "softmax", [5] * 3,
+        {"softmax": {1: ["27 . Fukuroi-juku", "x", "one two three"]}, "csparsemax": {1: ["27", "x", "one"]}}, ref))
+    assert "softmax 0 (one word: 0); csparsemax 2 (one word: 2)." in text

@@ -16,7 +16,12 @@ bounds change the long sentences at all; this section answers it with numbers.
   tokenized by the source language's tokenizer (:func:`scanmt.data.tokenize.tokenize`; MeCab for Japanese).
 
 Groups of fewer than :data:`MIN_GROUP` sentences are merged into their neighbour towards the middle, so that no
-group's rates rest on a handful of sentences.  Runs without a stress test at K = 1 are left out of REP and DROP
+group's rates rest on a handful of sentences.  Where the data's training pairs were filtered by length
+(``prepare --max-train-words``, KFTT's 40 words), two more rows split the test set at that length: the sentences
+the model saw the like of in training, and those longer than any training source (on KFTT the bounds' whole
+effect on the Transformer sat in the second: docs/kftt.md, "Eleventh session").  A last line counts each system's
+cut-short outputs: fewer than a third of the reference's words (references of :data:`CUT_SHORT_MIN_REF` words or
+more), and of those the outputs of one word (a beam that ends after a list item's number).  Runs without a stress test at K = 1 are left out of REP and DROP
 (each system's table names the seeds it pairs with its baseline), and a grid whose runs have none gets no section.
 """
 
@@ -33,6 +38,8 @@ EDGES = (10, 20, 30, 40, 60)
 MIN_GROUP = 30
 #: the K of the stress test whose per-input counts are the test set itself
 K = 1
+#: the shortest reference (words) whose output can count as cut short
+CUT_SHORT_MIN_REF = 4
 
 
 @dataclass(frozen=True)
@@ -42,10 +49,12 @@ class Group:
     low: int
     high: int | None  #: None: no upper end
     indices: tuple[int, ...]
+    note: str = ""  #: shown after the range
 
     @property
     def label(self) -> str:
-        return f"{self.low}+" if self.high is None else f"{self.low}–{self.high}"
+        span = f"{self.low}+" if self.high is None else f"{self.low}–{self.high}"
+        return f"{span} ({self.note})" if self.note else span
 
 
 def length_groups(src_words: Sequence[int], edges: Sequence[int] = EDGES, min_group: int = MIN_GROUP) -> list[Group]:
@@ -69,6 +78,31 @@ def length_groups(src_words: Sequence[int], edges: Sequence[int] = EDGES, min_gr
         merged = Group(groups[a].low, groups[b].high, tuple(sorted(groups[a].indices + groups[b].indices)))
         groups[a:b + 1] = [merged]
     return groups
+
+
+def training_length_groups(src_words: Sequence[int], trained_words: int | None) -> list[Group]:
+    """The test sentences within the training data's length limit (at most ``trained_words`` source words) and
+    those beyond it; [] without a limit or when either side would be empty."""
+    if trained_words is None:
+        return []
+    within = tuple(i for i, n in enumerate(src_words) if n <= trained_words)
+    beyond = tuple(i for i, n in enumerate(src_words) if n > trained_words)
+    if not within or not beyond:
+        return []
+    return [Group(1, trained_words, within, "the training lengths"),
+            Group(trained_words + 1, None, beyond, "longer than any training source")]
+
+
+def cut_short(hyp_tok: Sequence[str], ref_tok: Sequence[str]) -> tuple[int, int]:
+    """``(outputs with fewer than a third of their reference's words, those of them with one word)``, over the
+    references of :data:`CUT_SHORT_MIN_REF` words or more."""
+    short = one = 0
+    for h, r in zip(hyp_tok, ref_tok):
+        n_hyp, n_ref = len(h.split()), len(r.split())
+        if n_ref >= CUT_SHORT_MIN_REF and 3 * n_hyp < n_ref:
+            short += 1
+            one += n_hyp == 1
+    return short, one
 
 
 #: per system, per seed: the tokenized test translation (one line per test sentence)
@@ -170,10 +204,26 @@ def _system_rows(s: Any, base: Any, groups: Sequence[Group], bleus: GroupBleus) 
     return rows, len(seeds)
 
 
+def _cut_short_line(systems: Sequence[Any], hyps: Translations, ref_tok: Sequence[str]) -> list[str]:
+    """The sentence counting each system's cut-short outputs per seed (module docstring); [] without translations."""
+    parts = []
+    for s in systems:
+        by_seed = hyps.get(s.name) or {}
+        counts = [cut_short(by_seed[k], ref_tok) for k in sorted(by_seed)]
+        if counts:
+            parts.append(f"{md_escape(s.label)} {' / '.join(str(c) for c, _ in counts)} "
+                         f"(one word: {' / '.join(str(o) for _, o in counts)})")
+    if not parts:
+        return []
+    return ["", f"Cut-short outputs, per seed: fewer than a third of the reference's words (references of "
+                f"{CUT_SHORT_MIN_REF} words or more), and of those the outputs of one word: " + "; ".join(parts) + "."]
+
+
 def length_section(systems: Sequence[Any], baselines: Mapping[str, str], baseline: str, src_words: Sequence[int],
-                   hyps: Translations, ref_tok: Sequence[str]) -> list[str]:
+                   hyps: Translations, ref_tok: Sequence[str], trained_words: int | None = None) -> list[str]:
     """Markdown lines: the grid baseline's BLEU, REP and DROP by source length, then each other system's against
-    its own baseline (module docstring); [] when no run has a stress test at K = 1.
+    its own baseline, then each system's cut-short outputs (module docstring); [] when no run has a stress test at
+    K = 1.
 
     Args:
         systems: :class:`~scanmt.experiments.report.collection.SystemResults` of the grid.
@@ -182,10 +232,12 @@ def length_section(systems: Sequence[Any], baselines: Mapping[str, str], baselin
         src_words: per test sentence, its number of source words (:func:`source_words`).
         hyps: per system and seed, the tokenized test translation.
         ref_tok: the tokenized reference, one line per test sentence.
+        trained_words: the training pairs' length limit in source words (``prepare --max-train-words``); None:
+            no limit, no rows for it.
     """
     if not has_length_counts(systems):
         return []
-    groups = length_groups(src_words)
+    groups = length_groups(src_words) + training_length_groups(src_words, trained_words)
     bleus = _group_bleus(hyps, groups, ref_tok)
     by_name = {s.name: s for s in systems}
     base = by_name[baseline]
@@ -208,4 +260,4 @@ def length_section(systems: Sequence[Any], baselines: Mapping[str, str], baselin
         L += ["", f"**{md_escape(s.label)}** against {md_escape(other.label)} ({seeds} seed{'s' if seeds > 1 else ''}):",
               "", "| source words | sentences | Δ BLEU | REP of the baseline | REP ↓ | DROP of the baseline | DROP ↓ |",
               "| --- | ---: | ---: | ---: | ---: | ---: | ---: |", *rows]
-    return L + [""]
+    return L + _cut_short_line(systems, hyps, ref_tok) + [""]

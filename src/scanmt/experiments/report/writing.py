@@ -69,7 +69,9 @@ def _by_length(p: Page) -> list[str]:
             lines = hyp_lines(p.out, p.rec, s.name, r["seed"])
             if lines is not None and len(lines) == sentences:
                 hyps.setdefault(s.name, {})[r["seed"]] = tokenize_all(lines, p.texts.tgt_lang)
-    return length_section(p.systems, p.baselines, p.baseline, words, hyps, p.texts.ref_tok)
+    trained = (read_meta_lenient(SharedPaths(p.out).data) or {}).get("max_train_words")
+    trained = trained if isinstance(trained, int) and not isinstance(trained, bool) and trained > 0 else None
+    return length_section(p.systems, p.baselines, p.baseline, words, hyps, p.texts.ref_tok, trained)
 
 
 def _commands(p: Page) -> list[str]:
