@@ -80,6 +80,7 @@ def test_translate_summary(force, output):
 
     class T:  # a translation as far as the summary reads it
         pieces = ["a", "b"]
+        src_pieces = ["x", "y", "z"]
         hypothesis = Hypothesis([1, 2], -1.0, -1.0, None, support=[3, 2, 1], exact=True)
 
     decode = DecodeConfig()
@@ -105,6 +106,7 @@ def test_forced_summary_of_a_zero_probability_target_says_infinite():
 
     class T:
         pieces = ["a", "b"]
+        src_pieces = ["x", "y"]
         hypothesis = Hypothesis([1, 2], float("-inf"), float("-inf"), None)
 
     request = api.TranslateRequest(model="m.pt", input="-", output="o.en", force_target="t.en")
@@ -112,3 +114,31 @@ def test_forced_summary_of_a_zero_probability_target_says_infinite():
     assert result.perplexity == float("inf")
     assert "  perplexity: infinite (the model gives a target word probability 0, as a sparse output can)" in (
         result.summary(request).splitlines())
+
+
+@pytest.mark.parametrize("alpha, hint", [(0.0, True), (1.0, False)])
+def test_translate_summary_names_the_short_outputs(alpha, hint):
+    """An output under a third of its source's subwords (sources of 6 or more) is named by its line, with the length
+    penalty as the hint where a beam ran without one (docs/kftt.md: "27.袋井宿..." -> "27")."""
+    from scanmt.api.translate import short_outputs
+    from scanmt.decoding.search import Hypothesis
+
+    def t(n_src: int, n_out: int):
+        class T:
+            pieces = ["w"] * n_out
+            src_pieces = ["s"] * n_src
+            hypothesis = Hypothesis([1] * n_out, -1.0, -1.0, None, exact=True)
+        return T()
+
+    # line 2: 1 of 13 subwords; line 3: 4 of 12 is not under a third; line 4: a 5-subword source is not checked
+    outs = [t(8, 7), t(13, 1), t(12, 4), t(5, 1), t(6, 1)]
+    request = api.TranslateRequest(model="m.pt", input="in.ja", output="o.en")
+    text = api.TranslateResult(outs, 5, DecodeConfig(length_alpha=alpha), 2.0, "softmax").summary(request)
+    line = next(x for x in text.splitlines() if x.startswith("  short outputs:"))
+    assert line.startswith("  short outputs: 2 of 5 have fewer than a third of their source's subwords (lines 2, 5)")
+    assert ("try --length-alpha" in line) == hint
+    assert short_outputs(outs) == [1, 4]
+    # forced decoding and outputs of normal length say nothing of it
+    forced = api.TranslateRequest(model="m.pt", input="in.ja", output="o.en", force_target="t.en")
+    assert "short outputs" not in api.TranslateResult(outs, 0, DecodeConfig(), 2.0, "softmax").summary(forced)
+    assert "short outputs" not in api.TranslateResult([t(8, 7)], 5, DecodeConfig(), 2.0, "softmax").summary(request)

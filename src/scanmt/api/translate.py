@@ -114,8 +114,9 @@ class TranslateResult:
         return {"output": self.output, "beam": self.beam, **self.search_stats.to_dict()}
 
     def summary(self, request: TranslateRequest) -> str:
-        """The lines ``scanmt translate`` prints at its end: sentences, decoding settings, speed, a sparse output's
-        support and exact searches, attention file."""
+        """The lines ``scanmt translate`` prints at its end: sentences, decoding settings, speed, the outputs much
+        shorter than their source (:func:`short_outputs`), a sparse output's support and exact searches, attention
+        file."""
         from scanmt.model.output import is_sparse
 
         out, beam, dt, d = self.translations, self.beam, self.seconds, self.decode
@@ -137,6 +138,13 @@ class TranslateResult:
             lines.append(f"  perplexity: {ppl:.2f} over {n_tok} target subwords (with one </s> a sentence)"
                          if math.isfinite(ppl) else "  perplexity: infinite (the model gives a target word "
                          "probability 0, as a sparse output can)")
+        short = [] if request.force_target else short_outputs(out)
+        if short:
+            where = ", ".join(str(i + 1) for i in short[:5]) + (", ..." if len(short) > 5 else "")
+            hint = ("; a beam without a length penalty can prefer an early </s>: try --length-alpha, tuned on dev by "
+                    "`scanmt tune-penalties`" if beam > 1 and d.length_alpha == 0 else "")
+            lines.append(f"  short outputs: {len(short)} of {len(out)} have fewer than a third of their source's "
+                         f"subwords (lines {where}){hint}")
         if not request.force_target and is_sparse(self.output):  # a softmax gives every word a probability
             lines.append(f"  {self.search_stats.describe(self.output)}")
         if request.attention_out:
@@ -144,6 +152,18 @@ class TranslateResult:
         if request.search_stats:
             lines.append(f"  search statistics: {request.search_stats}")
         return "\n".join(lines)
+
+
+#: sources of fewer subwords are not checked for short outputs
+SHORT_OUTPUT_MIN_SOURCE = 6
+
+
+def short_outputs(translations: Sequence[Translation]) -> list[int]:
+    """0-based indices of the outputs with fewer than a third of their source's subwords (sources of
+    :data:`SHORT_OUTPUT_MIN_SOURCE` or more): on KFTT a beam without a length penalty ended list entries such as
+    "27.袋井宿（静岡県袋井市）" after their number (docs/kftt.md, "Eleventh session")."""
+    return [i for i, t in enumerate(translations)
+            if len(t.src_pieces) >= SHORT_OUTPUT_MIN_SOURCE and 3 * len(t.pieces) < len(t.src_pieces)]
 
 
 def source_name(path: str) -> str:
