@@ -21,8 +21,9 @@ group's rates rest on a handful of sentences.  Where the data's training pairs w
 the model saw the like of in training, and those longer than any training source (on KFTT the bounds' whole
 effect on the Transformer sat in the second: docs/kftt.md, "Eleventh session").  A last line counts each system's
 cut-short outputs: fewer than a third of the reference's words (references of :data:`CUT_SHORT_MIN_REF` words or
-more), and of those the outputs of one word (a beam that ends after a list item's number).  Runs without a stress test at K = 1 are left out of REP and DROP
-(each system's table names the seeds it pairs with its baseline), and a grid whose runs have none gets no section.
+more), and of those the outputs of one word (a beam that ends after a list item's number).  Runs without a
+stress test at K = 1 are left out of REP and DROP (each system's table names the seeds it pairs with its
+baseline), and a grid whose runs have none gets no section.
 """
 
 from __future__ import annotations
