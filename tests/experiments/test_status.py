@@ -122,6 +122,27 @@ def test_a_fixed_epoch_run_expects_its_epochs_not_the_folders_median(tmp_path):
     assert progress.planned_updates(fixed) is None
 
 
+def test_a_system_without_finished_runs_takes_its_own_update_budget_not_the_folders(tmp_path):
+    """Another grid in the folder (a Transformer's 500 updates) tells the pace; the LSTM's own ``train.max_steps``
+    (900) tells how many updates, for its training run and for its seed that has not started."""
+    out = tmp_path / "exp"
+    _record(out, name="tf", seeds=(1,), systems=("transformer",))
+    _finish(_spec(out, "transformer", 1), train_s=1000.0, updates=500)  # 2 s per update
+    _record(out, name="lstm", seeds=(1, 2), systems=("lstm",))
+    training = _spec(out, "lstm", 1)
+    training.config = {"train": {"max_steps": 900, "patience": 4}}
+    write_json(training.dir / "spec.json", training.to_dict())
+    (training.dir / "metrics.csv").write_text("step,name,value\n300,train/loss,3.0\n")
+    with lock_held_elsewhere(training.dir):
+        runs = _by_key(status.folder_status(out, ["lstm"]))
+    r = runs["lstm/seed1"]
+    assert r.detail == "update 300 of at most 900"
+    # 600 updates left at the folder's 2 s, then the other system's translate, evaluate and stress
+    assert r.left.seconds == pytest.approx(600 * 2.0 + 60 + 30 + 120) and r.left.source == "grid"
+    assert runs["lstm/seed2"].state == "not started"
+    assert runs["lstm/seed2"].left.seconds == pytest.approx(900 * 2.0 + 60 + 30 + 120)
+
+
 def test_a_run_nobody_holds_is_stopped_and_says_what_a_rerun_picks_up(tmp_path):
     out = tmp_path / "exp"
     _record(out, seeds=(1,))

@@ -138,13 +138,17 @@ def _step_seconds(step: str, updates_done: int, history: Sequence[StepTimes],
 
 
 def expected_seconds(steps: Sequence[str], updates_done: int, own: Sequence[StepTimes],
-                     grid: Sequence[StepTimes], planned: int | None = None) -> Estimate | None:
+                     grid: Sequence[StepTimes], planned: int | None = None,
+                     bound: int | None = None) -> Estimate | None:
     """The expected seconds of a run's remaining ``steps``, from the finished runs of its own system (``own``)
     when they have every step, else from every finished run of the grid (``grid``); None when neither has.
 
     ``updates_done``: the updates its training has done already (0 for a new run); ``planned``: the updates
     it will make in all where its config fixes them (``runner.planned_updates``; None: the median of the finished
-    runs' is taken, which early stopping may put far from a fixed-epoch run's).  Where the grid has runs
+    runs' is taken, which early stopping may put far from a fixed-epoch run's); ``bound``: the most updates its
+    config allows (``train.max_steps``; None: no such bound), taken in place of the median where the estimate
+    comes from the grid's other systems, whose budget may be another (a Transformer's 16,000 updates beside an
+    LSTM's 18,000 in one folder).  Where the grid has runs
     whose training was CPU-timed (:attr:`StepTimes.cpu_timed`), only those count: a wall-clock time recorded
     before CPU time was (or on several threads) may include hours of waiting behind other jobs, and one such
     run would make every later run of its system look too long to start.
@@ -152,7 +156,8 @@ def expected_seconds(steps: Sequence[str], updates_done: int, own: Sequence[Step
     if any(h.cpu_timed for h in grid):
         own, grid = [h for h in own if h.cpu_timed], [h for h in grid if h.cpu_timed]
     for source, history in (("system", own), ("grid", grid)):
-        parts = [_step_seconds(step, updates_done, history, planned) for step in steps]
+        updates = planned if source == "system" else planned or bound
+        parts = [_step_seconds(step, updates_done, history, updates) for step in steps]
         if history and all(p is not None for p in parts):
             return Estimate(sum(p for p in parts if p is not None), source)
     return None

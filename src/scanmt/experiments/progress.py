@@ -200,12 +200,15 @@ class RunTimes:
     def estimate(self, spec: RunSpec, updates: int | None = None) -> Estimate | None:
         """The expected seconds of what ``spec`` still has to do (:func:`expected_seconds`); its training has
         done ``updates`` updates already (default: those a resume picks up, :func:`updates_done`)."""
+        end = max_updates(spec)
         return self.estimate_steps(spec.system, pending_steps(spec),
-                                   updates_done(spec.dir) if updates is None else updates, planned_updates(spec))
+                                   updates_done(spec.dir) if updates is None else updates, planned_updates(spec),
+                                   end[0] if end is not None else None)
 
     def estimate_steps(self, system: str, steps: Sequence[str], updates: int = 0,
-                       planned: int | None = None) -> Estimate | None:
+                       planned: int | None = None, bound: int | None = None) -> Estimate | None:
         """The expected seconds of the ``steps`` of a run of ``system`` whose training has done ``updates`` (of
-        ``planned`` in all, where known: :func:`planned_updates`)."""
+        ``planned`` in all, where known: :func:`planned_updates`; of at most ``bound``, its ``train.max_steps``,
+        which an estimate from other systems' runs takes in place of their updates)."""
         grid = [t for times in self.by_system.values() for t in times]
-        return expected_seconds(steps, updates, self.by_system.get(system, []), grid, planned)
+        return expected_seconds(steps, updates, self.by_system.get(system, []), grid, planned, bound)

@@ -5,7 +5,8 @@ no lock, and says for each run of each grid recorded in ``OUT/grids/`` (in the o
 starts them, seeds by systems):
 
 * ``done``: its test scores;
-* ``training``: the update its training has logged, against the updates its system's finished runs took,
+* ``training``: the update its training has logged, against the updates its system's finished runs took (a
+  system with none: its own ``train.max_steps``, not another system's budget),
   its last and best validation BLEU so far, and its baseline's (the same seed's) at that update, so that a
   new system can be watched against the one it is meant to beat while it trains;
 * ``decoding``: the step it is in (translate, evaluate, an extra split, the stress test);
@@ -100,10 +101,18 @@ def valid_bleu(run: Path) -> tuple[float, int, float] | None:
     return rows[at], at, max(rows.values())
 
 
-def _expected_updates(times: RunTimes, system: str) -> float | None:
-    """The median updates of the finished trainings of ``system``, else of the folder's (None: none)."""
-    own = median_updates(times.by_system.get(system, []))
-    return own if own is not None else median_updates([t for ts in times.by_system.values() for t in ts])
+def _expected_updates(spec: RunSpec, times: RunTimes) -> str:
+    """`` of ~N`` / `` of N`` / `` of at most N``: the updates the run's training will make, from its config where it
+    fixes them, else the median of its system's finished trainings, else its ``train.max_steps``, else the median
+    of the folder's other trainings (whose budget may be another's); "" when nothing tells."""
+    if (planned := planned_updates(spec)) is not None:
+        return f" of ~{planned:,}"
+    if (own := median_updates(times.by_system.get(spec.system, []))) is not None:
+        return f" of ~{own:,.0f}"
+    if (end := max_updates(spec)) is not None:
+        return f" of {'' if end[1] else 'at most '}{end[0]:,}"
+    other = median_updates([t for ts in times.by_system.values() for t in ts])
+    return f" of ~{other:,.0f}" if other is not None else ""
 
 
 def _training_detail(spec: RunSpec, times: RunTimes, updates: int, baseline: tuple[str, Path] | None,
@@ -111,10 +120,7 @@ def _training_detail(spec: RunSpec, times: RunTimes, updates: int, baseline: tup
     """``baseline``: the name of the system this one is compared with and its run folder of the same seed, whose
     validation BLEU at the same update follows this run's own (when it validated there); ``pace``: the run's
     seconds per update (:func:`own_pace`; None: unknown)."""
-    expected = planned_updates(spec) or _expected_updates(times, spec.system)
-    text = f"update {updates:,}" + (f" of ~{expected:,.0f}" if expected else "")
-    if not expected and (end := max_updates(spec)) is not None:
-        text += f" of {'' if end[1] else 'at most '}{end[0]:,}"
+    text = f"update {updates:,}" + _expected_updates(spec, times)
     if pace is not None:
         text += f" ({pace:.2f} s per update)"
     if (bleu := valid_bleu(spec.dir)) is not None:
@@ -126,14 +132,15 @@ def _training_detail(spec: RunSpec, times: RunTimes, updates: int, baseline: tup
 
 
 def run_row(spec: RunSpec | None, key: str, folder: Path, times: RunTimes, steps: Sequence[str],
-            baseline: tuple[str, Path] | None = None) -> RunRow:
+            baseline: tuple[str, Path] | None = None, bound: int | None = None) -> RunRow:
     """The row of the run in ``folder`` (``spec``: its ``spec.json``, None when it has none yet; ``steps``:
-    the steps a run not started will do, for its estimate; ``baseline``: the system it is compared with and that
-    system's run folder of the same seed), from its :func:`~scanmt.experiments.state.run_state` and whether a
-    process holds it."""
+    the steps a run not started will do, for its estimate, and ``bound`` the most updates its training makes, as
+    another seed's config of its system says; ``baseline``: the system it is compared with and that system's run
+    folder of the same seed), from its :func:`~scanmt.experiments.state.run_state` and whether a process holds
+    it."""
     system = key.split("/")[0]
     if spec is None:
-        return RunRow(key, folder, "not started", "", times.estimate_steps(system, steps))
+        return RunRow(key, folder, "not started", "", times.estimate_steps(system, steps, bound=bound))
     state = run_state(spec.dir, spec)  # (the folder the spec names, as the runner sees it)
     if state.status == "done":
         return RunRow(key, folder, "done", describe(read_json(folder / METRICS)))
@@ -179,19 +186,30 @@ def grid_status(out: Path, rec: dict[str, Any], times: RunTimes) -> GridStatus:
         baselines = resolve_baselines(rec, [s["name"] for s in rec["systems"]])
     except ConfigError:  # a record whose baseline is none of its systems: its rows go without the comparison
         baselines = {}
+    specs: dict[tuple[str, int], RunSpec | DataError | None] = {}
+    bounds: dict[str, int] = {}  # per system, train.max_steps as any of its seeds' specs says
+    for seed in rec.get("seeds") or []:
+        for system in systems:
+            try:
+                spec = specs[system["name"], seed] = _read_spec(run_dir(out, system["name"], seed))
+            except DataError as exc:
+                specs[system["name"], seed] = exc
+                continue
+            if spec is not None and (end := max_updates(spec)) is not None:
+                bounds.setdefault(system["name"], end[0])
     runs = []
     for seed in rec.get("seeds") or []:
         for system in systems:
             folder = run_dir(out, system["name"], seed)
             key = f"{system['name']}/{seed_name(seed)}"
-            try:
-                spec = _read_spec(folder)
-            except DataError as exc:
-                runs.append(RunRow(key, folder, "stopped", str(exc)))
+            spec = specs[system["name"], seed]
+            if isinstance(spec, DataError):
+                runs.append(RunRow(key, folder, "stopped", str(spec)))
                 continue
             base = baselines.get(system["name"])
             against = (base, run_dir(out, base, seed)) if base and base != system["name"] else None
-            runs.append(run_row(spec, key, folder, times, planned_steps(rec, system), against))
+            runs.append(run_row(spec, key, folder, times, planned_steps(rec, system), against,
+                                bounds.get(system["name"])))
     return GridStatus(rec["name"], runs, rec.get("command") or "")
 
 
