@@ -29,6 +29,7 @@ import numpy as np
 
 from scanmt.api.evaluate_text import check_line_counts, read_hypotheses
 from scanmt.data.tokenize import tokenize_all
+from scanmt.experiments.report.lengths import is_cut_short
 from scanmt.io import read_lines
 from scanmt.metrics.rep import rep_sentence
 
@@ -41,7 +42,7 @@ class SystemStats:
 
     sigma: np.ndarray  # REP's sentence score σ_i
     tokens: np.ndarray  # tokens of the output
-    cut_short: np.ndarray  # fewer than a third of the reference's tokens (reference of 4 or more)
+    cut_short: np.ndarray  # fewer than a third of the reference's tokens (reference of 4 or more: is_cut_short)
     number_only: np.ndarray  # the output is one number (with or without a full stop)
     runaway: np.ndarray  # σ_i >= runaway_min and σ_i >= runaway_frac × tokens
 
@@ -51,9 +52,9 @@ def system_stats(hyp: list[list[str]], ref: list[list[str]], *, runaway_min: flo
     """The counts of one system from its tokenized output and the tokenized references."""
     sigma = np.array([rep_sentence(h, r) for h, r in zip(hyp, ref)], dtype=np.float64)
     tokens = np.array([len(h) for h in hyp])
-    ref_len = np.array([len(r) for r in ref])
+    cut_short = np.array([is_cut_short(len(h), len(r)) for h, r in zip(hyp, ref)], dtype=bool)
     number_only = np.array([bool(NUMBER.fullmatch("".join(h))) for h in hyp])
-    return SystemStats(sigma=sigma, tokens=tokens, cut_short=(ref_len >= 4) & (3 * tokens < ref_len),
+    return SystemStats(sigma=sigma, tokens=tokens, cut_short=cut_short,
                        number_only=number_only,
                        runaway=(sigma >= runaway_min) & (sigma >= runaway_frac * tokens))
 

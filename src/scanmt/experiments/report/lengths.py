@@ -94,16 +94,18 @@ def training_length_groups(src_words: Sequence[int], trained_words: int | None) 
             Group(trained_words + 1, None, beyond, "longer than any training source")]
 
 
+def is_cut_short(hyp_words: int, ref_words: int) -> bool:
+    """Whether an output of ``hyp_words`` has fewer than a third of its reference's ``ref_words`` (references of
+    :data:`CUT_SHORT_MIN_REF` words or more)."""
+    return ref_words >= CUT_SHORT_MIN_REF and 3 * hyp_words < ref_words
+
+
 def cut_short(hyp_tok: Sequence[str], ref_tok: Sequence[str]) -> tuple[int, int]:
-    """``(outputs with fewer than a third of their reference's words, those of them with one word)``, over the
-    references of :data:`CUT_SHORT_MIN_REF` words or more."""
-    short = one = 0
-    for h, r in zip(hyp_tok, ref_tok):
-        n_hyp, n_ref = len(h.split()), len(r.split())
-        if n_ref >= CUT_SHORT_MIN_REF and 3 * n_hyp < n_ref:
-            short += 1
-            one += n_hyp == 1
-    return short, one
+    """``(outputs with fewer than a third of their reference's words, those of them with one word)``
+    (:func:`is_cut_short`)."""
+    lengths = [(len(h.split()), len(r.split())) for h, r in zip(hyp_tok, ref_tok)]
+    short = [n for n, m in lengths if is_cut_short(n, m)]
+    return len(short), short.count(1)
 
 
 #: per system, per seed: the tokenized test translation (one line per test sentence)
