@@ -143,6 +143,59 @@ def test_a_system_without_finished_runs_takes_its_own_update_budget_not_the_fold
     assert runs["lstm/seed2"].left.seconds == pytest.approx(900 * 2.0 + 60 + 30 + 120)
 
 
+#: a worker's log from before trainings logged ``train/elapsed_s``: three stretches, the clock past midnight in the
+#: second, whose resume (100) and validations (200, 300) are 600 s apart; the third has one point (its resume)
+OLD_LOG = """
+##### 2026-11-28 22:00:00 start (cpu, 1 threads)
+=== lstm/seed1 (lstm) in RUN: device cpu, 1 thread(s), commit abc
+22:00:07 INFO data/train.bpe.ja: dropped 7 of 339140 pairs longer than 80 subwords
+22:30:00 INFO step 100, epoch 1: valid ppl 50.00, greedy BLEU 3.00 (best)
+22:40:00 WARNING interrupted (SIGTERM) at step 100: saved RUN/last.pt, no update lost; continue with --resume
+
+##### 2026-11-28 23:50:00 start (cpu, 1 threads)
+=== train: resuming from last.pt
+23:50:00 INFO resumed from step 100 (epoch 1, batch 100)
+epoch 1:  40%|####  | 150/375\repoch 1:  50%|#####  | 190/375\r23:59:50 INFO validation: greedy decoding of 8 sentences
+00:00:00 INFO step 200, epoch 1: valid ppl 40.00, greedy BLEU 5.00 (best)
+00:10:00 INFO step 300, epoch 1: valid ppl 30.00, greedy BLEU 6.00 (best)
+
+##### 2026-11-29 00:20:00 start (cpu, 1 threads)
+00:20:05 INFO resumed from step 300 (epoch 1, batch 300)
+"""
+
+
+def test_a_system_without_finished_runs_trains_at_its_own_runs_pace(tmp_path):
+    """The folder's only finished run is a Transformer's (2 s per update); the LSTM's runs log no
+    ``train/elapsed_s`` but their log says 6 s per update (:data:`OLD_LOG`): its training run's 600 updates left,
+    and its seed that has not started, go at that pace, with the Transformer's later steps (210 s)."""
+    out = tmp_path / "exp"
+    _record(out, name="tf", seeds=(1,), systems=("transformer",))
+    _finish(_spec(out, "transformer", 1), train_s=1000.0, updates=500)
+    _record(out, name="lstm", seeds=(1, 2), systems=("lstm",))
+    training = _spec(out, "lstm", 1)
+    training.config = {"train": {"max_steps": 900, "patience": 4}}
+    write_json(training.dir / "spec.json", training.to_dict())
+    (training.dir / "last.pt").write_bytes(b"")
+    (training.dir / "metrics.csv").write_text("step,name,value\n300,train/loss,3.0\n300,valid/bleu,6.0\n")
+    (training.dir / "log.txt").write_text(OLD_LOG, encoding="utf-8")
+    points = progress.log_points(training.dir)
+    assert list(points) == [100, 200, 300] and points[300] - points[100] == 1200.0
+    assert progress.own_pace(training.dir) == pytest.approx(6.0)
+    with lock_held_elsewhere(training.dir):
+        runs = _by_key(status.folder_status(out, ["lstm"]))
+        text = status.render(out, status.folder_status(out, ["lstm"]))
+    r = runs["lstm/seed1"]
+    assert r.detail == "update 300 of at most 900 (6.00 s per update); valid BLEU 6.00 at update 300 (best 6.00)"
+    assert r.left.seconds == pytest.approx(600 * 6.0 + 210) and r.left.source == "grid"
+    assert runs["lstm/seed2"].left.seconds == pytest.approx(900 * 6.0 + 210)
+    assert "its training at its own runs' pace where they have logged one" in text
+    # a log with one point per stretch, or none, gives no pace: the Transformer's 2 s per update stand
+    (training.dir / "log.txt").write_text(OLD_LOG.split("##### 2026-11-28 23:50")[0], encoding="utf-8")
+    assert progress.log_points(training.dir) == {} and progress.own_pace(training.dir) is None
+    with lock_held_elsewhere(training.dir):
+        assert _by_key(status.folder_status(out, ["lstm"]))["lstm/seed1"].left.seconds == pytest.approx(1410)
+
+
 def test_a_run_nobody_holds_is_stopped_and_says_what_a_rerun_picks_up(tmp_path):
     out = tmp_path / "exp"
     _record(out, seeds=(1,))
@@ -155,7 +208,8 @@ def test_a_run_nobody_holds_is_stopped_and_says_what_a_rerun_picks_up(tmp_path):
     assert r.state == "stopped"
     assert r.detail == "rerun: resuming training from last.pt (update 300 logged); log: died: out of memory"
     assert r.left.seconds == pytest.approx(200 * 2.0 + 210) and r.left.source == "grid"  # softmax's times
-    assert "* estimated from the folder's other systems" in status.render(out, status.folder_status(out))
+    assert "* this system has no finished run yet: estimated from the folder's other systems' runs" in \
+        status.render(out, status.folder_status(out))
 
 
 @pytest.mark.parametrize("text, says", [("{cut short", "not a JSON object"), ('{"grid": "tiny"}', "missing"),

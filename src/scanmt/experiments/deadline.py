@@ -139,7 +139,7 @@ def _step_seconds(step: str, updates_done: int, history: Sequence[StepTimes],
 
 def expected_seconds(steps: Sequence[str], updates_done: int, own: Sequence[StepTimes],
                      grid: Sequence[StepTimes], planned: int | None = None,
-                     bound: int | None = None) -> Estimate | None:
+                     bound: int | None = None, pace: float | None = None) -> Estimate | None:
     """The expected seconds of a run's remaining ``steps``, from the finished runs of its own system (``own``)
     when they have every step, else from every finished run of the grid (``grid``); None when neither has.
 
@@ -152,12 +152,19 @@ def expected_seconds(steps: Sequence[str], updates_done: int, own: Sequence[Step
     whose training was CPU-timed (:attr:`StepTimes.cpu_timed`), only those count: a wall-clock time recorded
     before CPU time was (or on several threads) may include hours of waiting behind other jobs, and one such
     run would make every later run of its system look too long to start.
+
+    ``pace``: seconds per update that a training of this system has been seen to take (its own, or another
+    seed's, while no run of the system has finished: ``progress.own_pace``); an estimate from the grid's other
+    systems takes it in place of their speed, which may be another architecture's.
     """
     if any(h.cpu_timed for h in grid):
         own, grid = [h for h in own if h.cpu_timed], [h for h in grid if h.cpu_timed]
     for source, history in (("system", own), ("grid", grid)):
         updates = planned if source == "system" else planned or bound
         parts = [_step_seconds(step, updates_done, history, updates) for step in steps]
+        if source == "grid" and pace is not None and "train" in steps:
+            total = updates or median_updates(history)
+            parts[steps.index("train")] = None if total is None else pace * max(0.0, total - updates_done)
         if history and all(p is not None for p in parts):
             return Estimate(sum(p for p in parts if p is not None), source)
     return None

@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import csv
 import os
+import re
+import statistics
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Collection, Sequence
 
 from scanmt.experiments.common import read_json
 from scanmt.experiments.deadline import Estimate, StepTimes, expected_seconds
-from scanmt.experiments.layout import (DONE, LAST_CHECKPOINT, TRAIN_LOG, marker_stage, run_dirs, stage_marker,
+from scanmt.experiments.layout import (DONE, LAST_CHECKPOINT, LOG, TRAIN_LOG, marker_stage, run_dirs, stage_marker,
                                        stage_markers)
 from scanmt.experiments.spec import RunSpec
 from scanmt.experiments.state import pending_steps, run_status
@@ -101,9 +104,12 @@ PACE_WINDOW = 2000
 
 def own_pace(run: Path) -> float | None:
     """Seconds per update of the training in ``run`` over its last :data:`PACE_WINDOW` logged updates, its
-    validations and saves included, from the ``train/elapsed_s`` it logs (None: fewer than two such rows, as in
-    runs from before scanmt logged it).  Where the rows are further apart than the window, the last two count."""
+    validations and saves included, from the ``train/elapsed_s`` it logs, or, in a run from before scanmt logged
+    it, from the clock times of its log's resume and validation lines (:func:`log_points`).  None: fewer than
+    two such points.  Where the points are further apart than the window, the last two count."""
     elapsed = logged_metric(run, "train/elapsed_s")
+    if len(elapsed) < 2:
+        elapsed = log_points(run)
     if len(elapsed) < 2:
         return None
     steps = list(elapsed)
@@ -112,6 +118,40 @@ def own_pace(run: Path) -> float | None:
     first = first if first < last else steps[-2]
     seconds = elapsed[last] - elapsed[first]
     return seconds / (last - first) if seconds > 0 else None
+
+
+#: a worker's start line in ``RUN/log.txt`` (:meth:`scanmt.experiments.pool.Pool`), the date of the lines after it
+_LOG_START = re.compile(r"^##### (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) start\b")
+#: a training's log lines (``HH:MM:SS LEVEL message``) that name the update they were written at
+_LOG_STEP = re.compile(r"^(\d\d:\d\d:\d\d) INFO (?:resumed from step (\d+) |step (\d+), epoch \d+: valid )")
+
+
+def log_points(run: Path) -> dict[int, float]:
+    """Update -> seconds into the training, from ``RUN/log.txt``: the clock times of the lines a training writes
+    as it resumes (``resumed from step N``) and validates (``step N, epoch E: valid ...``), in the last stretch
+    of the log that has two of them (a stretch: what one worker wrote, after its ``##### DATE TIME start`` line;
+    the time between two workers is no training's).  A line's clock time is taken on the start line's date, a day
+    later each time the clock goes back.  Empty when the log has no such stretch or cannot be read."""
+    try:
+        lines = (run / LOG).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return {}
+    stretches: list[dict[int, float]] = []
+    now: datetime | None = None
+    for line in lines:
+        if start := _LOG_START.match(line):
+            now = datetime.strptime(start.group(1), "%Y-%m-%d %H:%M:%S")
+            stretches.append({})
+        elif now is not None and (point := _LOG_STEP.match(line)):
+            clock = datetime.strptime(f"{now:%Y-%m-%d} {point.group(1)}", "%Y-%m-%d %H:%M:%S")
+            while clock < now - timedelta(seconds=1):
+                clock += timedelta(days=1)
+            now = clock
+            stretches[-1][int(point.group(2) or point.group(3))] = clock.timestamp()
+    for points in reversed(stretches):
+        if len(points) >= 2:
+            return dict(sorted(points.items()))
+    return {}
 
 
 def max_updates(spec: RunSpec) -> tuple[int, bool] | None:
@@ -165,13 +205,18 @@ def _first_validation(metrics: Path) -> int | None:
 
 
 class RunTimes:
-    """The step times of a grid's finished runs, by system, and what they make of a run's remaining time."""
+    """The step times of a grid's finished runs, by system, and what they make of a run's remaining time; and the
+    pace of the unfinished trainings of the folders it read (:func:`own_pace`), for the systems none of whose runs
+    has finished: their trainings are estimated at that pace, not at other systems' speed."""
 
     def __init__(self, specs: Sequence[RunSpec] = ()) -> None:
         self.by_system: dict[str, list[StepTimes]] = {}
+        self.paces: dict[str, list[float]] = {}
         for spec in specs:
             if run_status(spec) == "done":
                 self.add(spec)
+            elif (pace := own_pace(spec.dir)) is not None:
+                self.paces.setdefault(spec.system, []).append(pace)
 
     def add(self, spec: RunSpec) -> None:
         """Add a finished run (one without step times adds nothing)."""
@@ -194,8 +239,17 @@ class RunTimes:
         """Add the finished runs in ``runs`` (an ``OUT/runs`` folder of ``SYSTEM/seedK``), but those whose
         resolved path is in ``skip``."""
         for run in run_dirs(runs):
-            if run.is_dir() and run.resolve() not in skip:
+            if not run.is_dir() or run.resolve() in skip:
+                continue
+            if (run / DONE).exists():
                 self.add_dir(run.parent.name, run)
+            elif (run / LAST_CHECKPOINT).exists() and (pace := own_pace(run)) is not None:
+                self.paces.setdefault(run.parent.name, []).append(pace)
+
+    def pace(self, system: str) -> float | None:
+        """The median seconds per update of the unfinished trainings of ``system`` read so far (None: none)."""
+        paces = self.paces.get(system)
+        return statistics.median(paces) if paces else None
 
     def estimate(self, spec: RunSpec, updates: int | None = None) -> Estimate | None:
         """The expected seconds of what ``spec`` still has to do (:func:`expected_seconds`); its training has
@@ -203,12 +257,14 @@ class RunTimes:
         end = max_updates(spec)
         return self.estimate_steps(spec.system, pending_steps(spec),
                                    updates_done(spec.dir) if updates is None else updates, planned_updates(spec),
-                                   end[0] if end is not None else None)
+                                   end[0] if end is not None else None, own_pace(spec.dir))
 
-    def estimate_steps(self, system: str, steps: Sequence[str], updates: int = 0,
-                       planned: int | None = None, bound: int | None = None) -> Estimate | None:
+    def estimate_steps(self, system: str, steps: Sequence[str], updates: int = 0, planned: int | None = None,
+                       bound: int | None = None, pace: float | None = None) -> Estimate | None:
         """The expected seconds of the ``steps`` of a run of ``system`` whose training has done ``updates`` (of
         ``planned`` in all, where known: :func:`planned_updates`; of at most ``bound``, its ``train.max_steps``,
-        which an estimate from other systems' runs takes in place of their updates)."""
+        which an estimate from other systems' runs takes in place of their updates, as it takes the run's own
+        ``pace`` (else its system's other trainings', :meth:`pace`) in place of their speed)."""
         grid = [t for times in self.by_system.values() for t in times]
-        return expected_seconds(steps, updates, self.by_system.get(system, []), grid, planned, bound)
+        return expected_seconds(steps, updates, self.by_system.get(system, []), grid, planned, bound,
+                                pace if pace is not None else self.pace(system))

@@ -18,9 +18,11 @@ A run is running while some process holds its folder's lock (``RUN/.lock``,
 :func:`scanmt.processes.lock_held`), and a grid while one holds ``OUT/.lock``.  The time a run has left is
 estimated as ``experiment run --deadline`` does it (:mod:`scanmt.experiments.deadline`), from the step
 times of the folder's finished runs; the summary adds the runs' times up, once per run folder (a run of
-two grids counts once), and divides them by the grid command's ``--workers``.  A training run of a system
-with no finished run yet gets its training's time alone, at its own pace (the ``train/elapsed_s`` it logs over
-its last 2,000 updates, up to ``train.max_steps``), marked ``+``.
+two grids counts once), and divides them by the grid command's ``--workers``.  A system with no finished run
+yet is estimated from the folder's other systems (marked ``*``), but for its training, which goes at the pace of
+its own runs (the ``train/elapsed_s`` a training logs over its last 2,000 updates, or its log's clock times,
+:func:`~scanmt.experiments.progress.own_pace`) up to its ``train.max_steps``; where no other system has finished
+either, a training run gets its training's time alone, at its own pace, marked ``+``.
 """
 
 from __future__ import annotations
@@ -283,7 +285,8 @@ def render(out: Path, statuses: Sequence[GridStatus], *, brief: bool = False) ->
     else:
         lines += ["", "every run is done"]
     if starred:
-        lines.append("* estimated from the folder's other systems: this system has no finished run yet")
+        lines.append("* this system has no finished run yet: estimated from the folder's other systems' runs, "
+                     "its training at its own runs' pace where they have logged one")
     if partial:
         lines.append("+ its training alone, at its own pace: no finished run tells how long the steps after it take")
     return "\n".join(lines)
