@@ -42,19 +42,25 @@ def test_continue_kftt_refuses_an_unfinished_run(tmp_path: Path) -> None:
         assert not (tmp_path / "kftt-longer" / system).exists()
 
 
+def _script(name: str):
+    """The module of ``scripts/NAME.py``, imported from its file."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def test_sink_bias_moves_the_attention_the_bounds_allow_off_the_sink(monkeypatch) -> None:
     """scripts/sink_bias.py: csparsemax with the sink's score far above the words' puts all attention there;
     lowered by B = 50 the sink keeps only what the bounds force on it (the words' fertility left, 0.7, is less
     than 1)."""
-    import importlib.util
-
     import torch
 
     from scanmt.model.bounds import BoundedTransform
 
-    spec = importlib.util.spec_from_file_location("sink_bias", SCRIPTS / "sink_bias.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = _script("sink_bias")
     monkeypatch.setattr(BoundedTransform, "recurrence", BoundedTransform.recurrence)  # undone after the test
     attention = BoundedTransform("csparsemax")
     z = torch.tensor([[0.0, 0.5, 5.0]], dtype=torch.float64)  # two words, the sink last
@@ -67,6 +73,38 @@ def test_sink_bias_moves_the_attention_the_bounds_allow_off_the_sink(monkeypatch
     assert torch.allclose(after, torch.tensor([[0.3, 0.4, 0.3]], dtype=torch.float64))
     steps = attention.recurrence(z.expand(2, 3).unsqueeze(0), mask, fertility, torch.zeros_like(z))[0]
     assert torch.allclose(steps[0, 1], torch.tensor([0.0, 0.0, 1.0], dtype=torch.float64))  # bounds spent: forced
+
+
+def test_rescale_bounds_writes_a_decodes_bounds_rescaled_without_the_sink(tmp_path: Path, capsys) -> None:
+    """scripts/rescale_bounds.py: from an attention file's recorded bounds, one ``--fertility`` line per
+    sentence, the sink's ``inf`` left out, ``max(scale * bound + shift, min)``; the file read back by
+    ``read_fertility`` against the source lengths; a decode without bounds is refused by name."""
+    import numpy as np
+
+    from scanmt.data.attention_file import SentenceAttention, save_attention
+    from scanmt.data.fertility import read_fertility
+
+    module = _script("rescale_bounds")
+    attn = tmp_path / "own.attn.npz"
+    sentences = [SentenceAttention(attention=np.full((2, 3), 1 / 3), src=["a", "b", "<sink>"], hyp=["x", "</s>"],
+                                   fertility=np.array([2.0, 1.25, np.inf]), sink=True),
+                 SentenceAttention(attention=np.full((1, 2), 0.5), src=["c", "<sink>"], hyp=["</s>"],
+                                   fertility=np.array([1.5, np.inf]), sink=True)]
+    save_attention(attn, sentences)
+    out = tmp_path / "tight.fert"
+    assert module.run([str(attn), "--shift", "-1", "--min", "0.4", "--out", str(out)]) == 0
+    assert read_fertility(out, src_lens=[2, 1]) == [[1.0, 0.4], [0.5]]
+    assert "2 sentences, 3 source subwords" in capsys.readouterr().out
+    assert module.run([str(attn), "--scale", "1000", "--out", str(out)]) == 0
+    assert read_fertility(out) == [[2000.0, 1250.0], [1500.0]]
+    assert module.run([str(attn), "--out", str(out)]) == 0  # the bounds back as they were
+    assert read_fertility(out) == [[2.0, 1.25], [1.5]]
+
+    plain = tmp_path / "softmax.attn.npz"
+    save_attention(plain, [SentenceAttention(attention=np.ones((1, 1)), src=["a"], hyp=["</s>"])])
+    assert module.run([str(plain), "--out", str(tmp_path / "none.fert")]) == 1
+    assert "sentence 1 records no fertility bounds" in capsys.readouterr().err
+    assert not (tmp_path / "none.fert").exists()
 
 
 def _alive(pid: int) -> bool:
