@@ -1,19 +1,23 @@
-"""Write a constrained model's own fertility bounds, rescaled, as a ``scanmt translate --fertility`` file: what
-do the bounds do inside a trained model? (docs/kftt.md, "Ninth session" and "Thirteenth session")
+"""Translate with a constrained model's fertility bounds rescaled, its exhaustion bonus kept: what do the bounds
+do inside a trained model? (docs/kftt.md, "Thirteenth session")
 
-A decode with ``--attention-out`` records the bound of every source subword it used (``fert_i``; the sink's is
-``inf`` and is left out, since ``--fertility`` gives the real subwords only).  This writes, one line per sentence,
+``scanmt translate`` computes each source subword's bound ``f`` (the checkpoint's fertility strategy, or
+``--fertility FILE``) and the bounded attention caps the subword at ``u = max(0, f - attention_sum)``, after
+adding the exhaustion bonus ``c · u`` to its score (``model.attention.exhaustion``; the paper's c = 0.2).  A
+decode with other bounds through ``--fertility`` changes both at once: bounds × 1,000 raise every fresh word's
+bonus from about 0.4 to 400, so the word with the largest predicted fertility takes every step.  This script
+patches the recurrence so that only the cap changes::
 
-    max(scale × bound + shift, min)
+    cap:    f' = max(scale · f + shift, min)          (real subwords; the sink stays inf, padding 0)
+    bonus:  c · max(0, f - attention_sum)             (--bonus own, the default: the model's own bounds)
+            c · max(0, f' - attention_sum)            (--bonus rescaled: as a --fertility file of f' would do)
 
-so that the same checkpoint decodes the same inputs again with looser bounds (``--scale 1000``: none binds) or
-tighter ones (``--shift -1``: a ``fertility + 1`` model's predicted fertility alone).  ``--scale 1 --shift 0``
-gives the bounds back unchanged, which reproduces the first decode.  A diagnostic: the model was trained with
-its own bounds, so a decode with others measures what the bounds do, not a remedy to ship.
+``--scale 1000``: no bound binds, the scores as trained; ``--shift -1``: a ``fertility + 1`` model capped at
+its predicted fertility.  ``--scale 1 --shift 0`` reproduces ``scanmt translate`` exactly.  A diagnostic: the
+model was trained with its own bounds, so a decode with others measures what they do, not a remedy to ship.
 
-    scanmt translate --model RUN/best.pt --input valid.raw.ja --output own.hyp.en --beam 5 --attention-out own.attn.npz
-    python scripts/rescale_bounds.py own.attn.npz --shift -1 --min 0.1 --out tight.fert
-    scanmt translate --model RUN/best.pt --input valid.raw.ja --output tight.hyp.en --beam 5 --fertility tight.fert
+    python scripts/rescale_bounds.py --scale 1000 -- --model RUN/best.pt --input valid.raw.ja \\
+        --output loose.hyp.en --beam 5 --attention-out loose.attn.npz
 """
 
 from __future__ import annotations
@@ -21,65 +25,71 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from pathlib import Path
 
-import numpy as np
+import torch
 
-from scanmt.data.attention_file import AttentionFile
-from scanmt.data.fertility import write_fertility
-from scanmt.errors import DataError
+from scanmt import ops
+from scanmt.cli.main import main
+from scanmt.model.bounds import BoundedTransform
+
+BONUS = ("own", "rescaled")
 
 
-def rescaled_bounds(attention: AttentionFile, *, scale: float, shift: float, floor: float) -> list[np.ndarray]:
-    """Each sentence's real-subword bounds ``[S_i]`` (the sink's column dropped), as ``max(scale·b + shift, floor)``.
+def rescaled(fertility: torch.Tensor, scale: float, shift: float, floor: float) -> torch.Tensor:
+    """``max(scale · f + shift, floor)`` where ``f`` is a real subword's bound (finite and > 0); the sink's
+    ``inf`` and padding's 0 unchanged.  Any shape."""
+    real = torch.isfinite(fertility) & (fertility > 0)
+    return torch.where(real, (scale * fertility + shift).clamp_min(floor), fertility)
 
-    Raises:
-        DataError: naming the file and sentence, where the file records no bounds (a decode of an
-            unconstrained model) or a real subword's bound is not finite.
-    """
-    out = []
-    for i, sentence in enumerate(attention):
-        if sentence.fertility is None:
-            raise DataError(f"{attention.path}: sentence {i + 1} records no fertility bounds: decode a "
-                            "constrained model (csoftmax, csparsemax) with --attention-out")
-        bounds = np.asarray(sentence.fertility, dtype=np.float64)
-        if sentence.has_sink:
-            bounds = bounds[:-1]
-        if not np.isfinite(bounds).all():
-            raise DataError(f"{attention.path}: sentence {i + 1}: a source subword's bound is not finite")
-        out.append(np.maximum(scale * bounds + shift, floor))
-    return out
+
+def rescale_the_bounds(scale: float, shift: float, floor: float, bonus: str = "own") -> None:
+    """Patch :meth:`BoundedTransform.recurrence` (the LSTM's attention step and the Transformer's bounded heads
+    both run it): the transform caps each source subword by the rescaled bounds (:func:`rescaled`), and the
+    exhaustion bonus comes from the model's own bounds (``bonus="own"``) or from the rescaled ones."""
+    if bonus not in BONUS:
+        raise ValueError(f"bonus must be one of {', '.join(BONUS)}, not {bonus!r}")
+    recurrence = BoundedTransform.recurrence
+
+    def patched(self, z, mask, fertility, attention_sum, alpha=None, shared=False):
+        if fertility is None or not self.constrained:
+            return recurrence(self, z, mask, fertility, attention_sum, alpha, shared)
+        cap = rescaled(fertility, scale, shift, floor)
+        if bonus == "rescaled" or not self.exhaustion:
+            return recurrence(self, z, mask, cap, attention_sum, alpha, shared)
+        a = (self.alpha if alpha is None else alpha) if self.transform.alpha else None
+        rows, s = [], attention_sum
+        for z_t in z.unbind(-2):  # one position at a time: the bonus reads the cumulative attention before it
+            u = (fertility - s).clamp_min(0.0)
+            z_t = z_t + self.exhaustion * torch.where(torch.isfinite(u), u, torch.zeros_like(u))
+            p_t, s = ops.bounded_recurrence(z_t.unsqueeze(-2), cap, self.transform.name, mask=mask, exhaustion=0.0,
+                                            attention_sum=s, alpha=a, shared=shared)
+            rows.append(p_t.squeeze(-2))
+        return torch.stack(rows, dim=-2), s
+
+    BoundedTransform.recurrence = patched
 
 
 def run(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("attention", type=Path, help="attention file of a constrained model's decode "
-                        "(scanmt translate --attention-out)")
-    parser.add_argument("--scale", type=float, default=1.0, help="multiply every bound by this (default 1)")
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], allow_abbrev=False,
+        usage="python scripts/rescale_bounds.py [--scale K] [--shift D] [--min M] [--bonus own|rescaled] "
+              "-- TRANSLATE-OPTIONS...")
+    parser.add_argument("--scale", type=float, default=1.0, help="multiply every real subword's bound by this "
+                        "(default 1; 1000: no bound binds)")
     parser.add_argument("--shift", type=float, default=0.0, help="then add this (default 0; -1 takes a "
                         "'fertility + 1' model back to its predicted fertility)")
     parser.add_argument("--min", type=float, default=0.1, dest="floor",
                         help="no bound below this; must be > 0 (default 0.1)")
-    parser.add_argument("--out", type=Path, required=True, help="the fertility file to write")
-    args = parser.parse_args(argv)
+    parser.add_argument("--bonus", choices=BONUS, default="own",
+                        help="the exhaustion bonus from the model's own bounds (default) or from the rescaled ones")
+    args, rest = parser.parse_known_args(argv)
     for name, value in (("--scale", args.scale), ("--min", args.floor)):
         if not math.isfinite(value) or value <= 0:
             parser.error(f"{name} must be a finite number > 0, not {value:g}")
     if not math.isfinite(args.shift):
         parser.error(f"--shift must be finite, not {args.shift:g}")
-    try:
-        attention = AttentionFile(args.attention)
-        old = rescaled_bounds(attention, scale=1.0, shift=0.0, floor=0.0)
-        new = rescaled_bounds(attention, scale=args.scale, shift=args.shift, floor=args.floor)
-        write_fertility(args.out, new)
-    except DataError as exc:
-        print(f"rescale_bounds: {exc}", file=sys.stderr)
-        return 1
-    before, after = np.concatenate(old), np.concatenate(new)
-    print(f"{args.out}: {len(new)} sentences, {after.size} source subwords; bound median {np.median(before):.3g} "
-          f"-> {np.median(after):.3g}, mean {before.mean():.3g} -> {after.mean():.3g}"
-          f"{f', {int((after == args.floor).sum())} at --min' if (after == args.floor).any() else ''}")
-    return 0
+    rescale_the_bounds(args.scale, args.shift, args.floor, args.bonus)
+    return main(["translate", *[a for a in rest if a != "--"]])
 
 
 if __name__ == "__main__":

@@ -75,37 +75,58 @@ def test_sink_bias_moves_the_attention_the_bounds_allow_off_the_sink(monkeypatch
     assert torch.allclose(steps[0, 1], torch.tensor([0.0, 0.0, 1.0], dtype=torch.float64))  # bounds spent: forced
 
 
-def test_rescale_bounds_writes_a_decodes_bounds_rescaled_without_the_sink(tmp_path: Path, capsys) -> None:
-    """scripts/rescale_bounds.py: from an attention file's recorded bounds, one ``--fertility`` line per
-    sentence, the sink's ``inf`` left out, ``max(scale * bound + shift, min)``; the file read back by
-    ``read_fertility`` against the source lengths; a decode without bounds is refused by name."""
-    import numpy as np
+def test_rescale_bounds_changes_the_caps_and_keeps_the_models_exhaustion_bonus(monkeypatch) -> None:
+    """scripts/rescale_bounds.py on csparsemax with exhaustion 0.2, three positions over two words and the sink:
+    scale 1 is the model's own recurrence; ``--bonus rescaled`` is the recurrence with the rescaled bounds
+    (what a --fertility file of them does); the default keeps the bonus of the model's own bounds and caps by
+    the rescaled ones: with bounds x 1000 no cap binds, and each position is sparsemax of the scores plus
+    0.2 x the own bounds' remainder (computed here by sorting, independently of the ops)."""
+    import torch
 
-    from scanmt.data.attention_file import SentenceAttention, save_attention
-    from scanmt.data.fertility import read_fertility
+    from scanmt.model.bounds import BoundedTransform
 
     module = _script("rescale_bounds")
-    attn = tmp_path / "own.attn.npz"
-    sentences = [SentenceAttention(attention=np.full((2, 3), 1 / 3), src=["a", "b", "<sink>"], hyp=["x", "</s>"],
-                                   fertility=np.array([2.0, 1.25, np.inf]), sink=True),
-                 SentenceAttention(attention=np.full((1, 2), 0.5), src=["c", "<sink>"], hyp=["</s>"],
-                                   fertility=np.array([1.5, np.inf]), sink=True)]
-    save_attention(attn, sentences)
-    out = tmp_path / "tight.fert"
-    assert module.run([str(attn), "--shift", "-1", "--min", "0.4", "--out", str(out)]) == 0
-    assert read_fertility(out, src_lens=[2, 1]) == [[1.0, 0.4], [0.5]]
-    assert "2 sentences, 3 source subwords" in capsys.readouterr().out
-    assert module.run([str(attn), "--scale", "1000", "--out", str(out)]) == 0
-    assert read_fertility(out) == [[2000.0, 1250.0], [1500.0]]
-    assert module.run([str(attn), "--out", str(out)]) == 0  # the bounds back as they were
-    assert read_fertility(out) == [[2.0, 1.25], [1.5]]
+    monkeypatch.setattr(BoundedTransform, "recurrence", BoundedTransform.recurrence)  # undone after the test
+    own = BoundedTransform.recurrence
+    attention = BoundedTransform("csparsemax", exhaustion=0.2)
+    z = torch.tensor([[[2.0, 0.0, -1.0], [2.0, 0.5, -1.0], [2.0, 0.5, -0.5]]], dtype=torch.float64)  # [1, T, S]
+    mask = torch.ones(1, 3, dtype=torch.bool)
+    f = torch.tensor([[0.6, 1.2, float("inf")]], dtype=torch.float64)
+    start = torch.zeros(1, 3, dtype=torch.float64)
+    reference, reference_sum = own(attention, z, mask, f, start)
 
-    plain = tmp_path / "softmax.attn.npz"
-    save_attention(plain, [SentenceAttention(attention=np.ones((1, 1)), src=["a"], hyp=["</s>"])])
-    assert module.run([str(plain), "--out", str(tmp_path / "none.fert")]) == 1
-    assert "sentence 1 records no fertility bounds" in capsys.readouterr().err
-    assert not (tmp_path / "none.fert").exists()
+    module.rescale_the_bounds(1.0, 0.0, 0.1)
+    p, s = attention.recurrence(z, mask, f, start)
+    assert torch.allclose(p, reference) and torch.allclose(s, reference_sum)
+    assert reference[0, 1, 0] == pytest.approx(0.0)  # word 1's bound 0.6 binds after the first position
 
+    monkeypatch.setattr(BoundedTransform, "recurrence", own)
+    module.rescale_the_bounds(1000.0, 0.0, 0.1, bonus="rescaled")
+    p, _ = attention.recurrence(z, mask, f, start)
+    assert torch.allclose(p, own(attention, z, mask, f * 1000, start)[0])
+
+    monkeypatch.setattr(BoundedTransform, "recurrence", own)
+    module.rescale_the_bounds(1000.0, 0.0, 0.1)
+    p, _ = attention.recurrence(z, mask, f, start)
+
+    def sparsemax(v: torch.Tensor) -> torch.Tensor:
+        top, _ = v.sort(descending=True)
+        k = torch.arange(1, v.numel() + 1, dtype=v.dtype)
+        support = 1 + k * top > top.cumsum(0)
+        tau = (top[support].sum() - 1) / support.sum()
+        return (v - tau).clamp_min(0)
+
+    total = torch.zeros(3, dtype=torch.float64)
+    for t in range(3):
+        bonus = 0.2 * torch.where(torch.isfinite(f[0]), (f[0] - total).clamp_min(0), torch.zeros(3, dtype=f.dtype))
+        expected = sparsemax(z[0, t] + bonus)
+        assert torch.allclose(p[0, t], expected), (t, p[0, t], expected)
+        total = total + expected
+    assert total[0] > 0.6  # word 1 went past its own bound: the cap was lifted, not the bonus
+    assert not torch.allclose(p, own(attention, z, mask, f * 1000, start)[0])  # and the bonus was not scaled
+
+    bounds = torch.tensor([2.0, 0.0, float("inf")], dtype=torch.float64)  # a word, padding, the sink
+    assert module.rescaled(bounds, 1.0, -1.9, 0.4).tolist() == [0.4, 0.0, float("inf")]
 
 def _alive(pid: int) -> bool:
     """Whether ``pid`` runs (a zombie, exited but not yet reaped, counts as gone)."""
