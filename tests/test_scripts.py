@@ -80,10 +80,11 @@ def test_rescale_bounds_changes_the_caps_and_keeps_the_models_exhaustion_bonus(m
     scale 1 is the model's own recurrence; ``--bonus rescaled`` is the recurrence with the rescaled bounds
     (what a --fertility file of them does); the default keeps the bonus of the model's own bounds and caps by
     the rescaled ones: with bounds x 1000 no cap binds, and each position is sparsemax of the scores plus
-    0.2 x the own bounds' remainder (computed here by sorting, independently of the ops)."""
+    0.2 x the own bounds' remainder (the NumPy oracle of tests/ops, independent of the ops)."""
     import torch
 
     from scanmt.model.bounds import BoundedTransform
+    from tests.ops import oracle
 
     module = _script("rescale_bounds")
     monkeypatch.setattr(BoundedTransform, "recurrence", BoundedTransform.recurrence)  # undone after the test
@@ -109,17 +110,10 @@ def test_rescale_bounds_changes_the_caps_and_keeps_the_models_exhaustion_bonus(m
     module.rescale_the_bounds(1000.0, 0.0, 0.1)
     p, _ = attention.recurrence(z, mask, f, start)
 
-    def sparsemax(v: torch.Tensor) -> torch.Tensor:
-        top, _ = v.sort(descending=True)
-        k = torch.arange(1, v.numel() + 1, dtype=v.dtype)
-        support = 1 + k * top > top.cumsum(0)
-        tau = (top[support].sum() - 1) / support.sum()
-        return (v - tau).clamp_min(0)
-
     total = torch.zeros(3, dtype=torch.float64)
     for t in range(3):
         bonus = 0.2 * torch.where(torch.isfinite(f[0]), (f[0] - total).clamp_min(0), torch.zeros(3, dtype=f.dtype))
-        expected = sparsemax(z[0, t] + bonus)
+        expected = torch.from_numpy(oracle.sparsemax((z[0, t] + bonus).numpy()))
         assert torch.allclose(p[0, t], expected), (t, p[0, t], expected)
         total = total + expected
     assert total[0] > 0.6  # word 1 went past its own bound: the cap was lifted, not the bonus
@@ -127,6 +121,7 @@ def test_rescale_bounds_changes_the_caps_and_keeps_the_models_exhaustion_bonus(m
 
     bounds = torch.tensor([2.0, 0.0, float("inf")], dtype=torch.float64)  # a word, padding, the sink
     assert module.rescaled(bounds, 1.0, -1.9, 0.4).tolist() == [0.4, 0.0, float("inf")]
+
 
 def _alive(pid: int) -> bool:
     """Whether ``pid`` runs (a zombie, exited but not yet reaped, counts as gone)."""
@@ -137,7 +132,6 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="stop-grid.sh reads /proc (Linux only)")
 def _grid_kftt(tmp_path: Path, fake_python: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "GRID_ROOT": str(tmp_path / "runs"), "GRID_ARCHIVE": str(tmp_path / "archive"),
            "PYTHON": str(fake_python), "GRID_ARCHIVE_SRC": str(tmp_path / "src")}
@@ -177,6 +171,7 @@ def test_grid_kftt_runs_its_grids_in_order_and_never_beside_another_queue(tmp_pa
     assert "continue-kftt failed" in done.stdout  # no finished run to continue: the queue goes on
 
 
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="stop-grid.sh reads /proc (Linux only)")
 def test_stop_grid_stops_the_queue_first_then_the_grid_which_saves(tmp_path: Path) -> None:
     """stop-grid.sh stops the queue shell that runs the grid, its packer subshell and that subshell's sleep, then
     sends SIGTERM to the process named by GRID/.lock and waits for it, and lists what the unfinished runs saved;
