@@ -251,13 +251,14 @@ class RunTimes:
         paces = self.paces.get(system)
         return statistics.median(paces) if paces else None
 
-    def estimate(self, spec: RunSpec, updates: int | None = None) -> Estimate | None:
+    def estimate(self, spec: RunSpec, updates: int | None = None, pace: float | None = None) -> Estimate | None:
         """The expected seconds of what ``spec`` still has to do (:func:`expected_seconds`); its training has
-        done ``updates`` updates already (default: those a resume picks up, :func:`updates_done`)."""
+        done ``updates`` updates already (default: those a resume picks up, :func:`updates_done`), at ``pace``
+        seconds per update (default: read from its folder, :func:`own_pace`)."""
         end = max_updates(spec)
         return self.estimate_steps(spec.system, pending_steps(spec),
                                    updates_done(spec.dir) if updates is None else updates, planned_updates(spec),
-                                   end[0] if end is not None else None, own_pace(spec.dir))
+                                   end[0] if end is not None else None, own_pace(spec.dir) if pace is None else pace)
 
     def estimate_steps(self, system: str, steps: Sequence[str], updates: int = 0, planned: int | None = None,
                        bound: int | None = None, pace: float | None = None) -> Estimate | None:

@@ -150,8 +150,8 @@ def run_row(spec: RunSpec | None, key: str, folder: Path, times: RunTimes, steps
     if lock_held(folder / LOCK_FILE):
         if "train" in pending:
             updates, pace = logged_updates(folder), own_pace(spec.dir)
-            return RunRow(key, folder, "training", _training_detail(spec, times, updates, baseline, pace),
-                            times.estimate(spec, updates=updates) or own_training_left(spec, updates, pace))
+            left = times.estimate(spec, updates=updates, pace=pace) or own_training_left(spec, updates, pace)
+            return RunRow(key, folder, "training", _training_detail(spec, times, updates, baseline, pace), left)
         done = sum(request is not None for _, request in spec.steps()) - len(pending)
         where = pending[0] if pending else "its summary"
         return RunRow(key, folder, "decoding", f"{where} ({done} of {done + len(pending)} steps done)",
