@@ -18,18 +18,28 @@ model was trained with its own bounds, so a decode with others measures what the
 
     python scripts/rescale_bounds.py --scale 1000 -- --model RUN/best.pt --input valid.raw.ja \\
         --output loose.hyp.en --beam 5 --attention-out loose.attn.npz
+
+``--head-stats FILE``: per attention head (a Transformer's bounded heads; the LSTM has one), over every row the
+search computed (each beam hypothesis at each step, pruned ones included), the share of one-hot rows (largest
+weight above 0.999), the mean support (non-zero weights, the sink included) and the mean largest weight, as JSON
+and on stderr: the attention file holds the heads' mean only (`scripts/transformer_heads.py` gives the same
+figures under forced decoding, for every layer).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
+from pathlib import Path
 
 import torch
 
 from scanmt import ops
 from scanmt.cli.main import main
+from scanmt.io import atomic_open
+from scanmt.metrics.attention_stats import one_hot_steps, support_sizes
 from scanmt.model.bounds import BoundedTransform
 
 BONUS = ("own", "rescaled")
@@ -69,6 +79,46 @@ def rescale_the_bounds(scale: float, shift: float, floor: float, bonus: str = "o
     BoundedTransform.recurrence = patched
 
 
+class HeadStats:
+    """Per-head statistics of the bounded transform's rows, gathered by :meth:`watch`, counted as training logs
+    and ``scanmt evaluate --attention`` count them (:mod:`scanmt.metrics.attention_stats`)."""
+
+    def __init__(self) -> None:
+        self.sums: torch.Tensor | None = None  # [4, h]: rows, one-hot rows, support, largest weight, summed
+
+    def add(self, p: torch.Tensor) -> None:
+        """``p [..., T, S]`` attention rows, heads at dimension -3 when ``p`` has four or more dimensions.  Rows
+        that are all zero (no real token: padding) are left out; every other row of a bounded transform sums to 1."""
+        p = p.detach().double()
+        p = p.unsqueeze(-3) if p.dim() < 4 else p
+        rows = p.movedim(-3, 0).reshape(p.shape[-3], -1, p.shape[-1])  # [h, rows, S]
+        real = rows.sum(-1) > 0.5
+        sums = torch.stack([real.sum(1), (one_hot_steps(rows) & real).sum(1), (support_sizes(rows) * real).sum(1),
+                            (rows.amax(-1) * real).sum(1)]).double()  # [4, h]
+        self.sums = sums if self.sums is None else self.sums + sums
+
+    def summary(self) -> dict:
+        """``{"rows": [...], "one_hot_share": [...], "mean_support": [...], "mean_largest": [...]}``, one entry
+        per head."""
+        if self.sums is None:
+            return {"rows": [], "one_hot_share": [], "mean_support": [], "mean_largest": []}
+        rows, one_hot, support, largest = self.sums
+        n = rows.clamp_min(1)
+        return {"rows": [int(x) for x in rows], "one_hot_share": (one_hot / n).tolist(),
+                "mean_support": (support / n).tolist(), "mean_largest": (largest / n).tolist()}
+
+    def watch(self) -> None:
+        """Wrap :meth:`BoundedTransform.recurrence` (as it is now, patched or not) so that its rows are added."""
+        recurrence = BoundedTransform.recurrence
+
+        def watched(transform, z, mask, fertility, attention_sum, alpha=None, shared=False):
+            p, s = recurrence(transform, z, mask, fertility, attention_sum, alpha, shared)
+            self.add(p)
+            return p, s
+
+        BoundedTransform.recurrence = watched
+
+
 def run(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], allow_abbrev=False,
@@ -82,6 +132,8 @@ def run(argv: list[str]) -> int:
                         help="no bound below this; must be > 0 (default 0.1)")
     parser.add_argument("--bonus", choices=BONUS, default="own",
                         help="the exhaustion bonus from the model's own bounds (default) or from the rescaled ones")
+    parser.add_argument("--head-stats", type=Path, metavar="FILE",
+                        help="write each head's one-hot share, mean support and mean largest weight (JSON)")
     args, rest = parser.parse_known_args(argv)
     for name, value in (("--scale", args.scale), ("--min", args.floor)):
         if not math.isfinite(value) or value <= 0:
@@ -89,7 +141,18 @@ def run(argv: list[str]) -> int:
     if not math.isfinite(args.shift):
         parser.error(f"--shift must be finite, not {args.shift:g}")
     rescale_the_bounds(args.scale, args.shift, args.floor, args.bonus)
-    return main(["translate", *[a for a in rest if a != "--"]])
+    stats = HeadStats()
+    if args.head_stats:
+        stats.watch()
+    code = main(["translate", *[a for a in rest if a != "--"]])
+    if args.head_stats and code == 0:
+        summary = stats.summary()
+        with atomic_open(args.head_stats) as fh:
+            fh.write(json.dumps(summary, indent=1) + "\n")
+        for h, (rows, share, support, largest) in enumerate(zip(*summary.values())):
+            print(f"head {h + 1}: {rows:,} rows, one-hot {100 * share:.1f} %, support {support:.2f}, "
+                  f"largest weight {largest:.3f}", file=sys.stderr)
+    return code
 
 
 if __name__ == "__main__":

@@ -123,6 +123,30 @@ def test_rescale_bounds_changes_the_caps_and_keeps_the_models_exhaustion_bonus(m
     assert module.rescaled(bounds, 1.0, -1.9, 0.4).tolist() == [0.4, 0.0, float("inf")]
 
 
+def test_rescale_bounds_head_stats_counts_each_heads_rows() -> None:
+    """scripts/rescale_bounds.py --head-stats: per head (dimension -3 of ``[N, h, T, S]``; one head for the
+    LSTM's ``[N, T, S]``), the one-hot share, support and largest weight of its rows, padding rows left out."""
+    import torch
+
+    stats = _script("rescale_bounds").HeadStats()
+    p = torch.zeros(2, 2, 1, 3)  # [N, h, T, S]
+    p[0, 0, 0] = torch.tensor([1.0, 0.0, 0.0])  # head 0: one-hot, support 1
+    p[0, 1, 0] = torch.tensor([0.5, 0.3, 0.2])  # head 1: support 3
+    p[1, 0, 0] = torch.tensor([0.6, 0.4, 0.0])  # head 0: support 2; sentence 1's head 1 row is padding (zeros)
+    stats.add(p)
+    stats.add(p[:1])  # a second call adds to the first
+    summary = stats.summary()
+    assert summary["rows"] == [3, 2]
+    assert summary["one_hot_share"] == pytest.approx([2 / 3, 0.0])
+    assert summary["mean_support"] == pytest.approx([4 / 3, 3.0])
+    assert summary["mean_largest"] == pytest.approx([2.6 / 3, 0.5])
+
+    lstm = _script("rescale_bounds").HeadStats()
+    lstm.add(torch.tensor([[[0.2, 0.8, 0.0]], [[0.0, 0.0, 0.0]]]))  # [N, T, S]: one head, one padding row
+    assert lstm.summary() == {"rows": [1], "one_hot_share": [0.0], "mean_support": [2.0],
+                              "mean_largest": [pytest.approx(0.8)]}
+
+
 def _alive(pid: int) -> bool:
     """Whether ``pid`` runs (a zombie, exited but not yet reaped, counts as gone)."""
     try:
