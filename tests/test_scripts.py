@@ -147,6 +147,48 @@ def test_rescale_bounds_head_stats_counts_each_heads_rows() -> None:
                               "mean_largest": [pytest.approx(0.8)]}
 
 
+def test_drop_by_pos_splits_drop_by_word_class_over_every_pairing() -> None:
+    """scripts/drop_by_pos.py: UniDic parts of speech map to classes (the first match wins: a proper noun is not
+    a noun); each class's reference-aligned and dropped words are the mean over the K x K pairings of alignment
+    samples, an output equal to its reference taking that pairing's reference links; the table sums content and
+    function words and gives the second system's drops against the first's."""
+    module = _script("drop_by_pos")
+    assert [module.word_class(p) for p in ("名詞-固有名詞", "名詞-普通名詞", "名詞-数詞", "助詞-格助詞", "補助記号-句点",
+                                            "接続詞", "形状詞-一般", "代名詞", "連体詞")] == [
+        "proper noun", "noun", "numeral", "particle", "punctuation", "other", "adjective", "noun", "other"]
+    classes = [["proper noun", "particle", "verb"], ["noun", "punctuation"]]
+    ref_samples = [[{(0, 0), (1, 1), (2, 2)}, {(0, 0), (1, 0)}],  # sample 1: every word aligned
+                   [{(0, 0), (2, 2)}, {(0, 0)}]]  # sample 2: the particle and the full stop unaligned
+    hyp_samples = [[{(0, 0)}, set()],  # sentence 2's output equals its reference: it takes the reference's links
+                   [{(0, 0), (1, 1)}, set()]]
+    counts = module.counts_by_class(classes, ref_samples, hyp_samples, same=[False, True])
+    # pairings (ref 1, hyp 1): particle, verb dropped; (1, 2): verb; (2, 1): verb; (2, 2): verb
+    def brief(c):
+        return {k: c[k] for k in ("words", "aligned", "dropped")}
+
+    assert brief(counts["verb"]) == {"words": 1, "aligned": 1.0, "dropped": 1.0}
+    assert brief(counts["particle"]) == {"words": 1, "aligned": 0.5, "dropped": 0.25}
+    assert brief(counts["punctuation"]) == {"words": 1, "aligned": 0.5, "dropped": 0.0}
+    assert brief(counts["noun"]) == {"words": 1, "aligned": 1.0, "dropped": 0.0}
+    assert brief(counts["adverb"]) == {"words": 0, "aligned": 0.0, "dropped": 0.0}
+    assert counts["particle"]["sentence_words"] == [1, 0] and counts["particle"]["sentence_dropped"] == [0.25, 0.0]
+    other = module.counts_by_class(classes, ref_samples, [[set(), set()]], same=[False, False])
+    text = module.table(["a", "b"], [counts, other])
+    no_test = module.format_p(None)  # two sentences are too few for the bootstrap
+    assert f"| verb | 1 | 100.0 % | 1.0 (100.00) | 1.0 (100.00) | 1.00× ({no_test}) |" in text
+    assert f"| content words | 3 | 100.0 % | 1.0 (33.33) | 3.0 (100.00) | 3.00× ({no_test}) |" in text
+    assert f"| function words | 2 | 50.0 % | 0.2 (12.50) | 1.0 (50.00) | 4.00× ({no_test}) |" in text
+    assert "| adverb |" not in text  # no word of the class
+
+    budgets = module.word_budgets(["▁京都", "▁は", "▁袋", "井", "▁宿"], [2.5, 1.2, 1.5, 1.75, 1.0])
+    assert budgets == [2.5, 1.2, 3.25, 1.0]
+    assert [module.budget_class(b) for b in budgets] == ["budget 2-3", "budget < 1.5", "budget 3-5", "budget < 1.5"]
+    by_budget = module.counts_by_class([["budget 2-3", "budget < 1.5", "budget 3-5"], ["budget < 1.5", "budget 2-3"]],
+                                       ref_samples, hyp_samples, [False, True], tuple(n for n, _ in module.BUDGETS))
+    text = module.table(["a"], [by_budget])
+    assert "content words" not in text and "| all | 5 |" in text
+
+
 def _alive(pid: int) -> bool:
     """Whether ``pid`` runs (a zombie, exited but not yet reaped, counts as gone)."""
     try:

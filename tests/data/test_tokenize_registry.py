@@ -12,6 +12,19 @@ def test_a_known_japanese_sentence_is_segmented_into_words():
     assert tokenize("京都は日本の都市です。", "ja").split() == ["京都", "は", "日本", "の", "都市", "です", "。"]
 
 
+def test_japanese_words_come_with_their_part_of_speech_one_for_one():
+    """``JapaneseWords.tagged`` (DROP by word class): the words of ``tokenize``, each with UniDic's part of
+    speech (its first two levels), after the same NFKC normalization."""
+    from scanmt.data.japanese import JapaneseWords
+
+    line = "京都は日本の都市です。２７．袋井宿"
+    tagged = JapaneseWords().tagged(line)
+    assert [w for w, _ in tagged] == tokenize(line, "ja").split()
+    assert tagged == [("京都", "名詞-固有名詞"), ("は", "助詞-係助詞"), ("日本", "名詞-固有名詞"), ("の", "助詞-格助詞"),
+                      ("都市", "名詞-普通名詞"), ("です", "助動詞"), ("。", "補助記号-句点"), ("27", "名詞-数詞"),
+                      (".", "補助記号-句点"), ("袋井", "名詞-固有名詞"), ("宿", "名詞-普通名詞")]
+
+
 def test_japanese_is_nfkc_normalized_and_the_ideographic_space_separates_words():
     """Full-width Latin, digits and brackets become the ASCII the English side has; U+3000 is no word."""
     assert tokenize("ＡＢＣ　１２３と（京都）", "ja") == "ABC 123 と ( 京都 )"

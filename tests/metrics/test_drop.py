@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from scanmt.errors import DataError
-from scanmt.metrics.drop import DropResult, DropSamples, drop_score, sentence_drops
+from scanmt.metrics.drop import DropResult, DropSamples, aligned_and_dropped, drop_score, sentence_drops
 
 
 def test_hand_computed():
@@ -31,6 +31,9 @@ def test_hand_computed():
     # the same counts sentence by sentence (the stress test's paired bootstrap resamples them)
     assert sentence_drops(ref, hyp, src_lens) == [DropResult(2, 4, 4), DropResult(1, 3, 1), DropResult(2, 2, 2),
                                                   DropResult(0, 0, 0)]
+    # and which words (DROP by word class, scripts/drop_by_pos.py)
+    assert aligned_and_dropped(ref, hyp, src_lens) == [({0, 1, 2, 3}, {2, 3}), ({0}, {0}), ({0, 1}, {0, 1}),
+                                                       (set(), set())]
 
 
 def test_word_aligned_several_times_counts_once():

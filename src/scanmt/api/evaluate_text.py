@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterator
 
 from scanmt.errors import ConfigError, DataError
 from scanmt.io import read_lines
@@ -104,7 +104,9 @@ def text_metrics(request: EvaluateRequest, metrics: list[str], rows: list[Row], 
         _drop(request, texts, rows, out)
 
 
-def _load_word_aligner(path: Path, src_lang: str, tgt_lang: str):
+def load_word_aligner(path: Path, src_lang: str, tgt_lang: str):
+    """The word-level aligner of ``--align-model path`` (``path`` or ``path/word``) for ``src_lang -> tgt_lang``, and
+    the folder it was loaded from; a clear error for a subword-level one or other languages."""
     from scanmt.data.align import MODEL_FILE, Aligner
 
     if not (path / MODEL_FILE).exists() and (path / "word" / MODEL_FILE).exists():
@@ -121,42 +123,61 @@ def _load_word_aligner(path: Path, src_lang: str, tgt_lang: str):
     return aligner, path
 
 
-def _align(aligner, src: list[list[str]], tgt: list[list[str]]) -> list[set[tuple[int, int]]]:
-    """Align pairs, skipping those with an empty side (no links)."""
+Links = list[set[tuple[int, int]]]  # per sentence, 0-based (source word, target word) links
+
+
+def align_pairs(aligner, src: list[list[str]], tgt: list[list[str]]) -> Links:
+    """Align pairs of word lists, skipping those with an empty side (no links)."""
     keep = [k for k, (s, t) in enumerate(zip(src, tgt)) if s and t]
     links = aligner.align([src[k] for k in keep], [tgt[k] for k in keep]) if keep else []
-    out: list[set[tuple[int, int]]] = [set() for _ in src]
+    out: Links = [set() for _ in src]
     for k, ls in zip(keep, links):
         out[k] = set(ls)
     return out
+
+
+def identical_outputs(hyp_tok: list[str], ref_tok: list[str]) -> list[bool]:
+    """Which outputs equal their reference, word for word: eflomal is random, so these take the reference's
+    links (:func:`link_pairings`) instead of an alignment of their own, whose differences would count as drops."""
+    return [h == r for h, r in zip(hyp_tok, ref_tok)]
+
+
+def link_samples(aligner, src: list[list[str]], tgt_tok: list[str], k: int, bar=None,
+                 skip: list[bool] | None = None) -> list[Links]:
+    """``k`` alignments of the source words ``src`` with the tokenized lines ``tgt_tok`` (eflomal samples at
+    random); the sentences where ``skip`` is True get no links.  ``bar``: a progress bar updated once each."""
+    tgt = [[] if skip is not None and skip[i] else line.split() for i, line in enumerate(tgt_tok)]
+    samples = []
+    for _ in range(k):
+        samples.append(align_pairs(aligner, src, tgt))
+        if bar is not None:
+            bar.update()
+    return samples
+
+
+def link_pairings(ref_samples: list[Links], hyp_samples: list[Links],
+                  same: list[bool]) -> Iterator[tuple[Links, Links]]:
+    """Every pairing of a source-reference alignment with a source-output one (DROP's K x K), the outputs that
+    equal their reference (``same``) taking that pairing's reference links."""
+    for ref_links in ref_samples:
+        for hyp_links in hyp_samples:
+            yield ref_links, [set(r) if eq else h for h, r, eq in zip(hyp_links, ref_links, same)]
 
 
 def _drop(request: EvaluateRequest, texts: Texts, rows: list[Row], out: dict[str, Any]) -> None:
     from scanmt.metrics.drop import DropSamples, drop_score
     from tqdm import tqdm
 
-    aligner, path = _load_word_aligner(request.align_model, request.src_lang, request.tgt_lang)
+    aligner, path = load_word_aligner(request.align_model, request.src_lang, request.tgt_lang)
     k = request.drop_samples
     src = [x.split() for x in texts.src_tok]
-    ref = [x.split() for x in texts.ref_tok]
-    # eflomal is not deterministic: a hypothesis identical to its reference reuses the reference's links
-    same = [h == r for h, r in zip(texts.hyp_tok, texts.ref_tok)]
-    hyp = [[] if eq else x.split() for x, eq in zip(texts.hyp_tok, same)]
     # each eflomal call takes seconds: a bar over the 2k of them
     with tqdm(total=2 * k, desc="DROP: aligning", unit="alignment", leave=False) as bar:
-        ref_samples, hyp_samples = [], []
-        for side, samples in ((ref, ref_samples), (hyp, hyp_samples)):
-            for _ in range(k):
-                samples.append(_align(aligner, src, side))
-                bar.update()
+        ref_samples = link_samples(aligner, src, texts.ref_tok, k, bar)
+        same = identical_outputs(texts.hyp_tok, texts.ref_tok)
+        hyp_samples = link_samples(aligner, src, texts.hyp_tok, k, bar, same)
     lens = [len(s) for s in src]
-    d = DropSamples(
-        tuple(
-            drop_score(ref_links, [set(r) if eq else h for h, r, eq in zip(hyp_links, ref_links, same)], lens)
-            for ref_links in ref_samples
-            for hyp_links in hyp_samples
-        )
-    )
+    d = DropSamples(tuple(drop_score(r, h, lens) for r, h in link_pairings(ref_samples, hyp_samples, same)))
     if k == 1:
         spread = "one alignment sample (eflomal is random; --drop-samples averages several)"
     else:

@@ -290,7 +290,7 @@ def _join(src: list[str], ref: list[str], src_tok: list[str], ref_tok: list[str]
 def score_output(side: _Side, hyps: list[str], tgt_lang: str, aligner: Any) -> tuple[Scores, PerInput]:
     """The :data:`METRICS` of one model's outputs ``hyps`` of one joined test set, and the per-input counts
     behind REP and DROP (:data:`PerInput`)."""
-    from scanmt.api.evaluate_text import _align
+    from scanmt.api.evaluate_text import align_pairs, identical_outputs
     from scanmt.data.tokenize import tokenize
     from scanmt.metrics.bleu import detok_bleu
     from scanmt.metrics.drop import sentence_drops
@@ -308,9 +308,9 @@ def score_output(side: _Side, hyps: list[str], tgt_lang: str, aligner: Any) -> t
     per_input: PerInput = {"rep_sigma": [rep_sentence(h, r) for h, r in zip(hyp_words, ref_words)],
                            "ref_words": [len(r) for r in ref_words], "hyp_words": [len(h) for h in hyp_words]}
     if aligner is not None and side.ref_links is not None:
-        same = [h == r for h, r in zip(hyp_tok, side.ref_tok)]
+        same = identical_outputs(hyp_tok, side.ref_tok)
         src = [s.split() for s in side.src_tok]
-        links = _align(aligner, src, [[] if eq else w for w, eq in zip(hyp_words, same)])
+        links = align_pairs(aligner, src, [[] if eq else w for w, eq in zip(hyp_words, same)])
         links = [set(r) if eq else h for h, r, eq in zip(links, side.ref_links, same)]
         drops = sentence_drops(side.ref_links, links, [len(s) for s in src])
         scores["drop"] = 100.0 * sum(d.dropped for d in drops) / max(1, sum(d.source_words for d in drops))
@@ -379,9 +379,9 @@ def stress(request: StressRequest) -> StressResult:
     sl, tl = models[0].pipeline.src_lang, models[0].pipeline.tgt_lang
     aligner, notes = None, []
     if request.align_model is not None:
-        from scanmt.api.evaluate_text import _load_word_aligner
+        from scanmt.api.evaluate_text import load_word_aligner
 
-        aligner, _ = _load_word_aligner(request.align_model, sl, tl)
+        aligner, _ = load_word_aligner(request.align_model, sl, tl)
     else:
         notes.append("DROP and dropped sentences not measured (they need a word alignment): give --align-model")
     src_tok, ref_tok = tokenize_all(src, sl), tokenize_all(ref, tl)
@@ -392,9 +392,9 @@ def stress(request: StressRequest) -> StressResult:
         for k in request.k:
             side = _join(src, ref, src_tok, ref_tok, k)
             if aligner is not None:
-                from scanmt.api.evaluate_text import _align
+                from scanmt.api.evaluate_text import align_pairs
 
-                side.ref_links = _align(aligner, [s.split() for s in side.src_tok], [r.split() for r in side.ref_tok])
+                side.ref_links = align_pairs(aligner, [s.split() for s in side.src_tok], [r.split() for r in side.ref_tok])
             texts[f"k{k}.src.{sl}"], texts[f"k{k}.ref.{tl}"] = side.src, side.ref
             for name, tr in zip(names, models):
                 out_lines = tr.translate_lines(side.src, beam=request.beam, source=f"{name} K={k}")

@@ -52,6 +52,20 @@ class JapaneseWords:
         text = unicodedata.normalize("NFKC", line).strip()
         return [piece for w in self.tagger(text) for piece in w.surface.split()]
 
+    def tagged(self, line: str) -> list[tuple[str, str]]:
+        """The words of ``line`` (as :meth:`words`, one for one) with UniDic's part of speech: its first two
+        levels, such as ``名詞-固有名詞`` (proper noun) or ``助詞-格助詞`` (case particle).
+
+        >>> JapaneseWords().tagged("京都は都市です。")
+        [('京都', '名詞-固有名詞'), ('は', '助詞-係助詞'), ('都市', '名詞-普通名詞'), ('です', '助動詞'), ('。', '補助記号-句点')]
+        """
+        text = unicodedata.normalize("NFKC", line).strip()
+        out = []
+        for w in self.tagger(text):
+            pos = "-".join(x for x in (w.feature.pos1, w.feature.pos2) if x and x != "*")
+            out.extend((piece, pos) for piece in w.surface.split())
+        return out
+
     def join(self, words: list[str]) -> str:
         """``words`` as Japanese text: no spaces, except between two Latin letters or digits.
 

@@ -119,12 +119,13 @@ def _aligned_sources(links: set[Link] | frozenset[Link], src_len: int, sent: int
     return out
 
 
-def sentence_drops(
+def aligned_and_dropped(
     src_ref_links: Sequence[set[Link]],
     src_hyp_links: Sequence[set[Link]],
     src_lens: Sequence[int],
-) -> list[DropResult]:
-    """Dropped source words of each sentence (:func:`drop_score` sums them).
+) -> list[tuple[set[int], set[int]]]:
+    """Per sentence, the 0-based source words aligned to the reference, and those of them that are dropped
+    (aligned to no output word).
 
     Args:
         src_ref_links: per sentence, 0-based ``(source word, reference word)`` links.
@@ -143,9 +144,19 @@ def sentence_drops(
     out = []
     for k, (ref_l, hyp_l, n) in enumerate(zip(src_ref_links, src_hyp_links, src_lens)):
         in_ref = _aligned_sources(ref_l, n, k, "source-reference")
-        in_hyp = _aligned_sources(hyp_l, n, k, "source-output")
-        out.append(DropResult(dropped=len(in_ref - in_hyp), source_words=int(n), ref_aligned=len(in_ref)))
+        out.append((in_ref, in_ref - _aligned_sources(hyp_l, n, k, "source-output")))
     return out
+
+
+def sentence_drops(
+    src_ref_links: Sequence[set[Link]],
+    src_hyp_links: Sequence[set[Link]],
+    src_lens: Sequence[int],
+) -> list[DropResult]:
+    """Dropped source words of each sentence (:func:`drop_score` sums them; arguments and errors:
+    :func:`aligned_and_dropped`)."""
+    return [DropResult(dropped=len(dropped), source_words=int(n), ref_aligned=len(in_ref))
+            for (in_ref, dropped), n in zip(aligned_and_dropped(src_ref_links, src_hyp_links, src_lens), src_lens)]
 
 
 def drop_score(
