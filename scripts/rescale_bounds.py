@@ -123,7 +123,7 @@ def run(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], allow_abbrev=False,
         usage="python scripts/rescale_bounds.py [--scale K] [--shift D] [--min M] [--bonus own|rescaled] "
-              "-- TRANSLATE-OPTIONS...")
+              "[--head-stats FILE] -- TRANSLATE-OPTIONS...")
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every real subword's bound by this "
                         "(default 1; 1000: no bound binds)")
     parser.add_argument("--shift", type=float, default=0.0, help="then add this (default 0; -1 takes a "

@@ -394,7 +394,8 @@ def stress(request: StressRequest) -> StressResult:
             if aligner is not None:
                 from scanmt.api.evaluate_text import align_pairs
 
-                side.ref_links = align_pairs(aligner, [s.split() for s in side.src_tok], [r.split() for r in side.ref_tok])
+                side.ref_links = align_pairs(aligner, [s.split() for s in side.src_tok],
+                                             [r.split() for r in side.ref_tok])
             texts[f"k{k}.src.{sl}"], texts[f"k{k}.ref.{tl}"] = side.src, side.ref
             for name, tr in zip(names, models):
                 out_lines = tr.translate_lines(side.src, beam=request.beam, source=f"{name} K={k}")
