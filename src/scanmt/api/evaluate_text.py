@@ -155,13 +155,18 @@ def link_samples(aligner, src: list[list[str]], tgt_tok: list[str], k: int, bar=
     return samples
 
 
+def with_reference_links(hyp_links: Links, ref_links: Links, same: list[bool]) -> Links:
+    """``hyp_links`` with the outputs that equal their reference (``same``) taking the reference's links."""
+    return [set(r) if eq else h for h, r, eq in zip(hyp_links, ref_links, same)]
+
+
 def link_pairings(ref_samples: list[Links], hyp_samples: list[Links],
                   same: list[bool]) -> Iterator[tuple[Links, Links]]:
     """Every pairing of a source-reference alignment with a source-output one (DROP's K x K), the outputs that
     equal their reference (``same``) taking that pairing's reference links."""
     for ref_links in ref_samples:
         for hyp_links in hyp_samples:
-            yield ref_links, [set(r) if eq else h for h, r, eq in zip(hyp_links, ref_links, same)]
+            yield ref_links, with_reference_links(hyp_links, ref_links, same)
 
 
 def _drop(request: EvaluateRequest, texts: Texts, rows: list[Row], out: dict[str, Any]) -> None:

@@ -290,7 +290,7 @@ def _join(src: list[str], ref: list[str], src_tok: list[str], ref_tok: list[str]
 def score_output(side: _Side, hyps: list[str], tgt_lang: str, aligner: Any) -> tuple[Scores, PerInput]:
     """The :data:`METRICS` of one model's outputs ``hyps`` of one joined test set, and the per-input counts
     behind REP and DROP (:data:`PerInput`)."""
-    from scanmt.api.evaluate_text import align_pairs, identical_outputs
+    from scanmt.api.evaluate_text import align_pairs, identical_outputs, with_reference_links
     from scanmt.data.tokenize import tokenize
     from scanmt.metrics.bleu import detok_bleu
     from scanmt.metrics.drop import sentence_drops
@@ -311,7 +311,7 @@ def score_output(side: _Side, hyps: list[str], tgt_lang: str, aligner: Any) -> t
         same = identical_outputs(hyp_tok, side.ref_tok)
         src = [s.split() for s in side.src_tok]
         links = align_pairs(aligner, src, [[] if eq else w for w, eq in zip(hyp_words, same)])
-        links = [set(r) if eq else h for h, r, eq in zip(links, side.ref_links, same)]
+        links = with_reference_links(links, side.ref_links, same)
         drops = sentence_drops(side.ref_links, links, [len(s) for s in src])
         scores["drop"] = 100.0 * sum(d.dropped for d in drops) / max(1, sum(d.source_words for d in drops))
         per_input["dropped"] = [d.dropped for d in drops]
