@@ -19,7 +19,7 @@ import json
 import torch
 
 from scanmt.decoding.translator import Translator
-from scanmt.io import read_lines
+from scanmt.io import atomic_open, read_lines
 
 
 def digest(translations) -> str:
@@ -46,7 +46,7 @@ def main() -> None:
         translations = tr.translate_lines(lines, beam=beam)
         result[f"beam{beam}"] = digest(translations)
         if args.out_prefix:
-            with open(f"{args.out_prefix}.beam{beam}.txt", "w", encoding="utf-8") as fh:
+            with atomic_open(f"{args.out_prefix}.beam{beam}.txt") as fh:
                 fh.writelines(t.text + "\n" for t in translations)
     forced = tr.force(lines[:50], [t.text or "." for t in translations[:50]])
     result["forced"] = digest(forced)
