@@ -7,6 +7,7 @@ A walk over the package's own source with :mod:`ast` (every ``import``, also ins
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -170,3 +171,37 @@ def test_the_architecture_map_stays_a_map():
     text = (SRC.parents[1] / "ARCHITECTURE.md").read_text(encoding="utf-8")
     long = [(i, len(line)) for i, line in enumerate(text.splitlines(), 1) if len(line) > 300]
     assert not long, f"ARCHITECTURE.md: lines over 300 characters (line, length): {long}"
+
+
+def unresolved_names(text: str) -> list[str]:
+    """The dotted ``scanmt.…`` names in ``text`` that name no module, nor an attribute of one."""
+    import importlib
+
+    missing = []
+    for name in sorted(set(re.findall(r"\bscanmt(?:\.[A-Za-z_]\w*)+", text))):
+        parts = name.split(".")
+        for i in range(len(parts), 0, -1):  # the longest importable prefix, then attributes
+            try:
+                obj = importlib.import_module(".".join(parts[:i]))
+            except ImportError:
+                continue
+            for attr in parts[i:]:
+                obj = getattr(obj, attr, None)
+            if obj is None:
+                missing.append(name)
+            break
+    return missing
+
+
+def test_documented_names_exist():
+    """Every ``scanmt.x.y`` that README.md, ARCHITECTURE.md and docs/ name is a module or an attribute of one
+    (a module moved by a redesign leaves no dead pointer in the docs)."""
+    root = SRC.parents[1]
+    pages = [root / "README.md", root / "ARCHITECTURE.md", *sorted((root / "docs").glob("*.md"))]
+    missing = {p.name: names for p in pages if (names := unresolved_names(p.read_text(encoding="utf-8")))}
+    assert not missing, f"names in the docs that the package does not have (page: names): {missing}"
+
+
+def test_a_dead_documented_name_is_caught():
+    text = "see `scanmt.experiments.report.drop_noise` and `scanmt.experiments.drop_noise`, `scanmt.io.atomic_open`"
+    assert unresolved_names(text) == ["scanmt.experiments.drop_noise"]
