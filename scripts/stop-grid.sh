@@ -8,8 +8,9 @@
 #   bash scripts/stop-grid.sh /work/runs/kftt
 #   bash scripts/stop-grid.sh /work/runs/kftt 'scripts/grid-kftt.sh'   # also stop shells whose command line
 #                                                                      # matches, for a queue between two steps
-# A trainer that a queue starts outside any grid (continue-kftt.sh's `scanmt train`) holds no GRID/.lock: send it
-# SIGTERM yourself (it saves last.pt the same way).
+# With QUEUE_PATTERN, a scanmt process that the queue starts outside any grid (continue-kftt.sh's `scanmt train`,
+# which holds no GRID/.lock) is stopped too: the script shells between it and the queue first, then SIGTERM to it
+# (a trainer saves last.pt the same way), and the script waits for it.
 # grid-kftt.sh packs its finished runs into archive/kftt on its own exit; by hand:
 #   .venv/bin/scanmt experiment archive /work/runs/kftt --to archive/kftt
 set -u
@@ -20,6 +21,9 @@ pattern=${2:-}
 cmdline() { tr '\0' ' ' < "/proc/$1/cmdline" 2>/dev/null; }
 parent() { awk '/^PPid:/ {print $2}' "/proc/$1/status" 2>/dev/null; }
 is_script_shell() { [[ $(cmdline "$1") =~ ^(/[^ ]*/)?bash\ [^-].*\.sh ]]; }
+
+is_scanmt() { [[ " $(cmdline "$1")" =~ \ (-m\ scanmt|[^ ]*/scanmt)\  ]]; }
+descendants() { local p; for p in $(pgrep -P "$1"); do echo "$p"; descendants "$p"; done; }
 
 # a queue's shell, its forked subshells with the same command line (a packer loop) and their sleeps
 stop_shell() {
@@ -50,9 +54,32 @@ else
   echo "stop-grid: no grid process holds $grid/.lock"
 fi
 if [[ -n $pattern ]]; then
+  inner=() scanmt=()
   for p in $(pgrep -f -- "$pattern"); do
-    [[ $p != "$$" && $(cmdline "$p") != *stop-grid* ]] && is_script_shell "$p" && kill -0 "$p" 2>/dev/null &&
-      stop_shell "$p"
+    [[ $p != "$$" && $(cmdline "$p") != *stop-grid* ]] && is_script_shell "$p" && kill -0 "$p" 2>/dev/null || continue
+    # what the queue runs outside a grid, found before its shell goes: a script it runs (not one of its own
+    # subshells, which stop_shell stops) and the scanmt processes under it
+    for d in $(descendants "$p"); do
+      if is_scanmt "$d"; then
+        scanmt+=("$d")
+      elif is_script_shell "$d" && [[ $(cmdline "$d") != "$(cmdline "$(parent "$d")")" ]]; then
+        inner+=("$d")
+      fi
+    done
+    stop_shell "$p"
+  done
+  for p in "${inner[@]}"; do kill -0 "$p" 2>/dev/null && stop_shell "$p"; done
+  for p in "${scanmt[@]}"; do
+    kill -0 "$p" 2>/dev/null || continue
+    echo "stop-grid: SIGTERM to $p ($(cmdline "$p")); waiting for it to save"
+    kill -TERM "$p"
+  done
+  for p in "${scanmt[@]}"; do
+    for _ in $(seq 1 600); do kill -0 "$p" 2>/dev/null || break; sleep 1; done
+    if kill -0 "$p" 2>/dev/null; then
+      echo "stop-grid: $p is still running after 10 minutes; look at it before killing it" >&2
+      exit 1
+    fi
   done
 fi
 

@@ -229,10 +229,10 @@ def test_grid_kftt_runs_its_grids_in_order_and_never_beside_another_queue(tmp_pa
     lines = calls.read_text(encoding="utf-8").splitlines()
     runs = [line for line in lines if line.startswith("-m scanmt experiment run ")]
     grids = [(r.split()[4], r.split("--seeds ")[1].split()[0], "--systems softmax csparsemax" in r) for r in runs]
-    assert grids == [("experiments/kftt-transformer.yaml", "1", False), ("experiments/kftt.yaml", "2", True),
-                     ("experiments/kftt-transformer.yaml", "2", False), ("experiments/kftt.yaml", "3", True),
-                     ("experiments/kftt-transformer.yaml", "3", False), ("experiments/kftt.yaml", "1", False)]
-    assert all("--stress-k 1 2 3" in line for line in runs[:5])
+    # the LSTM pair's seeds 1-3, the Transformer pair's seeds 1-3, then every LSTM system at one seed
+    assert grids == [("experiments/kftt.yaml", "3", True), ("experiments/kftt-transformer.yaml", "3", False),
+                     ("experiments/kftt.yaml", "1", False)]
+    assert all("--stress-k 1 2 3" in line for line in runs[:2]) and "--stress-k" not in runs[2]
     assert lines[-1].startswith("-m scanmt experiment archive ") and lines[-1].endswith(f"--to {tmp_path}/archive/kftt")
     assert "continue-kftt failed" in done.stdout  # no finished run to continue: the queue goes on
 
@@ -313,6 +313,68 @@ def test_stop_grid_stops_the_queue_first_then_the_grid_which_saves(tmp_path: Pat
             except ProcessLookupError:
                 pass
             proc.wait()
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="stop-grid.sh reads /proc (Linux only)")
+def test_stop_grid_with_a_queue_pattern_stops_a_trainer_run_outside_the_grid(tmp_path: Path) -> None:
+    """A queue between two grids runs a script (as grid-kftt.sh runs continue-kftt.sh) whose subshell runs
+    `python -m scanmt train`, which holds no GRID/.lock: with the queue's pattern, stop-grid.sh stops the queue
+    shell, then the script and its subshell (so that no step after the trainer runs), then sends the trainer
+    SIGTERM and waits until it has saved."""
+    grid = tmp_path / "grid"
+    (grid / "grids").mkdir(parents=True)
+    fake = tmp_path / "fake" / "scanmt"  # `python -m scanmt` finds this package first
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    (fake / "__main__.py").write_text(
+        "import os, signal, sys, time\n"
+        "out = sys.argv[sys.argv.index('--out') + 1]\n"
+        "def stop(signum, frame):\n"
+        "    time.sleep(0.5)\n"
+        "    open(os.path.join(out, 'last.pt'), 'w').write('saved')\n"
+        "    sys.exit(128 + signum)\n"
+        "signal.signal(signal.SIGTERM, stop)\n"
+        "open(os.path.join(out, 'started'), 'w').write(str(os.getpid()))\n"
+        "while True:\n"
+        "    time.sleep(0.1)\n")
+    longer = tmp_path / "longer"
+    longer.mkdir()
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    inner = scripts / "continue-fake.sh"
+    inner.write_text("set -euo pipefail\n"
+                     f"go() {{ PYTHONPATH={fake.parent} {sys.executable} -m scanmt train --out {longer}; "
+                     f"touch {longer}/trained; }}\n"
+                     f"go > {longer}/out 2>&1 &\nA=$!\nwait $A || exit 1\ntouch {longer}/evaluated\n")
+    queue = scripts / "grid-fake.sh"
+    queue.write_text(f"bash {inner}\necho next step > {grid}/next\n")
+    queue_proc = subprocess.Popen(["bash", str(queue)], start_new_session=True)
+    try:
+        for _ in range(100):
+            if (longer / "started").exists():
+                break
+            time.sleep(0.1)
+        trainer = int((longer / "started").read_text())
+        done = subprocess.run(["bash", str(SCRIPTS / "stop-grid.sh"), str(grid), "scripts/grid-fake.sh"],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert "no grid process holds" in done.stdout
+        assert f"stopping the queue shell {queue_proc.pid}" in done.stdout
+        assert "continue-fake.sh" in done.stdout  # the script between the queue and the trainer
+        assert f"SIGTERM to {trainer} " in done.stdout and "-m scanmt train" in done.stdout
+        assert (longer / "last.pt").read_text() == "saved"  # it waited for the trainer to save
+        assert not _alive(trainer)
+        assert queue_proc.wait(timeout=10) == -signal.SIGTERM
+        time.sleep(0.5)
+        for step in ("trained", "evaluated"):  # no step after the trainer ran
+            assert not (longer / step).exists(), step
+        assert not (grid / "next").exists()
+    finally:
+        try:
+            os.killpg(queue_proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        queue_proc.wait()
 
 
 def test_stop_grid_refuses_a_folder_that_is_not_a_grid(tmp_path: Path) -> None:
