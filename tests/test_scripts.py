@@ -198,6 +198,24 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+def _wait_for(path: Path) -> None:
+    """Wait up to 10 s for ``path``, the marker a started process writes."""
+    for _ in range(100):
+        if path.exists():
+            return
+        time.sleep(0.1)
+
+
+def _kill_groups(*procs: subprocess.Popen) -> None:
+    """Kill each process started with ``start_new_session``, with all it started (its process group)."""
+    for proc in procs:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+
+
 def _grid_kftt(tmp_path: Path, fake_python: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "GRID_ROOT": str(tmp_path / "runs"), "GRID_ARCHIVE": str(tmp_path / "archive"),
            "PYTHON": str(fake_python), "GRID_ARCHIVE_SRC": str(tmp_path / "src")}
@@ -273,10 +291,7 @@ def test_stop_grid_stops_the_queue_first_then_the_grid_which_saves(tmp_path: Pat
     queue_proc = subprocess.Popen(["bash", str(queue)], start_new_session=True)
     other_proc = subprocess.Popen(["bash", str(other)], start_new_session=True)
     try:
-        for _ in range(100):
-            if (grid / ".lock").exists():
-                break
-            time.sleep(0.1)
+        _wait_for(grid / ".lock")
         grid_pid = int((grid / ".lock").read_text().split()[0])
         def children(pid: int, name: str) -> list[int]:
             return [int(p) for p in subprocess.run(["pgrep", "-P", str(pid), "-x", name], capture_output=True,
@@ -307,12 +322,7 @@ def test_stop_grid_stops_the_queue_first_then_the_grid_which_saves(tmp_path: Pat
         assert "softmax/seed1: last.pt written" in done.stdout and "at step 815" in done.stdout
         assert "seed2" not in done.stdout  # finished runs are not listed
     finally:
-        for proc in (queue_proc, other_proc):  # each leads its own process group, with what it started
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.wait()
+        _kill_groups(queue_proc, other_proc)
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="stop-grid.sh reads /proc (Linux only)")
@@ -350,10 +360,7 @@ def test_stop_grid_with_a_queue_pattern_stops_a_trainer_run_outside_the_grid(tmp
     queue.write_text(f"bash {inner}\necho next step > {grid}/next\n")
     queue_proc = subprocess.Popen(["bash", str(queue)], start_new_session=True)
     try:
-        for _ in range(100):
-            if (longer / "started").exists():
-                break
-            time.sleep(0.1)
+        _wait_for(longer / "started")
         trainer = int((longer / "started").read_text())
         done = subprocess.run(["bash", str(SCRIPTS / "stop-grid.sh"), str(grid), "scripts/grid-fake.sh"],
                               capture_output=True, text=True, timeout=60)
@@ -370,11 +377,7 @@ def test_stop_grid_with_a_queue_pattern_stops_a_trainer_run_outside_the_grid(tmp
             assert not (longer / step).exists(), step
         assert not (grid / "next").exists()
     finally:
-        try:
-            os.killpg(queue_proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        queue_proc.wait()
+        _kill_groups(queue_proc)
 
 
 def test_stop_grid_refuses_a_folder_that_is_not_a_grid(tmp_path: Path) -> None:
