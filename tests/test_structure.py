@@ -7,6 +7,7 @@ A walk over the package's own source with :mod:`ast` (every ``import``, also ins
 from __future__ import annotations
 
 import ast
+import importlib
 import re
 from pathlib import Path
 
@@ -175,8 +176,6 @@ def test_the_architecture_map_stays_a_map():
 
 def unresolved_names(text: str) -> list[str]:
     """The dotted ``scanmt.…`` names in ``text`` that name no module, nor an attribute of one."""
-    import importlib
-
     missing = []
     for name in sorted(set(re.findall(r"\bscanmt(?:\.[A-Za-z_]\w*)+", text))):
         parts = name.split(".")
