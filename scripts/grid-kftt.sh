@@ -8,11 +8,10 @@
 # /work/runs) holds the grid folder kftt/; PYTHON (default the checkout's .venv, else /work/main/.venv) runs
 # scanmt. The machine may not outlive the grids: the grid is first restored from GRID_ARCHIVE/kftt (default
 # /work/main/archive) and its finished runs are packed there every 10 minutes (no checkpoints, no corpus text:
-# restore prepares the corpus again). archive/kftt is committed, as archive/table1 is: a session that starts on a
-# new machine holds only what git holds, and the machine was replaced twice under this grid (sessions 63 and 71),
-# each time taking every finished run with the untracked archive. Its alignments (20 MB, packed once) are this
-# grid's own work, not a copy of ../shared, and eflomal cannot repeat them. A run still training is lost with its
-# machine: its last.pt (117 MB with Adam's moments) is not committed.
+# restore prepares the corpus again). archive/kftt stays out of git (.git/info/exclude): its alignments (20 MB
+# packed) are data, which belongs outside the repository. So it only moves the grid between machines that can copy
+# it: a session that starts on a new machine holds only what git holds (sessions 63 and 71 lost every run and the
+# archive), and the results reach git through docs/experiments-kftt.*, to be regenerated as runs finish.
 # The archive's format belongs to the newest code, not the frozen commit's:
 # packing and restoring run with GRID_ARCHIVE_SRC (default /work/main/src). Progress: scanmt experiment status
 # $GRID_ROOT/kftt --brief.
