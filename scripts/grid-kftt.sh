@@ -6,12 +6,13 @@
 #   PYTHONPATH=$PWD/src nohup bash scripts/grid-kftt.sh >> /work/runs/kftt-queue.log 2>&1 &
 # Run it from a worktree of one commit, so that the code of a grid does not change under it. GRID_ROOT (default
 # /work/runs) holds the grid folder kftt/; PYTHON (default the checkout's .venv, else /work/main/.venv) runs
-# scanmt. The machine may not outlive the grids: the grid is first restored from GRID_ARCHIVE/kftt (default
-# /work/main/archive) and its finished runs are packed there every 10 minutes (no checkpoints, no corpus text:
-# restore prepares the corpus again). archive/kftt stays out of git (.git/info/exclude): its alignments (20 MB
-# packed) are data, which belongs outside the repository. So it only moves the grid between machines that can copy
-# it: a session that starts on a new machine holds only what git holds (sessions 63 and 71 lost every run and the
-# archive), and the results reach git through docs/experiments-kftt.*, to be regenerated as runs finish.
+# scanmt. The machine may not outlive the grids (sessions 63 and 71 began on new machines, every run lost): the
+# grid is first restored from GRID_ARCHIVE/kftt (default /work/main/archive) and its finished runs are packed
+# there every 10 minutes, as an archive of runs only (`experiment archive --runs-only`: no checkpoints, no corpus
+# text, and no alignments, which are data, 20 MB packed): commit archive/kftt as runs finish. On a new machine the
+# restore prepares the corpus again and puts the runs back, each with a record of the alignments and predictor it
+# trained on (RUN/shared-origin.json); the grid then aligns afresh and trains only the missing runs, and the report
+# lists the runs trained on the other machine's shared work.
 # The archive's format belongs to the newest code, not the frozen commit's:
 # packing and restoring run with GRID_ARCHIVE_SRC (default /work/main/src). Progress: scanmt experiment status
 # $GRID_ROOT/kftt --brief.
@@ -46,7 +47,7 @@ if [[ -e $OUT/.lock ]] && ! flock -n "$OUT/.lock" true; then
 fi
 ARCHIVE_SRC=${GRID_ARCHIVE_SRC:-/work/main/src}
 archive() { PYTHONPATH=$ARCHIVE_SRC "$PYTHON" -m scanmt experiment "$@"; }
-pack() { [[ -d $OUT/grids ]] && archive archive "$OUT" --to "$ARCHIVE/kftt" || true; }
+pack() { [[ -d $OUT/grids ]] && archive archive "$OUT" --to "$ARCHIVE/kftt" --runs-only || true; }
 [[ -f $ARCHIVE/kftt/manifest.json && ! -d $OUT/runs ]] && archive restore "$ARCHIVE/kftt" --out "$OUT"
 # the packer: its sleep dies with it (a TERM interrupts the wait), so no sleep outlives the queue holding its output
 (exec 9>&-; trap 'kill $nap 2>/dev/null; exit 0' TERM; while true; do sleep 600 & nap=$!; wait $nap; pack; done) &

@@ -251,7 +251,8 @@ def test_grid_kftt_runs_its_grids_in_order_and_never_beside_another_queue(tmp_pa
     assert grids == [("experiments/kftt.yaml", "3", True), ("experiments/kftt-transformer.yaml", "3", False),
                      ("experiments/kftt.yaml", "1", False)]
     assert all("--stress-k 1 2 3" in line for line in runs[:2]) and "--stress-k" not in runs[2]
-    assert lines[-1].startswith("-m scanmt experiment archive ") and lines[-1].endswith(f"--to {tmp_path}/archive/kftt")
+    assert lines[-1].startswith("-m scanmt experiment archive ") and lines[-1].endswith(
+        f"--to {tmp_path}/archive/kftt --runs-only")  # no alignments: data, 20 MB, out of git
     assert "continue-kftt failed" in done.stdout  # no finished run to continue: the queue goes on
 
 

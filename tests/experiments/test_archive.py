@@ -17,6 +17,7 @@ from scanmt.cli.main import main
 from scanmt.data.vocab import SPECIALS
 from scanmt.errors import ConfigError, DataError
 from scanmt.experiments import archive
+from scanmt.experiments.archive import shared_work as archive_shared
 from scanmt.experiments import shared as shared_steps
 from scanmt.experiments.shared import SharedPaths
 from scanmt.fertility.predictor import FertilityPredictor
@@ -308,8 +309,8 @@ def test_a_format_1_manifest_is_read_and_upgraded(tmp_path):
     FakeTrainer(predictor_weights(nudge=1e-6))(SharedPaths(out), [], print)
     with pytest.raises(DataError, match="the alignments or the fertility predictor's weights differ"):
         archive.pack(out, dest)
-    (dest / "manifest.json").write_text(json.dumps({**manifest, "format": 4}))
-    with pytest.raises(DataError, match="not a scanmt experiment archive of format 1 or 2 or 3"):
+    (dest / "manifest.json").write_text(json.dumps({**manifest, "format": 5}))
+    with pytest.raises(DataError, match="not a scanmt experiment archive of format 1 or 2 or 3 or 4"):
         archive.pack(out, dest)
 
 
@@ -362,3 +363,134 @@ def test_the_repository_keeps_archived_runs():
     ask = lambda path: subprocess.run(["git", "check-ignore", "-q", path], cwd=repo).returncode  # noqa: E731
     assert ask("runs/table1/runs/softmax/seed1/best.pt") == 0
     assert ask("archive/table1/runs/softmax/seed1.tar.gz") == 1
+
+
+def identity(out: Path) -> dict[str, str | None]:
+    """The shared work's identity of ``out`` as an archive of runs only records it, computed here independently
+    of the archive: the digest of every alignment file, and of the predictor's weights."""
+    return {"alignments": archive_shared.alignments_digest(out / "shared"),
+            "predictor": archive_shared.predictor_digest(out / "shared" / "predictor" / "best.pt")}
+
+
+def test_runs_only_pack_restore_realign_and_pack_again(tmp_path, capsys):
+    out = make_experiment(tmp_path)
+    (tmp_path / "data" / "meta.json").write_text('{"src_lang": "de", "tgt_lang": "en", "splits": ["train", '
+                                                 '"valid"]}\n')  # what `prepare` mirrors again on restore
+    dest = tmp_path / "archive"
+    first = identity(out)
+    assert main(["experiment", "archive", str(out), "--to", str(dest), "--runs-only"]) == 0
+    assert ("shared work not packed (an archive of runs only), recorded; runs added 3, packed again 0, unchanged 0"
+            in capsys.readouterr().out)
+    assert sorted(p.name for p in dest.iterdir()) == ["grids", "manifest.json", "runs"]  # no alignments, no probe
+    manifest = json.loads((dest / "manifest.json").read_text())
+    assert manifest["runs_only"] is True and manifest["shared"]["data"]["dir"] == str(tmp_path / "data")
+    assert {key: entry["shared"] for key, entry in manifest["runs"].items()} == {
+        key: first for key in ("softmax/seed1", "csparsemax/seed1", "csparsemax/seed2")}
+
+    # a new machine: the folder is gone; restore prepares the data and puts the runs back, each with its origin
+    original = tree(out)
+    shutil.move(out, tmp_path / "old")
+    assert main(["experiment", "restore", str(dest), "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert ("shared work not in the archive (runs only): data prepared, alignments and fertility predictor left to "
+            "`experiment run`; runs restored 3, already there 0") in text
+    assert "each restored run records the shared work it trained on in RUN/shared-origin.json" in text
+    restored = tree(out)
+    for key in ("softmax/seed1", "csparsemax/seed1", "csparsemax/seed2"):
+        run = out / "runs" / key
+        assert json.loads((run / "shared-origin.json").read_text()) == {**first, "archive": str(dest)}
+        assert archive_shared.read_origin(run) == {**first, "archive": str(dest)}
+        files = {k: v for k, v in restored.items() if k.startswith(f"runs/{key}/") and not k.endswith("origin.json")}
+        assert files == {k: v for k, v in original.items() if k.startswith(f"runs/{key}/") and not k.endswith(
+            ("best.pt", "last.pt")) and not (k.endswith("attn.npz") and not k.endswith("seed1/test.attn.npz"))}
+    assert not (out / "runs" / "softmax" / "seed2").exists()  # unfinished: not archived
+    assert (out / "shared" / "data" / "train.bpe.de").resolve() == tmp_path / "data" / "train.bpe.de"
+    assert (out / "shared" / ".done" / "prepare.json").exists()  # `experiment run` reuses the step
+    assert not (out / "shared" / "data" / "align").exists() and not (out / "shared" / "predictor").exists()
+
+    # `experiment run` aligns afresh and trains another predictor and softmax seed 2: packing again takes them,
+    # and keeps what each run trained on
+    align = out / "shared" / "data" / "align"
+    align.mkdir()
+    (align / "train.word.align").write_text("0-1 1-0\n")
+    FakeTrainer(predictor_weights(nudge=0.5))(SharedPaths(out), [], print)
+    second = identity(out)
+    assert second["alignments"] != first["alignments"] and second["predictor"] != first["predictor"]
+    run = out / "runs" / "softmax" / "seed2"
+    (run / ".stages").mkdir(parents=True)
+    (run / "spec.json").write_text('{"split": "test"}\n')
+    (run / "metrics.json").write_text('{"bleu": 42.5}\n')
+    (run / "DONE").write_text("")
+    s = archive.pack(out, dest)  # an archive keeps its kind: no flag needed
+    assert s.shared == "not packed (runs only), other than at the last pack (aligned afresh): new runs record theirs"
+    assert s.added == ["softmax/seed2"] and s.kept == ["csparsemax/seed1", "csparsemax/seed2", "softmax/seed1"]
+    runs = json.loads((dest / "manifest.json").read_text())["runs"]
+    assert runs["softmax/seed2"]["shared"] == second and runs["softmax/seed1"]["shared"] == first
+    # a run restored here and packed again (its metrics changed) keeps the shared work it trained on
+    (out / "runs" / "softmax" / "seed1" / "metrics.json").write_text('{"bleu": 41.5}\n')
+    assert archive.pack(out, dest).updated == ["softmax/seed1"]
+    assert json.loads((dest / "manifest.json").read_text())["runs"]["softmax/seed1"]["shared"] == first
+
+    # a third machine: every run says which shared work it trained on
+    third = tmp_path / "third"
+    shutil.move(out, third)
+    archive.restore(dest, out)
+    assert {key: archive_shared.read_origin(out / "runs" / key) for key in runs} == {
+        **{key: {**first, "archive": str(dest)} for key in ("softmax/seed1", "csparsemax/seed1", "csparsemax/seed2")},
+        "softmax/seed2": {**second, "archive": str(dest)}}
+
+
+def test_runs_only_refusals(tmp_path):
+    out = make_experiment(tmp_path)
+    (tmp_path / "data" / "meta.json").write_text('{"src_lang": "de", "tgt_lang": "en"}\n')
+    full, runs_only = tmp_path / "full", tmp_path / "runs-only"
+    archive.pack(out, full)
+    archive.pack(out, runs_only, runs_only=True)
+    with pytest.raises(DataError, match="is an archive with its shared work"):
+        archive.pack(out, full, runs_only=True)
+
+    # a run that trained on other shared work cannot join an archive that packs this folder's
+    (out / "runs" / "csparsemax" / "seed2" / "shared-origin.json").write_text(
+        '{"alignments": "0123", "predictor": null}\n')
+    (out / "runs" / "csparsemax" / "seed2" / "metrics.json").write_text('{"bleu": 1.0}\n')
+    with pytest.raises(DataError, match="trained on other shared work than .* pack it into an archive of runs only"):
+        archive.pack(out, full)
+    (out / "runs" / "csparsemax" / "seed2" / "shared-origin.json").write_text("{not json")
+    with pytest.raises(DataError, match="shared-origin.json: not a readable record of the shared work"):
+        archive.pack(out, runs_only)
+    (out / "runs" / "csparsemax" / "seed2" / "shared-origin.json").unlink()
+
+    # other data: refused in both directions
+    (tmp_path / "data" / "train.bpe.de").write_text("c c\n")
+    with pytest.raises(DataError, match="differs from the data of the runs archived .* it mirrors other prepared data"):
+        archive.pack(out, runs_only)
+    shutil.rmtree(out)
+    with pytest.raises(DataError, match=r"train\.bpe\.de differs from the file its runs read"):
+        archive.restore(runs_only, out)
+    assert not (out / "runs").exists()
+
+    # a run entry without its shared work: a damaged manifest, refused before anything is written
+    (tmp_path / "data" / "train.bpe.de").write_text("a b\n")
+    manifest = json.loads((runs_only / "manifest.json").read_text())
+    del manifest["runs"]["softmax/seed1"]["shared"]
+    (runs_only / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(DataError, match="run 'softmax/seed1' of an archive of runs only records no shared work"):
+        archive.restore(runs_only, out)
+    assert not (out / "runs").exists()
+
+
+def test_an_archive_of_runs_only_has_a_format_of_its_own(tmp_path):
+    """Format 4 is an archive of runs only, and only that: code that knows format 3 alone refuses it by its
+    number, and a manifest whose format and kind disagree is refused as damaged."""
+    out = make_experiment(tmp_path)
+    archive.pack(out, tmp_path / "runs-only", runs_only=True)
+    archive.pack(out, tmp_path / "full")
+    assert json.loads((tmp_path / "runs-only" / "manifest.json").read_text())["format"] == 4
+    assert json.loads((tmp_path / "full" / "manifest.json").read_text())["format"] == 3
+    for dest, change in ((tmp_path / "runs-only", {"runs_only": False}), (tmp_path / "full", {"runs_only": True}),
+                         (tmp_path / "full", {"format": 4})):
+        manifest = json.loads((dest / "manifest.json").read_text())
+        (dest / "manifest.json").write_text(json.dumps({**manifest, **change}))
+        with pytest.raises(DataError, match="where an archive of runs only, and it alone, is format 4"):
+            archive.read_manifest(dest)
+        (dest / "manifest.json").write_text(json.dumps(manifest))

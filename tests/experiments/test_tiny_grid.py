@@ -15,7 +15,9 @@ One test, in steps that build on each other (about two minutes on one core):
 6. ``--redecode --systems softmax``: softmax translates and scores both test sets again from its
    trained model, and its earlier outputs, markers and DONE are kept in ``previous-decode-1/``;
 7. ``experiment archive``, the folder moved away (a fresh machine), ``experiment restore``: the report is
-   the same, byte for byte, without a checkpoint, and the grid has nothing left to do.
+   the same, byte for byte, without a checkpoint, and the grid has nothing left to do;
+8. the same with an archive of runs only: ``run`` aligns afresh, and the report gains a section naming the
+   runs that trained on the other shared work.
 """
 
 from __future__ import annotations
@@ -305,6 +307,26 @@ def test_tiny_grid_end_to_end(small_data_dir_2017, tmp_path, capsys):
     assert "start " not in text and not (softmax / "previous-decode-2").exists() and (softmax / "DONE").exists()
     assert main(["experiment", "report", str(out), "--out", str(docs)]) == 0
     assert undated((docs / "experiments-tiny.md").read_text(encoding="utf-8")) == undated(md)
+
+    # 8. an archive of runs only (no alignments): lost again, the runs come back without the shared work, `run`
+    # aligns afresh and trains nothing, and the report is the same with a last section naming each restored run
+    runs_only = tmp_path / "archive-runs-only"
+    assert main(["experiment", "archive", str(out), "--to", str(runs_only), "--runs-only"]) == 0
+    assert not (runs_only / "shared.tar.gz").exists()
+    os.rename(out, tmp_path / "lost-again")
+    assert main(["experiment", "restore", str(runs_only), "--out", str(out)]) == 0
+    assert "runs restored 3, already there 0" in capsys.readouterr().out
+    assert not (out / "shared" / "data" / "align").exists()
+    assert main(run_argv(TINY, small_data_dir, out)) == 0
+    text = capsys.readouterr().out
+    assert "[shared] align: done before" not in text and "start " not in text
+    assert "skip  softmax/seed1: done before" in text and (out / "shared" / "data" / "align").is_dir()
+    assert main(["experiment", "report", str(out), "--out", str(docs)]) == 0
+    again, section, restored = (docs / "experiments-tiny.md").read_text(encoding="utf-8").partition(
+        "## Runs restored from an archive of runs only")
+    assert undated(again) == undated(md) + "\n" and section
+    rows = [line for line in restored.splitlines() if line.startswith("| ") and "`" in line]
+    assert len(rows) == 2 and all(row.endswith("| no |") for row in rows), restored  # aligned afresh
 
 
 def test_report_aggregation_and_sentence_choice():

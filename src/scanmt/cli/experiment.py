@@ -36,7 +36,9 @@ over seeds per system and K in the report); a finished run gets only that step.
 A grid can outlive the machine it runs on: `archive` packs the finished runs (no checkpoints: 0.4-2 MB a
 run) with the shared alignments, and `restore` puts them back and retrains the fertility predictor from them
 (checked: its fertilities on the valid split within 1e-3 of the archived ones), so that `run` trains only the
-missing runs, with the same fertilities, and `report` reads them all."""
+missing runs, with the same fertilities, and `report` reads them all. Where the alignments are too large for
+git (KFTT's), `archive --runs-only` leaves them out: `restore` prepares the data and marks each run with the
+alignments and predictor it trained on, `run` aligns afresh, and the report lists those runs."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -145,20 +147,28 @@ def _add_status_arguments(sub: "argparse._SubParsersAction", fmt: type[argparse.
 def _add_archive_arguments(sub: "argparse._SubParsersAction", fmt: type[argparse.HelpFormatter]) -> None:
     tol = experiments.PREDICTOR_TOLERANCE
     a = sub.add_parser("archive", formatter_class=fmt,
-                       help="pack a grid's finished runs (no checkpoints) and shared work into a folder for git",
+                       help="pack a grid's finished runs (no checkpoints) and shared work (or runs only) into a "
+                       "folder for git",
                        description="Add the finished runs of an experiment folder to an archive folder: each run "
                        "without its checkpoints, the shared alignments once (not the fertility predictor: restore "
                        "retrains it), the grid records, and a manifest of digests. No corpus text is packed: a "
                        "corpus the grid prepared (--data kftt), the joined stress inputs and the attention files' "
                        "source tokens are recorded by digest and made again by restore. Rerun it as runs finish: "
                        "unchanged runs are kept, "
-                       "changed ones (a new split, a stress test) packed again. Refused when the folder's shared "
-                       "work differs from the archive's (its runs would not be comparable): other alignments, or a "
+                       "changed ones (a new split, a stress test) packed again. An archive with its shared work is "
+                       "refused when the folder's shared work differs from the archive's (its runs would not be comparable): other alignments, or a "
                        f"fertility predictor whose expected fertilities on the valid split differ by more than {tol:g} "
                        "from the archived one's (retrained on another processor, its weights differ in the last "
                        "bits only, which is accepted).")
     a.add_argument("dir", type=str, help="experiment directory of `scanmt experiment run --out`")
     a.add_argument("--to", type=str, required=True, help="archive folder (made if missing; e.g. archive/table1)")
+    a.add_argument("--runs-only", action="store_true",
+                   help="make a new archive of runs only: no shared work (the alignments, 20 MB packed for KFTT, are "
+                   "data), its identity and data recorded instead, and each run's shared work. Restore prepares "
+                   "the data again and puts the runs back, each with a record of the shared work it trained on "
+                   "(RUN/shared-origin.json); `experiment run` aligns afresh for the missing runs, and the report "
+                   "lists the runs trained on other shared work. Other alignments are then accepted (not the "
+                   "data). An existing archive keeps its kind [an archive with its shared work]")
     b = sub.add_parser("restore", formatter_class=fmt,
                        help="unpack an archive of `experiment archive` into its experiment folder",
                        description="Unpack an archive into the experiment folder it was packed from (runs record "
@@ -168,7 +178,9 @@ def _add_archive_arguments(sub: "argparse._SubParsersAction", fmt: type[argparse
                        "the test set are made again from it. "
                        "The fertility predictor is retrained from the archived alignments (about a minute) and must "
                        f"give the archived fertilities on the valid split (within {tol:g}). Finished runs already "
-                       "there are kept; then `experiment run` trains only what is missing.")
+                       "there are kept; then `experiment run` trains only what is missing. An archive of runs only "
+                       "(`archive --runs-only`) restores no shared work: the data is prepared, the runs unpacked, "
+                       "each with a record of the shared work it trained on, and `experiment run` aligns afresh.")
     b.add_argument("archive", type=str, help="archive folder of `scanmt experiment archive`")
     b.add_argument("--out", type=str, required=True, help="the experiment directory (the one it was packed from)")
     b.add_argument("--mirror", type=str, default=None, metavar="DIR",
@@ -180,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "run":
         return experiments.run_grid(experiments.GridRunOptions.from_args(args))
     if args.action == "archive":
-        return experiments.archive_command(args.dir, args.to)
+        return experiments.archive_command(args.dir, args.to, runs_only=args.runs_only)
     if args.action == "restore":
         return experiments.restore_command(args.archive, args.out, mirror=args.mirror)
     if args.action == "status":

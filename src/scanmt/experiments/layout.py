@@ -252,6 +252,12 @@ PREDICTOR_FERTILITIES = "predictor-fertility.npy"
 #: the manifest's keys for the shared work and the runs (spelled as the folders)
 MANIFEST_SHARED = SHARED
 MANIFEST_RUNS = RUNS
+#: the manifest's flag of an archive of runs only (``archive --runs-only``): no ``shared.tar.gz``, and each run's
+#: entry records the shared work it trained on
+MANIFEST_RUNS_ONLY = "runs_only"
+#: a run folder's record of the shared work it trained on (alignments' and predictor's digests, the archive it
+#: came from), written by the restore of an archive of runs only: the folder's own shared work may be another
+SHARED_ORIGIN = "shared-origin.json"
 #: what of shared/ stays behind: the fertility predictor (a model, retrained from the archived alignments
 #: on restore: its training is deterministic) and the fertility caches (recomputed from it by `run`), with
 #: their step markers, so that `run` and `restore` redo them

@@ -7,14 +7,15 @@ from pathlib import Path
 
 from scanmt.experiments.archive.packing import pack
 from scanmt.experiments.archive.restoring import restore
+from scanmt.experiments.layout import SHARED_ORIGIN
 
 
-def archive_command(folder: str | Path, dest: str | Path) -> int:
-    """Pack the finished runs of the experiment folder ``folder`` into the archive ``dest`` and print what was
-    added, packed again, kept and left out; exit status 0."""
+def archive_command(folder: str | Path, dest: str | Path, *, runs_only: bool = False) -> int:
+    """Pack the finished runs of the experiment folder ``folder`` into the archive ``dest`` (a new one of runs only
+    with ``runs_only``) and print what was added, packed again, kept and left out; exit status 0."""
     folder, dest = Path(folder), Path(dest)
     t0 = time.time()
-    s = pack(folder, dest)
+    s = pack(folder, dest, runs_only=runs_only)
     shared = s.shared.replace("same", "already archived, unchanged", 1) if s.shared.startswith("same") else s.shared
     print(f"archive {dest}: shared work {shared}; runs added {len(s.added)}, packed again {len(s.updated)}, "
           f"unchanged {len(s.kept)}; {len(s.unfinished)} unfinished left out ({time.time() - t0:.0f} s)")
@@ -31,6 +32,9 @@ def restore_command(archive: str | Path, out: str | Path, *, mirror: str | None 
     s = restore(archive, out, mirror=mirror)
     print(f"restore {archive} -> {out}: shared work {s.shared}; runs restored {len(s.added)}, "
           f"already there {len(s.kept)}")
+    if s.added and s.shared.startswith("not in the archive"):
+        print(f"  each restored run records the shared work it trained on in RUN/{SHARED_ORIGIN}; `experiment run` "
+              "aligns afresh and trains the missing runs")
     if s.added:
         print(f"  restored: {', '.join(s.added)}")
     return 0

@@ -9,17 +9,21 @@ from pathlib import Path
 
 from scanmt.data.fertility import file_digest
 from scanmt.errors import DataError
-from scanmt.experiments.layout import MANIFEST, METRICS, archived_run
+from scanmt.experiments.layout import MANIFEST, MANIFEST_RUNS_ONLY, METRICS, archived_run
 from scanmt.io import atomic_open
 
 
 FORMAT = 3
+#: the format of an archive of runs only (``archive --runs-only``: format 3 without ``shared.tar.gz``, each run
+#: with the shared work it trained on): a number of its own, so that code older than it refuses such an archive
+#: by its format rather than failing on the shared work it lacks
+RUNS_ONLY_FORMAT = 4
 
 
 #: format 1 (session 19) recorded one digest of the alignments and the predictor's weights; format 2 packed the
 #: corpus text with the runs (format 3 leaves it out: :mod:`scanmt.experiments.archive.corpus`).  Both are read,
 #: and upgraded by the next pack of the same shared work
-READ_FORMATS = (1, 2, 3)
+READ_FORMATS = (1, 2, FORMAT, RUNS_ONLY_FORMAT)
 
 
 @dataclass
@@ -43,6 +47,9 @@ def read_manifest(dest: Path) -> dict | None:
         raise DataError(f"{p}: not a readable archive manifest ({exc})") from None
     if not isinstance(m, dict) or m.get("format") not in READ_FORMATS:
         raise DataError(f"{p}: not a scanmt experiment archive of format {' or '.join(map(str, READ_FORMATS))}")
+    if (m["format"] == RUNS_ONLY_FORMAT) != (m.get(MANIFEST_RUNS_ONLY) is True):
+        raise DataError(f"{p}: format {m['format']} with runs_only {m.get(MANIFEST_RUNS_ONLY)!r}, where an archive of "
+                        f"runs only, and it alone, is format {RUNS_ONLY_FORMAT} (a damaged manifest)")
     return m
 
 

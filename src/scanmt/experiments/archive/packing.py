@@ -50,6 +50,17 @@ every tarball's members (:mod:`scanmt.experiments.archive.unpack`: relative regu
 ``shared.tar.gz`` only the mirrored data links ``data/NAME -> DIR/NAME``, so nothing is written outside
 ``OUT``), and each run's ``metrics.json`` against its digest.  It unpacks into temporary folders, checks them
 again, renames them into place, and on a failure removes all it made: no run it unpacked is left ``DONE``.
+
+**An archive of runs only** (``archive --runs-only``) packs no ``shared.tar.gz``: for a grid whose alignments are
+data too large for git (KFTT's: 20 MB packed), on a machine that may not outlive its runs.  Its manifest records
+the shared work's identity and data, and each run's entry the alignments and fertility predictor it trained on.
+Restore prepares the data again, unpacks the runs and writes that record into each (``RUN/shared-origin.json``);
+``experiment run`` then aligns afresh and trains the missing runs on the new alignments; packing again adds them,
+each with its own shared work, and the report lists the runs that trained on other shared work than their
+folder's.  So seeds trained on two machines meet in one report, their fertility bounds from two predictors and
+their DROP scored by two aligners (eflomal cannot be seeded): a source of variation beside the seed's, which an
+archive of all the shared work avoids.  The data a restore prepares stays when it fails later (a finished
+shared step, which ``experiment run`` reuses).
 """
 
 from __future__ import annotations
@@ -63,15 +74,15 @@ from pathlib import Path
 from typing import Callable
 
 from scanmt.errors import ConfigError, DataError
-from scanmt.experiments.archive.manifest import (FORMAT, ArchiveSummary, _metrics_digest, _run_tar, _write_manifest,
-                                                 read_manifest)
-from scanmt.experiments.archive.corpus import shared_skip, source_roots, strip_run
+from scanmt.experiments.archive.manifest import (FORMAT, RUNS_ONLY_FORMAT, ArchiveSummary, _metrics_digest, _run_tar,
+                                                 _write_manifest, read_manifest)
+from scanmt.experiments.archive.corpus import corpus_difference, shared_skip, source_roots, strip_run
 from scanmt.experiments.archive.shared_work import (_shared_left_behind, compare_shared, predictor_added,
-                                                     shared_record)
+                                                     read_origin, shared_record, trained_on)
 from scanmt.experiments.common import read_json
 from scanmt.experiments.layout import (ATTENTION_SUFFIX, CHECKPOINT_SUFFIX, DONE, GRID_FILE_SUFFIXES, LOCK_FILE,
-                                       MANIFEST, MANIFEST_RUNS, MANIFEST_SHARED, SHARED_TAR, SPEC, SharedPaths,
-                                       attention_name, grids_dir, run_dirs, run_key, runs_dir, seed_name,
+                                       MANIFEST, MANIFEST_RUNS, MANIFEST_RUNS_ONLY, MANIFEST_SHARED, SHARED_ORIGIN,
+                                       SHARED_TAR, SPEC, SharedPaths, attention_name, grids_dir, run_dirs, run_key, runs_dir, seed_name,
                                        stripped_dir)
 from scanmt.folder_swap import replacing_folder
 from scanmt.io import atomic_open
@@ -136,14 +147,18 @@ def _run_key(run: Path) -> str:
     return run_key(run)
 
 
-def pack(out: Path, dest: Path) -> ArchiveSummary:
+def pack(out: Path, dest: Path, *, runs_only: bool = False) -> ArchiveSummary:
     """Add the finished runs of the experiment folder ``out`` to the archive ``dest`` (made if missing), as a
     whole: the new archive is written beside ``dest`` and swapped in (:func:`scanmt.folder_swap.replacing_folder`).
 
+    ``runs_only`` makes a new archive of runs only (:func:`_record_shared_work`); an archive keeps its kind, so
+    packing into one of runs only needs no flag.
+
     Raises:
         ConfigError: ``dest`` is not a folder, or a folder with files that is not an archive (no manifest.json).
-        DataError: ``out`` is not an experiment folder, its shared work differs from the archive's, it was packed
-            from another folder than the archive's, or the archive holds a symbolic link.
+        DataError: ``out`` is not an experiment folder, its shared work differs from the archive's (runs only: its
+            prepared data), it was packed from another folder than the archive's, ``runs_only`` for an archive
+            with its shared work, or the archive holds a symbolic link.
         BusyError: another process has been packing an archive beside ``dest`` for 10 minutes.
     """
     out = out.resolve()
@@ -151,7 +166,68 @@ def pack(out: Path, dest: Path) -> ArchiveSummary:
     if not shared.is_dir() or not grids_dir(out).is_dir():
         raise DataError(f"{out}: not a scanmt experiment folder (no shared/ and grids/)")
     with replacing_folder(dest, what="--to", check=_check_archive_folder) as staging:
-        return _pack_into(out, dest, staging)
+        return _pack_into(out, dest, staging, runs_only)
+
+
+def _pack_shared_work(shared: Path, manifest: dict, dest: Path, staging: Path, summary: ArchiveSummary) -> None:
+    """Check ``shared`` against the archive's shared work (packed: ``shared.tar.gz`` when new) and record it in
+    ``manifest``; says what was done in ``summary.shared``."""
+    old = manifest.get(MANIFEST_SHARED)
+    added_predictor = old is not None and predictor_added(shared, old)
+    if old is None:
+        summary.shared = "packed"
+    elif added_predictor:
+        summary.shared = "same, with the fertility predictor trained since the last pack"
+    else:
+        difference, note = compare_shared(shared, old, dest)
+        if difference is not None:
+            raise DataError(
+                f"{shared} differs from the shared work archived in {dest}: {difference}; runs trained on it "
+                "are not comparable with the archived ones. Restore the archive into an empty folder first "
+                f"(`scanmt experiment restore {dest} --out {shared.parent}`)")
+        summary.shared = "same" + (f" (fertility predictor: {note})" if note.startswith("other") else "")
+    upgrade = old is not None and manifest["format"] != FORMAT
+    if old is None or upgrade or added_predictor:  # (re)write the record; shared.tar.gz when new or upgraded
+        record = shared_record(shared, staging)
+        if upgrade and "identity" in old:  # format 1, the same shared work: its mirrored data as recorded
+            record["data"] = old["data"]
+        if old is None or upgrade:  # (a predictor added since changes nothing that the tarball holds)
+            skip_corpus = shared_skip(record["corpus"])
+            _deterministic_tar(staging / SHARED_TAR,
+                               list(_files(shared, lambda rel: _shared_left_behind(rel) or skip_corpus(rel))))
+        manifest[MANIFEST_SHARED] = record
+        if upgrade:
+            manifest["format"] = FORMAT
+            summary.shared += f", manifest upgraded to format {FORMAT}" + (
+                ", the corpus text left out" if record["corpus"] else "")
+
+
+def _record_shared_work(shared: Path, manifest: dict, dest: Path) -> str:
+    """An archive of runs only: record ``shared``'s identity in ``manifest`` (its data, for restore to prepare
+    again; each run's entry records the alignments and predictor it trained on) and pack none of it; returns the
+    summary's ``shared``.
+
+    Where an archive of all the shared work refuses other alignments (its runs would not be comparable with those
+    trained on the restored ones), one of runs only takes them: it exists for the machine that loses its shared
+    work with its runs, and each run says which shared work it trained on.  Its data must be the same.
+
+    Raises:
+        DataError: ``shared`` prepared other data than the archived runs read.
+    """
+    old = manifest.get(MANIFEST_SHARED)
+    record = shared_record(shared, None)
+    if old is not None:
+        difference = corpus_difference(shared, old.get("corpus")) or (
+            None if record["data"] == old.get("data") else "it mirrors other prepared data")
+        if difference is not None:
+            raise DataError(f"{shared} differs from the data of the runs archived in {dest}: {difference}; runs "
+                            "trained on it would not be comparable with the archived ones")
+    manifest[MANIFEST_SHARED] = record
+    if old is None:
+        return "not packed (an archive of runs only), recorded"
+    same = trained_on(record) == trained_on(old)
+    return "not packed (runs only), " + ("the same as at the last pack" if same else
+                                         "other than at the last pack (aligned afresh): new runs record theirs")
 
 
 def _check_archive_folder(dest: Path) -> None:
@@ -174,42 +250,22 @@ def _check_archive_folder(dest: Path) -> None:
                             "(packing would write through it): remove it")
 
 
-def _pack_into(out: Path, dest: Path, staging: Path) -> ArchiveSummary:
+def _pack_into(out: Path, dest: Path, staging: Path, runs_only: bool) -> ArchiveSummary:
     """:func:`pack`, reading the archive ``dest`` and writing its new version into ``staging`` (a copy of it)."""
     shared = SharedPaths(out).root
-    manifest = read_manifest(dest) or {"format": FORMAT, "out": str(out), MANIFEST_RUNS: {}}
+    manifest = read_manifest(dest) or {"format": RUNS_ONLY_FORMAT if runs_only else FORMAT, "out": str(out),
+                                       MANIFEST_RUNS: {}, **({MANIFEST_RUNS_ONLY: True} if runs_only else {})}
     if manifest["out"] != str(out):
         raise DataError(f"{dest} archives the experiment {manifest['out']}, not {out}: its runs name that folder "
                         "in their files; restore it there (`scanmt experiment restore`) and run the grid there")
+    if runs_only and not manifest.get(MANIFEST_RUNS_ONLY):
+        raise DataError(f"--runs-only: {dest} is an archive with its shared work ({SHARED_TAR}); pack into it "
+                        "without --runs-only, or name a new folder for an archive of runs only")
     summary = ArchiveSummary()
-    old = manifest.get(MANIFEST_SHARED)
-    added_predictor = old is not None and predictor_added(shared, old)
-    if old is None:
-        summary.shared = "packed"
-    elif added_predictor:
-        summary.shared = "same, with the fertility predictor trained since the last pack"
+    if manifest.get(MANIFEST_RUNS_ONLY):
+        summary.shared = _record_shared_work(shared, manifest, dest)
     else:
-        difference, note = compare_shared(shared, old, dest)
-        if difference is not None:
-            raise DataError(
-                f"{out}/shared differs from the shared work archived in {dest}: {difference}; runs trained on it "
-                "are not comparable with the archived ones. Restore the archive into an empty folder first "
-                f"(`scanmt experiment restore {dest} --out {out}`)")
-        summary.shared = "same" + (f" (fertility predictor: {note})" if note.startswith("other") else "")
-    upgrade = old is not None and manifest["format"] != FORMAT
-    if old is None or upgrade or added_predictor:  # (re)write the record; shared.tar.gz when new or upgraded
-        record = shared_record(shared, staging)
-        if upgrade and "identity" in old:  # format 1, the same shared work: its mirrored data as recorded
-            record["data"] = old["data"]
-        if old is None or upgrade:  # (a predictor added since changes nothing that the tarball holds)
-            skip_corpus = shared_skip(record["corpus"])
-            _deterministic_tar(staging / SHARED_TAR,
-                               list(_files(shared, lambda rel: _shared_left_behind(rel) or skip_corpus(rel))))
-        manifest[MANIFEST_SHARED] = record
-        if upgrade:
-            manifest["format"] = FORMAT
-            summary.shared += f", manifest upgraded to format {FORMAT}" + (
-                ", the corpus text left out" if record["corpus"] else "")
+        _pack_shared_work(shared, manifest, dest, staging, summary)
     for grid in sorted(grids_dir(out).glob("*")):
         if grid.suffix in GRID_FILE_SUFFIXES:
             grids_dir(staging).mkdir(parents=True, exist_ok=True)
@@ -219,6 +275,11 @@ def _pack_into(out: Path, dest: Path, staging: Path) -> ArchiveSummary:
     for run in finished_runs(out):
         key = _run_key(run)
         digest = _metrics_digest(run)
+        origin = read_origin(run)
+        if origin is not None and not manifest.get(MANIFEST_RUNS_ONLY):
+            raise DataError(f"{run}: trained on other shared work than {out}/shared (its {SHARED_ORIGIN}: restored "
+                            f"from an archive of runs only), so it cannot join {dest}, whose runs all trained on the "
+                            "shared work it packs: pack it into an archive of runs only (--runs-only)")
         known = manifest[MANIFEST_RUNS].get(key)
         if known is not None and known["metrics"] == digest and "left_out" in known:
             summary.kept.append(key)
@@ -233,6 +294,10 @@ def _pack_into(out: Path, dest: Path, staging: Path) -> ArchiveSummary:
             shutil.rmtree(scratch, ignore_errors=True)
         manifest[MANIFEST_RUNS][key] = {"metrics": digest, "size": tar.stat().st_size, "left_out": left_out,
                                         "packed": time.strftime("%Y-%m-%d %H:%M:%S")}
+        if manifest.get(MANIFEST_RUNS_ONLY):  # the shared work it trained on: restored with it, or this folder's
+            manifest[MANIFEST_RUNS][key][MANIFEST_SHARED] = (
+                {k: origin.get(k) for k in ("alignments", "predictor")} if origin is not None
+                else trained_on(manifest[MANIFEST_SHARED]))
         (summary.updated if known is not None else summary.added).append(key)
     summary.unfinished = sorted(_run_key(p) for p in run_dirs(runs_dir(out))
                                 if p.is_dir() and not (p / DONE).exists()) if runs_dir(out).is_dir() else []

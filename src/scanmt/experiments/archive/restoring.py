@@ -4,6 +4,7 @@ everything it made is removed."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -11,13 +12,14 @@ from pathlib import Path
 from typing import Callable
 
 from scanmt.errors import ConfigError, DataError
-from scanmt.experiments.archive.corpus import check_left_out, remake_corpus, remake_run, source_roots
+from scanmt.experiments.archive.corpus import (check_left_out, corpus_difference, remake_corpus, remake_run,
+                                               source_roots)
 from scanmt.experiments.archive.manifest import ArchiveSummary, _metrics_digest, _run_tar, read_manifest
-from scanmt.experiments.archive.shared_work import check_data, compare_shared
+from scanmt.experiments.archive.shared_work import check_data, compare_shared, mirrored_data
 from scanmt.experiments.archive.unpack import check_tarball, unpack
 from scanmt.experiments.grid import NAME_RE
-from scanmt.experiments.layout import (DONE, MANIFEST, MANIFEST_RUNS, MANIFEST_SHARED, METRICS, SHARED_TAR,
-                                       SharedPaths, grids_dir, restoring_dir, runs_dir)
+from scanmt.experiments.layout import (DONE, MANIFEST, MANIFEST_RUNS, MANIFEST_RUNS_ONLY, MANIFEST_SHARED, METRICS,
+                                       SHARED_ORIGIN, SHARED_TAR, SharedPaths, grids_dir, restoring_dir, runs_dir)
 from scanmt.io import atomic_open
 from scanmt.processes import lock_folder
 
@@ -56,7 +58,7 @@ def restore(dest: Path, out: Path, say: Callable[[str], None] = print,
     out.mkdir(parents=True, exist_ok=True)
     with lock_folder(out, what="--out"):
         return _restore_into(dest, out, manifest, keys, say, train_predictor,
-                             lambda tmp: _remake_corpus(dest, manifest, tmp, say, mirror, prepare))
+                             lambda tmp: _remake_corpus(dest, manifest, tmp, say, mirror, prepare), mirror)
 
 
 #: a run's key in the manifest: its system's name (a grid's, :data:`scanmt.experiments.grid.NAME_RE`) and seed
@@ -84,7 +86,14 @@ def check_archive(dest: Path, manifest: dict) -> list[str]:
             raise DataError(f"{dest}/{MANIFEST}: run {key!r} records no digest of its metrics.json (a damaged "
                             "manifest); nothing was restored")
         check_left_out(key, entry.get("left_out") or {}, roots, f"{dest}/{MANIFEST}")
-    check_tarball(dest / SHARED_TAR, _mirror_links(manifest[MANIFEST_SHARED].get("data")))
+    if manifest.get(MANIFEST_RUNS_ONLY):
+        for key, entry in runs.items():
+            if not isinstance(entry.get(MANIFEST_SHARED), dict) or not isinstance(
+                    entry[MANIFEST_SHARED].get("alignments"), str):
+                raise DataError(f"{dest}/{MANIFEST}: run {key!r} of an archive of runs only records no shared work "
+                                "it trained on (a damaged manifest); nothing was restored")
+    else:
+        check_tarball(dest / SHARED_TAR, _mirror_links(manifest[MANIFEST_SHARED].get("data")))
     for key in sorted(runs):
         if (check_tarball(_run_tar(dest, key), {}, METRICS) or "") != runs[key]["metrics"]:
             raise DataError(f"{_run_tar(dest, key)}: its metrics.json does not match {MANIFEST} (a tarball of "
@@ -133,7 +142,7 @@ def _remake_corpus(dest: Path, manifest: dict, shared_tmp: Path, say: Callable[[
 
 def _restore_into(dest: Path, out: Path, manifest: dict, keys: list[str], say: Callable[[str], None],
                   train_predictor: Callable[..., object] | None,
-                  remake: Callable[[Path], str]) -> ArchiveSummary:
+                  remake: Callable[[Path], str], mirror: str | None) -> ArchiveSummary:
     summary = ArchiveSummary()
     todo = []
     for key in keys:
@@ -145,7 +154,10 @@ def _restore_into(dest: Path, out: Path, manifest: dict, keys: list[str], say: C
         else:
             todo.append(key)
     shared = SharedPaths(out).root
-    if shared.exists():
+    runs_only = bool(manifest.get(MANIFEST_RUNS_ONLY))
+    if runs_only:
+        summary.shared = _prepare_for_runs(out, manifest, dest, say, mirror)
+    elif shared.exists():
         difference, _ = compare_shared(shared, manifest[MANIFEST_SHARED], dest)
         if difference is not None:
             raise DataError(f"{shared} differs from the shared work archived in {dest} ({difference}): restore into "
@@ -153,7 +165,7 @@ def _restore_into(dest: Path, out: Path, manifest: dict, keys: list[str], say: C
         summary.shared = "same"
     made: list[Path] = []  # what this restore wrote, removed if it fails
     try:
-        if not shared.exists():
+        if not runs_only and not shared.exists():
             summary.shared = _restore_shared(dest, out, manifest, made, say, train_predictor, remake)
         unpacked = []
         for key in todo:
@@ -162,6 +174,11 @@ def _restore_into(dest: Path, out: Path, manifest: dict, keys: list[str], say: C
             if _metrics_digest(tmp) != manifest[MANIFEST_RUNS][key]["metrics"]:
                 raise DataError(f"{_run_tar(dest, key)}: its metrics.json does not match {MANIFEST} (the archive "
                                 "changed during the restore?); nothing was restored")
+            if runs_only:
+                with atomic_open(tmp / SHARED_ORIGIN) as fh:
+                    json.dump({**manifest[MANIFEST_RUNS][key][MANIFEST_SHARED], "archive": str(dest)}, fh, indent=1,
+                              sort_keys=True)
+                    fh.write("\n")
             unpacked.append((key, tmp))
         for key, tmp in unpacked:
             made.append(runs_dir(out) / key)
@@ -178,6 +195,37 @@ def _restore_into(dest: Path, out: Path, manifest: dict, keys: list[str], say: C
             _remove(path)
         raise
     return summary
+
+
+def _prepare_for_runs(out: Path, manifest: dict, dest: Path, say: Callable[[str], None], mirror: str | None) -> str:
+    """An archive of runs only: prepare the data its runs read into ``out/shared/data``, as the grid's ``prepare``
+    step does (skipped when done before), and check it against the manifest; returns the summary's ``shared``.
+    Alignment and the fertility predictor are left to ``experiment run``.
+
+    Raises:
+        DataError: the data prepared is not the data of the archived runs.
+    """
+    from scanmt.experiments import shared as shared_steps
+
+    record, paths = manifest[MANIFEST_SHARED], SharedPaths(out)
+    corpus = record.get("corpus")
+    if corpus:
+        params = corpus["prepare"]
+        shared_steps.prepare_data(paths, str(params["data"]), str(params["pair"]),
+                                  mirror=mirror if mirror is not None else params.get("mirror"),
+                                  vocab_size=params.get("vocab_size"), say=say)
+    elif record.get("data"):
+        shared_steps.prepare_data(paths, str(record["data"]["dir"]), None, mirror=None, vocab_size=None, say=say)
+    else:
+        raise DataError(f"{dest}/{MANIFEST}: records neither the corpus nor the prepared data its runs read (a "
+                        "damaged manifest); nothing was restored")
+    difference = corpus_difference(paths.root, corpus) or (
+        None if mirrored_data(paths.root) == record.get("data") else f"{paths.data} mirrors other prepared data")
+    if difference is not None:
+        raise DataError(f"{dest}: {difference}; its runs would not be comparable with the archived ones (move "
+                        f"{paths.root} aside and restore again); no run was restored")
+    return ("not in the archive (runs only): data prepared, alignments and fertility predictor left to "
+            "`experiment run`")
 
 
 def _restore_shared(dest: Path, out: Path, manifest: dict, made: list[Path], say: Callable[[str], None],

@@ -14,7 +14,8 @@ from scanmt.data.fertility import file_digest
 from scanmt.errors import DataError
 from scanmt.experiments.archive.corpus import corpus_difference, corpus_record
 from scanmt.experiments.layout import (DATA_META, IDENTITY_DIRS, LEFT_OUT_SHARED, LOCK_FILE, MANIFEST, MIRROR_ORIGIN,
-                                       PREDICTOR, PREDICTOR_FERTILITIES, bpe_name, shared_data, shared_marker)
+                                       PREDICTOR, PREDICTOR_FERTILITIES, SHARED_ORIGIN, bpe_name, shared_data,
+                                       shared_marker)
 from scanmt.io import atomic_open
 
 
@@ -83,22 +84,60 @@ def predictor_fertilities(shared: Path) -> "np.ndarray":
     return np.asarray([e for sentence in expected for e in sentence], dtype=np.float32)
 
 
-def shared_record(shared: Path, dest: Path) -> dict[str, object]:
+def shared_record(shared: Path, dest: Path | None) -> dict[str, object]:
     """The manifest's ``shared`` entry of ``shared``, writing the predictor's fertilities into ``dest``: the
     alignments' digest, the predictor's, the mirrored data's files, the predictor's overrides, and the corpus text
-    the archive leaves out (:func:`scanmt.experiments.archive.corpus.corpus_record`)."""
+    the archive leaves out (:func:`scanmt.experiments.archive.corpus.corpus_record`).  With ``dest`` None (an
+    archive of runs only, which restores no shared work and so checks no predictor) the predictor's entry is its
+    digest alone."""
     import numpy as np
 
     record: dict[str, object] = {"alignments": alignments_digest(shared), "predictor": None,
                                  "data": mirrored_data(shared), "predictor_set": predictor_overrides(shared),
                                  "corpus": corpus_record(shared)}
-    if (shared / PREDICTOR).exists():
+    if (shared / PREDICTOR).exists() and dest is None:
+        record["predictor"] = {"weights": predictor_digest(shared / PREDICTOR)}
+    elif (shared / PREDICTOR).exists():
         fertilities = predictor_fertilities(shared)
         with atomic_open(dest / PREDICTOR_FERTILITIES, "wb") as fh:
             np.save(fh, fertilities)
         record["predictor"] = {"weights": predictor_digest(shared / PREDICTOR), "fertilities": PREDICTOR_FERTILITIES,
                                "tokens": int(fertilities.size), "tolerance": PREDICTOR_TOLERANCE}
     return record
+
+
+def trained_on(record: dict) -> dict[str, str | None]:
+    """The identity of the shared work of a ``shared`` record (:func:`shared_record`), as an archive of runs only
+    records it for each run and :data:`~scanmt.experiments.layout.SHARED_ORIGIN` holds it: the alignments' digest
+    and the fertility predictor's (None: no predictor)."""
+    predictor = record.get("predictor")
+    return {"alignments": str(record["alignments"]),
+            "predictor": str(predictor["weights"]) if isinstance(predictor, dict) else None}
+
+
+def folder_trained_on(shared: Path) -> dict[str, str | None]:
+    """:func:`trained_on` of the shared work in the folder ``shared`` (``OUT/shared``), read from its files."""
+    return {"alignments": alignments_digest(shared),
+            "predictor": predictor_digest(shared / PREDICTOR) if (shared / PREDICTOR).exists() else None}
+
+
+def read_origin(run: Path) -> dict[str, str | None] | None:
+    """The shared work a restored run trained on (:data:`~scanmt.experiments.layout.SHARED_ORIGIN`, with the
+    archive it came from), None when the run has no such record (it trained on its folder's shared work).
+
+    Raises:
+        DataError: the record cannot be read.
+    """
+    path = run / SHARED_ORIGIN
+    if not path.exists():
+        return None
+    try:
+        origin = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(origin, dict) or not isinstance(origin.get("alignments"), str):
+            raise TypeError("no alignments digest")
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, TypeError) as exc:
+        raise DataError(f"{path}: not a readable record of the shared work this run trained on ({exc})") from None
+    return origin
 
 
 def predictor_added(shared: Path, recorded: dict) -> bool:

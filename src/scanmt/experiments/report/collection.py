@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from scanmt.errors import DataError
+from scanmt.experiments.archive.shared_work import read_origin
 from scanmt.experiments.layout import (COMMAND, LOG, SharedPaths, grid_record_paths, grids_dir, hyp_name,
                                        raw_name, run_dir, seed_dirs, seed_name, seed_of, system_dir)
 from scanmt.experiments.progress import logged_updates
@@ -44,6 +45,9 @@ class SystemResults:
     runs: list[dict[str, Any]] = field(default_factory=list)  # metrics.json of finished seeds, by seed
     unfinished: list[str] = field(default_factory=list)  # "seedK (training)", ...
     commands: str = ""
+    #: finished seeds restored from an archive of runs only, with the shared work they trained on (a run's
+    #: :data:`~scanmt.experiments.layout.SHARED_ORIGIN`)
+    restored: dict[int, dict[str, Any]] = field(default_factory=dict)
 
     def seed(self, k: int) -> dict[str, Any] | None:
         return next((r for r in self.runs if r["seed"] == k), None)
@@ -101,6 +105,8 @@ def collect(out: Path, rec: dict[str, Any]) -> list[SystemResults]:
             state = run_state(d)
             if state.finished:
                 sr.runs.append(state.metrics)
+                if (origin := read_origin(d)) is not None:
+                    sr.restored[k] = origin
             else:
                 sr.unfinished.append(f"{seed_name(k)} ({md_escape(stopped_where(d))})")
         for k in seeds:

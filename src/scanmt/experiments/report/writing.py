@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from scanmt.errors import ConfigError
+from scanmt.experiments.archive.shared_work import folder_trained_on
 from scanmt.experiments.baselines import grid_baseline, resolve_baselines, resolve_reference_arm
 from scanmt.experiments.grid import check_name
 from scanmt.experiments.layout import (SharedPaths, report_figure, report_figure_dir, report_json, report_markdown,
@@ -90,7 +91,32 @@ def _commands(p: Page) -> list[str]:
         L += ["", "Rerun the grid command to finish them (finished runs are skipped, interrupted ones resume).", ""]
     else:
         L += ["None: every requested run finished.", ""]
-    return L
+    return L + _restored(p)
+
+
+def _restored(p: Page) -> list[str]:
+    """The runs that trained on other shared work than the folder's (restored from an archive of runs only), with
+    the alignments and fertility predictor each trained on; [] when none."""
+    restored = [(s, k, o) for s in p.systems for k, o in sorted(s.restored.items())]
+    if not restored:
+        return []
+    here = folder_trained_on(SharedPaths(p.out).root)
+    L = ["## Runs restored from an archive of runs only", "",
+         "These runs were trained on another machine and restored without their shared work (`scanmt experiment "
+         "archive --runs-only`): each trained with the alignments and fertility predictor below, and its DROP was "
+         "scored by that machine's aligner (eflomal cannot be seeded). Their scores are those they had there. "
+         f"This folder's shared work: alignments `{_short(here['alignments'])}`, predictor "
+         f"`{_short(here['predictor'])}`.", "",
+         "| system | seed | alignments | predictor | the same as this folder's |", "| --- | --- | --- | --- | --- |"]
+    for s, k, o in restored:
+        same = "yes" if (o.get("alignments"), o.get("predictor")) == (here["alignments"], here["predictor"]) else "no"
+        L.append(f"| {md_escape(s.label)} | {k} | `{_short(o.get('alignments'))}` | `{_short(o.get('predictor'))}` "
+                 f"| {same} |")
+    return L + [""]
+
+
+def _short(digest: str | None) -> str:
+    return digest[:12] if digest else "none"
 
 
 def render(out: Path, rec: dict[str, Any], docs: Path, stem: str, opts: ReportOptions,
