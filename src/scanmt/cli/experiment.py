@@ -156,7 +156,8 @@ def _add_archive_arguments(sub: "argparse._SubParsersAction", fmt: type[argparse
                        "source tokens are recorded by digest and made again by restore. Rerun it as runs finish: "
                        "unchanged runs are kept, "
                        "changed ones (a new split, a stress test) packed again. An archive with its shared work is "
-                       "refused when the folder's shared work differs from the archive's (its runs would not be comparable): other alignments, or a "
+                       "refused when the folder's shared work differs from the archive's (its runs would not be "
+                       "comparable): other alignments, or a "
                        f"fertility predictor whose expected fertilities on the valid split differ by more than {tol:g} "
                        "from the archived one's (retrained on another processor, its weights differ in the last "
                        "bits only, which is accepted).")

@@ -38,6 +38,10 @@ def restore(dest: Path, out: Path, say: Callable[[str], None] = print,
     archive is checked before anything is written (:func:`check_archive`); a restore that fails removes all it
     made.
 
+    An archive of runs only restores no shared work: the data is prepared (:func:`_prepare_for_runs`; kept if a
+    later step fails), and each run restored gets the record of the shared work it trained on
+    (:data:`~scanmt.experiments.layout.SHARED_ORIGIN`), whatever ``out``'s own shared work is.
+
     Raises:
         DataError: no archive, another folder than the archive's, prepared data missing or changed,
             a damaged or crafted archive, shared work that differs, or an unfinished run where an archived one
