@@ -347,3 +347,17 @@ def test_a_system_without_finished_runs_is_estimated_from_its_own_pace(tmp_path)
         assert progress.own_pace(run.dir) is None
         with lock_held_elsewhere(run.dir):
             assert _by_key(status.folder_status(out))["softmax/seed1"].left is None
+
+
+def test_status_names_a_restored_run_and_reads_a_damaged_record_without_failing(tmp_path):
+    """``experiment status`` only reads: a run's record of the shared work it trained on is shown, and one that
+    cannot be read is said, not raised."""
+    from scanmt.experiments.status import _restored
+
+    run = tmp_path / "run"
+    run.mkdir()
+    assert _restored(run) == ""
+    (run / "shared-origin.json").write_text('{"alignments": "0123456789abcdef", "predictor": null, "archive": "A"}')
+    assert _restored(run) == "; restored from A, trained on alignments 0123456789ab"
+    (run / "shared-origin.json").write_text('{"predictor": null}')
+    assert _restored(run).startswith("; restored, its record of the shared work it trained on unreadable: ")

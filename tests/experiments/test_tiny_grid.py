@@ -316,6 +316,10 @@ def test_tiny_grid_end_to_end(small_data_dir_2017, tmp_path, capsys):
     os.rename(out, tmp_path / "lost-again")
     assert main(["experiment", "restore", str(runs_only), "--out", str(out)]) == 0
     assert "runs restored 3, already there 0" in capsys.readouterr().out
+    assert main(["experiment", "status", str(out), "--grid", "tiny"]) == 0
+    text = capsys.readouterr().out
+    origin = json.loads((softmax / "shared-origin.json").read_text())["alignments"][:12]
+    assert text.count(f"; restored from {runs_only}, trained on alignments {origin}") == 2, text
     assert not (out / "shared" / "data" / "align").exists()
     assert main(run_argv(TINY, small_data_dir, out)) == 0
     text = capsys.readouterr().out

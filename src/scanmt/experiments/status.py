@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from scanmt.errors import ConfigError, DataError
+from scanmt.experiments.archive.shared_work import read_origin
 from scanmt.experiments.baselines import resolve_baselines
 from scanmt.experiments.deadline import Estimate, median_updates
 from scanmt.experiments.common import read_json
@@ -133,6 +134,19 @@ def _training_detail(spec: RunSpec, times: RunTimes, updates: int, baseline: tup
     return text
 
 
+def _restored(run: Path) -> str:
+    """"; restored ..." for a run restored from an archive of runs only (it has a
+    :data:`~scanmt.experiments.layout.SHARED_ORIGIN`), else ""; status reads, so an unreadable record is said, not
+    raised."""
+    try:
+        origin = read_origin(run)
+    except DataError as exc:
+        return f"; restored, its record of the shared work it trained on unreadable: {exc}"
+    if origin is None:
+        return ""
+    return f"; restored from {origin.get('archive')}, trained on alignments {str(origin['alignments'])[:12]}"
+
+
 def run_row(spec: RunSpec | None, key: str, folder: Path, times: RunTimes, steps: Sequence[str],
             baseline: tuple[str, Path] | None = None, bound: int | None = None) -> RunRow:
     """The row of the run in ``folder`` (``spec``: its ``spec.json``, None when it has none yet; ``steps``:
@@ -145,7 +159,7 @@ def run_row(spec: RunSpec | None, key: str, folder: Path, times: RunTimes, steps
         return RunRow(key, folder, "not started", "", times.estimate_steps(system, steps, bound=bound))
     state = run_state(spec.dir, spec)  # (the folder the spec names, as the runner sees it)
     if state.status == "done":
-        return RunRow(key, folder, "done", describe(read_json(folder / METRICS)))
+        return RunRow(key, folder, "done", describe(read_json(folder / METRICS)) + _restored(folder))
     pending = list(state.pending)
     if lock_held(folder / LOCK_FILE):
         if "train" in pending:
