@@ -77,8 +77,9 @@ from scanmt.errors import ConfigError, DataError
 from scanmt.experiments.archive.manifest import (FORMAT, RUNS_ONLY_FORMAT, ArchiveSummary, _metrics_digest, _run_tar,
                                                  _write_manifest, read_manifest)
 from scanmt.experiments.archive.corpus import corpus_difference, shared_skip, source_roots, strip_run
-from scanmt.experiments.archive.shared_work import (_shared_left_behind, compare_shared, predictor_added,
-                                                     read_origin, shared_record, trained_on)
+from scanmt.experiments.archive.shared_work import (_shared_left_behind, compare_shared, folder_trained_on,
+                                                     mirrored_data, predictor_added, read_origin, shared_record,
+                                                     trained_on)
 from scanmt.experiments.common import read_json
 from scanmt.experiments.layout import (ATTENTION_SUFFIX, CHECKPOINT_SUFFIX, DONE, GRID_FILE_SUFFIXES, LOCK_FILE,
                                        MANIFEST, MANIFEST_RUNS, MANIFEST_RUNS_ONLY, MANIFEST_SHARED, SHARED_ORIGIN,
@@ -215,19 +216,18 @@ def _record_shared_work(shared: Path, manifest: dict, dest: Path) -> str:
         DataError: ``shared`` prepared other data than the archived runs read.
     """
     old = manifest.get(MANIFEST_SHARED)
-    record = shared_record(shared, None)
-    if old is not None:
-        difference = corpus_difference(shared, old.get("corpus")) or (
-            None if record["data"] == old.get("data") else "it mirrors other prepared data")
-        if difference is not None:
-            raise DataError(f"{shared} differs from the data of the runs archived in {dest}: {difference}; runs "
-                            "trained on it would not be comparable with the archived ones")
-    manifest[MANIFEST_SHARED] = record
     if old is None:
+        manifest[MANIFEST_SHARED] = shared_record(shared, None)
         return "not packed (an archive of runs only), recorded"
-    same = trained_on(record) == trained_on(old)
-    return "not packed (runs only), " + ("the same as at the last pack" if same else
-                                         "other than at the last pack (aligned afresh): new runs record theirs")
+    difference = corpus_difference(shared, old.get("corpus")) or (
+        None if mirrored_data(shared) == old.get("data") else "it mirrors other prepared data")
+    if difference is not None:
+        raise DataError(f"{shared} differs from the data of the runs archived in {dest}: {difference}; runs "
+                        "trained on it would not be comparable with the archived ones")
+    if folder_trained_on(shared) == trained_on(old):  # (the queue packs every 10 minutes: no second corpus hash)
+        return "not packed (runs only), the same as at the last pack"
+    manifest[MANIFEST_SHARED] = shared_record(shared, None)
+    return "not packed (runs only), other than at the last pack (aligned afresh): new runs record theirs"
 
 
 def _check_archive_folder(dest: Path) -> None:
