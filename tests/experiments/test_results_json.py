@@ -142,3 +142,15 @@ def test_the_report_names_runs_with_empty_translations(tmp_path):
     assert "> **Empty translations of non-empty sources** (csparsemax seed 1: 1)." in md
     assert "--redecode" in md and "softmax seed 1" not in md
 
+
+
+def test_restored_seeds_are_named_in_every_test_set():
+    """A seed restored from an archive of runs only carries the shared work it trained on, in each test set's entry
+    of its system (the top level too); the other systems have no ``restored`` key."""
+    runs = {"softmax": [metrics("softmax", 1, SEEDS["softmax"][1], test_sets={"test2017": {"bleu": 1.0}})],
+            "csparsemax": [metrics("csparsemax", 1, SEEDS["csparsemax"][1])]}
+    origin = {"1": {"alignments": "ab" * 32, "predictor": None, "same_as_folder": False}}
+    got = results_table(runs, "test", META, restored={"softmax": origin})
+    assert got["softmax"]["restored"] == origin and "restored" not in got["csparsemax"]
+    assert got["test_sets"]["test_2017_flickr"]["softmax"]["restored"] == origin
+    assert "restored" not in results_table(runs, "test", META)["softmax"]

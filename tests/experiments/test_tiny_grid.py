@@ -331,6 +331,11 @@ def test_tiny_grid_end_to_end(small_data_dir_2017, tmp_path, capsys):
     assert undated(again) == undated(md) + "\n" and section
     rows = [line for line in restored.splitlines() if line.startswith("| ") and "`" in line]
     assert len(rows) == 2 and all(row.endswith("| no |") for row in rows), restored  # aligned afresh
+    js = json.loads((docs / "experiments-tiny.json").read_text(encoding="utf-8"))
+    trained = json.loads((softmax / "shared-origin.json").read_text())
+    assert js["softmax"]["restored"] == {"1": {"alignments": trained["alignments"], "predictor": trained["predictor"],
+                                               "same_as_folder": False}}
+    assert js["test_sets"]["test_2017_flickr"]["csparsemax"]["restored"]["1"]["same_as_folder"] is False
 
 
 def test_report_aggregation_and_sentence_choice():

@@ -33,6 +33,11 @@ Shape (one entry per system of the grid, in grid order, for the report's main te
   "delta_aligner_se", "delta_seed_se", "beyond_aligner", "beyond_seeds"}``; null where undefined (one seed:
   no ``seed_sd``, ``model_sd``, ``delta_seed_se``, ``beyond_seeds``; no run with K×K ``drop_scores``: no aligner
   numbers; the baseline: no ``delta``).
+- ``restored`` (only for a system with a finished seed restored from an archive of runs only, ``experiment
+  archive --runs-only``): ``{SEED: {"alignments", "predictor", "same_as_folder"}}`` with SEED as a string: the
+  digests of the alignments and the fertility predictor (null: none) that seed trained on, and whether they are
+  the report folder's own. A seed trained elsewhere took its fertility bounds from another predictor and its DROP
+  from another aligner run; in every test set's entry of the system.
 - Two extra top-level keys describe the test sets; no system may be named like them
   (:data:`RESERVED`):
 
@@ -153,7 +158,8 @@ def extra_splits(systems: Mapping[str, Runs], main_split: str) -> list[str]:
 
 
 def results_table(systems: Mapping[str, Runs], main_split: str, meta: Mapping[str, Any] | None,
-                  baseline: str | Mapping[str, str] | None = None) -> dict[str, Any]:
+                  baseline: str | Mapping[str, str] | None = None,
+                  restored: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """The JSON object described in the module docstring.
 
     Args:
@@ -162,6 +168,8 @@ def results_table(systems: Mapping[str, Runs], main_split: str, meta: Mapping[st
         meta: the prepared data's ``meta.json`` (for the test-set names), or None.
         baseline: the system ``drop_noise`` compares the others with, or each system's own
             (:data:`scanmt.experiments.baselines.Baselines`), or None (no comparison).
+        restored: system name -> its ``restored`` entry (seed -> the shared work it trained on), for the systems
+            with seeds restored from an archive of runs only.
 
     Raises:
         ConfigError: a system is named like a reserved key, or two splits have the same name.
@@ -179,6 +187,9 @@ def results_table(systems: Mapping[str, Runs], main_split: str, meta: Mapping[st
         sets[name] = split_entries({sys_name: [r["test_sets"][split] for r in runs
                                                if split in (r.get("test_sets") or {})]
                                     for sys_name, runs in systems.items()}, baseline)
+    for entries in sets.values():
+        for name, entry in (restored or {}).items():
+            entries[name]["restored"] = dict(entry)
     return {**main, "test_set": main_name, "test_sets": sets}
 
 

@@ -94,13 +94,39 @@ def _commands(p: Page) -> list[str]:
     return L + _restored(p)
 
 
+#: a finished seed restored from an archive of runs only: its system, seed, the shared work it trained on (its
+#: :data:`~scanmt.experiments.layout.SHARED_ORIGIN`) and whether that is the folder's (alignments and predictor alike)
+RestoredRun = tuple[SystemResults, int, dict[str, Any], bool]
+
+
+def restored_runs(out: Path, systems: Sequence[SystemResults]
+                  ) -> tuple[dict[str, str | None] | None, list[RestoredRun]]:
+    """The folder ``out``'s own shared work (:func:`~scanmt.experiments.archive.shared_work.folder_trained_on`) and
+    its restored seeds, in grid and seed order; ``(None, [])`` when none was restored (nothing is hashed then)."""
+    restored = [(s, k, o) for s in systems for k, o in sorted(s.restored.items())]
+    if not restored:
+        return None, []
+    here = folder_trained_on(SharedPaths(out).root)
+    return here, [(s, k, o, (o.get("alignments"), o.get("predictor")) == (here["alignments"], here["predictor"]))
+                  for s, k, o in restored]
+
+
+def restored_entries(runs: Sequence[RestoredRun]) -> dict[str, dict[str, dict[str, Any]]]:
+    """The results JSON's ``restored`` entries: system -> seed (a string) -> ``{"alignments", "predictor",
+    "same_as_folder"}``."""
+    entries: dict[str, dict[str, dict[str, Any]]] = {}
+    for s, k, o, same in runs:
+        entries.setdefault(s.name, {})[str(k)] = {"alignments": o.get("alignments"), "predictor": o.get("predictor"),
+                                                 "same_as_folder": same}
+    return entries
+
+
 def _restored(p: Page) -> list[str]:
     """The runs that trained on other shared work than the folder's (restored from an archive of runs only), with
     the alignments and fertility predictor each trained on; [] when none."""
-    restored = [(s, k, o) for s in p.systems for k, o in sorted(s.restored.items())]
-    if not restored:
+    here, restored = restored_runs(p.out, p.systems)
+    if here is None:
         return []
-    here = folder_trained_on(SharedPaths(p.out).root)
     L = ["## Runs restored from an archive of runs only", "",
          "These runs were trained on another machine and restored without their shared work (`scanmt experiment "
          "archive --runs-only`): each trained with the alignments and fertility predictor below, and its DROP was "
@@ -108,10 +134,9 @@ def _restored(p: Page) -> list[str]:
          f"This folder's shared work: alignments `{_short(here['alignments'])}`, predictor "
          f"`{_short(here['predictor'])}`.", "",
          "| system | seed | alignments | predictor | the same as this folder's |", "| --- | --- | --- | --- | --- |"]
-    for s, k, o in restored:
-        same = "yes" if (o.get("alignments"), o.get("predictor")) == (here["alignments"], here["predictor"]) else "no"
+    for s, k, o, same in restored:
         L.append(f"| {md_escape(s.label)} | {k} | `{_short(o.get('alignments'))}` | `{_short(o.get('predictor'))}` "
-                 f"| {same} |")
+                 f"| {'yes' if same else 'no'} |")
     return L + [""]
 
 
@@ -202,7 +227,8 @@ def _write_report(out: Path, docs: Path, stem: str, recs: Sequence[dict[str, Any
         systems = collect(out, rec)
         tables[rec["name"]] = results_table({s.name: s.runs for s in systems}, rec["split"],
                                             read_meta_lenient(SharedPaths(out).data),
-                                            resolve_baselines(rec, [s.name for s in systems], opts.baseline))
+                                            resolve_baselines(rec, [s.name for s in systems], opts.baseline),
+                                            restored_entries(restored_runs(out, systems)[1]))
         text, drawn = render(out, rec, docs, stem, opts, systems, rec["name"] if several else None)
         pages.append(text)
         files += drawn
