@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from scanmt.errors import DataError
-from scanmt.experiments.archive.shared_work import read_origin
+from scanmt.experiments.archive.shared_work import folder_trained_on, read_origin
 from scanmt.experiments.layout import (COMMAND, LOG, SharedPaths, grid_record_paths, grids_dir, hyp_name,
                                        raw_name, run_dir, seed_dirs, seed_name, seed_of, system_dir)
 from scanmt.experiments.progress import logged_updates
@@ -164,3 +164,21 @@ def system_outputs(rec: dict[str, Any], systems: Sequence[SystemResults]) -> dic
     known = rec.get("outputs") or {}
     return {s.name: known.get(s.name) or next((r["output"] for r in s.runs if r.get("output")), "softmax")
             for s in systems}
+
+
+#: a finished seed restored from an archive of runs only: its system, seed, the shared work it trained on (its
+#: :data:`~scanmt.experiments.layout.SHARED_ORIGIN`) and whether that is the folder's (alignments and predictor alike)
+RestoredRun = tuple[SystemResults, int, dict[str, Any], bool]
+#: the folder's own shared work (None: no seed was restored, nothing hashed) and its restored seeds
+Restored = tuple[dict[str, str | None] | None, list[RestoredRun]]
+
+
+def restored_runs(out: Path, systems: Sequence[SystemResults]) -> Restored:
+    """The folder ``out``'s own shared work (:func:`~scanmt.experiments.archive.shared_work.folder_trained_on`) and
+    its restored seeds, in grid and seed order; ``(None, [])`` when none was restored (nothing is hashed then)."""
+    restored = [(s, k, o) for s in systems for k, o in sorted(s.restored.items())]
+    if not restored:
+        return None, []
+    here = folder_trained_on(SharedPaths(out).root)
+    return here, [(s, k, o, (o.get("alignments"), o.get("predictor")) == (here["alignments"], here["predictor"]))
+                  for s, k, o in restored]

@@ -4,12 +4,12 @@ of the page reads (:class:`Page`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from scanmt.experiments.baselines import Baselines
-from scanmt.experiments.report.collection import SystemResults, Texts
+from scanmt.experiments.report.collection import Restored, SystemResults, Texts
 
 
 @dataclass
@@ -44,6 +44,9 @@ class Page:
     texts: Texts
     #: in a report of several grids, this grid's name, which starts its figures' file names (they share a folder)
     figure_grid: str | None = None
+    #: the folder's shared work and the seeds restored from an archive of runs only
+    #: (:func:`~scanmt.experiments.report.collection.restored_runs`)
+    restored: Restored = field(default_factory=lambda: (None, []))
 
     @property
     def base(self) -> SystemResults:

@@ -10,13 +10,12 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from scanmt.errors import ConfigError
-from scanmt.experiments.archive.shared_work import folder_trained_on
 from scanmt.experiments.baselines import grid_baseline, resolve_baselines, resolve_reference_arm
 from scanmt.experiments.grid import check_name
 from scanmt.experiments.layout import (SharedPaths, report_figure, report_figure_dir, report_json, report_markdown,
                                       report_stem)
-from scanmt.experiments.report.collection import (SystemResults, collect, grid_records, hyp_lines, load_texts,
-                                                   tokenize_all)
+from scanmt.experiments.report.collection import (Restored, RestoredRun, SystemResults, collect, grid_records,
+                                                   hyp_lines, load_texts, restored_runs, tokenize_all)
 from scanmt.experiments.report.combined import check_combinable, combined_page
 from scanmt.experiments.report.curves import FIGURE as CURVES_FIGURE
 from scanmt.experiments.report.curves import curves_section, draw_curves_figure, learning_curves
@@ -94,23 +93,6 @@ def _commands(p: Page) -> list[str]:
     return L + _restored(p)
 
 
-#: a finished seed restored from an archive of runs only: its system, seed, the shared work it trained on (its
-#: :data:`~scanmt.experiments.layout.SHARED_ORIGIN`) and whether that is the folder's (alignments and predictor alike)
-RestoredRun = tuple[SystemResults, int, dict[str, Any], bool]
-
-
-def restored_runs(out: Path, systems: Sequence[SystemResults]
-                  ) -> tuple[dict[str, str | None] | None, list[RestoredRun]]:
-    """The folder ``out``'s own shared work (:func:`~scanmt.experiments.archive.shared_work.folder_trained_on`) and
-    its restored seeds, in grid and seed order; ``(None, [])`` when none was restored (nothing is hashed then)."""
-    restored = [(s, k, o) for s in systems for k, o in sorted(s.restored.items())]
-    if not restored:
-        return None, []
-    here = folder_trained_on(SharedPaths(out).root)
-    return here, [(s, k, o, (o.get("alignments"), o.get("predictor")) == (here["alignments"], here["predictor"]))
-                  for s, k, o in restored]
-
-
 def restored_entries(runs: Sequence[RestoredRun]) -> dict[str, dict[str, dict[str, Any]]]:
     """The results JSON's ``restored`` entries: system -> seed (a string) -> ``{"alignments", "predictor",
     "same_as_folder"}``."""
@@ -124,7 +106,7 @@ def restored_entries(runs: Sequence[RestoredRun]) -> dict[str, dict[str, dict[st
 def _restored(p: Page) -> list[str]:
     """The runs that trained on other shared work than the folder's (restored from an archive of runs only), with
     the alignments and fertility predictor each trained on; [] when none."""
-    here, restored = restored_runs(p.out, p.systems)
+    here, restored = p.restored
     if here is None:
         return []
     L = ["## Runs restored from an archive of runs only", "",
@@ -145,14 +127,17 @@ def _short(digest: str | None) -> str:
 
 
 def render(out: Path, rec: dict[str, Any], docs: Path, stem: str, opts: ReportOptions,
-           systems: list[SystemResults] | None = None, figure_grid: str | None = None) -> tuple[str, list[Path]]:
+           systems: list[SystemResults] | None = None, figure_grid: str | None = None,
+           restored: Restored | None = None) -> tuple[str, list[Path]]:
     """The Markdown text and the figure files written for one grid record (``systems``: :func:`collect`'s;
-    ``figure_grid``: the grid's name in front of its figures' file names, in a report of several grids)."""
+    ``figure_grid``: the grid's name in front of its figures' file names, in a report of several grids;
+    ``restored``: :func:`~scanmt.experiments.report.collection.restored_runs` of ``systems``, found when None)."""
     systems = collect(out, rec) if systems is None else systems
+    restored = restored_runs(out, systems) if restored is None else restored
     names = [s.name for s in systems]
     baselines = resolve_baselines(rec, names, opts.baseline)
     p = Page(out, rec, docs, stem, opts, systems, grid_baseline(rec, names, opts.baseline), baselines,
-              load_texts(out, rec), figure_grid)
+              load_texts(out, rec), figure_grid, restored)
     L = header(p) + main_table(p) + extra_split_sections(out, rec, systems, baselines, opts) + _drop_noise(p)
     L += output_layer(p)
     stress_png = report_figure(docs, stem, STRESS_FIGURE, figure_grid)
@@ -225,11 +210,12 @@ def _write_report(out: Path, docs: Path, stem: str, recs: Sequence[dict[str, Any
     pages, files = [], []
     for rec in recs:
         systems = collect(out, rec)
+        restored = restored_runs(out, systems)  # the folder's shared work hashed once, for the page and the JSON
         tables[rec["name"]] = results_table({s.name: s.runs for s in systems}, rec["split"],
                                             read_meta_lenient(SharedPaths(out).data),
                                             resolve_baselines(rec, [s.name for s in systems], opts.baseline),
-                                            restored_entries(restored_runs(out, systems)[1]))
-        text, drawn = render(out, rec, docs, stem, opts, systems, rec["name"] if several else None)
+                                            restored_entries(restored[1]))
+        text, drawn = render(out, rec, docs, stem, opts, systems, rec["name"] if several else None, restored)
         pages.append(text)
         files += drawn
     text = combined_page(out, stem, opts.command, recs, pages) if several else pages[0]
