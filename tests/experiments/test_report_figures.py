@@ -124,3 +124,49 @@ def test_the_report_names_its_figure_options_and_refuses_an_empty_range(tmp_path
         main(["experiment", "report", str(out), "--out", str(docs), "--figures", "-1"])
     assert exit_.value.code == 2
     assert "argument --figures: must be at least 0, got -1" in capsys.readouterr().err
+
+
+def _png_size(path: Path) -> tuple[int, int]:
+    import struct
+
+    head = path.read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n", path
+    return struct.unpack(">II", head[16:24])
+
+
+def _sentence(n_src: int, n_hyp: int, seed: int):
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    a = rng.random((n_hyp, n_src)) * (rng.random((n_hyp, n_src)) < 0.1)
+    a /= np.maximum(a.sum(axis=1, keepdims=True), 1e-9)
+    return SimpleNamespace(attention=a, src=[f"s{i}" for i in range(n_src)], hyp=[f"w{i}" for i in range(n_hyp)])
+
+
+def test_a_long_sentences_maps_stay_legible_and_a_short_ones_stay_small(tmp_path):
+    """A KFTT-length pair (70 source subwords, 60 outputs, two panels) is drawn at the legible dpi or more, so
+    wider than the 1,400 pixels a short one keeps to; a caption-length pair is drawn at 100 dpi."""
+    from scanmt.experiments.report.figures import FIGURE_WIDTH_PIXELS, LEGIBLE_DPI, draw_figure
+    from scanmt.viz.attention_map import Panel, figure_pixels
+
+    def panels(n_src, n_hyp):
+        return [(name, _sentence(n_src, n_hyp, seed)) for seed, name in enumerate(["softmax", "csparsemax"])]
+
+    def as_panels(ps):
+        return [Panel(name=n, attention=s.attention, src=s.src, hyp=s.hyp) for n, s in ps]
+
+    long_pair = panels(70, 60)
+    png = tmp_path / "long.png"
+    draw_figure(png, long_pair, "test sentence 1")
+    w, h = _png_size(png)
+    least_w, least_h = figure_pixels(as_panels(long_pair), LEGIBLE_DPI)
+    assert w >= least_w and h >= least_h
+    assert w > FIGURE_WIDTH_PIXELS
+
+    short_pair = panels(12, 13)
+    png = tmp_path / "short.png"
+    draw_figure(png, short_pair, "test sentence 2")
+    assert _png_size(png) == figure_pixels(as_panels(short_pair), 100)
+    assert _png_size(png)[0] <= FIGURE_WIDTH_PIXELS

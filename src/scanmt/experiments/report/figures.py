@@ -14,6 +14,11 @@ from scanmt.experiments.report.page import Page
 
 
 MAX_FIGURE_BYTES = 150_000
+#: the width a figure aims at, in pixels, at up to 100 dots per inch
+FIGURE_WIDTH_PIXELS = 1400
+#: the fewest dots per inch a figure is drawn at: its 9-point labels are then 9 pixels high, the smallest that
+#: stays legible; a long sentence's maps grow wider than FIGURE_WIDTH_PIXELS, and above MAX_FIGURE_BYTES, instead
+LEGIBLE_DPI = 72
 
 
 def repetition_scores(hyps_tok: Sequence[str], refs_tok: Sequence[str]) -> list[float]:
@@ -46,19 +51,22 @@ def choose_sentences(base_tok: Sequence[str], other_tok: Sequence[str] | None, t
 
 
 def draw_figure(out_png: Path, panels: list[tuple[str, Any]], title: str) -> int:
-    """Attention maps side by side (scanmt.viz.attention_map), at a dpi that keeps the PNG small."""
+    """Attention maps side by side (scanmt.viz.attention_map); returns the PNG's size in bytes.
+
+    Drawn at the dpi, from :data:`LEGIBLE_DPI` to 100, that keeps the figure within :data:`FIGURE_WIDTH_PIXELS`
+    and :data:`MAX_FIGURE_BYTES` where it can: never below :data:`LEGIBLE_DPI`, since a map whose labels cannot
+    be read (a 50-word sentence drawn 1,400 pixels wide) shows nothing."""
     from scanmt.viz.attention_map import Panel, figure_pixels, plot_attention_maps
 
     ps = [Panel(name=name, attention=s.attention, src=list(s.src), hyp=list(s.hyp)) for name, s in panels]
     w, _ = figure_pixels(ps, 100)
-    dpi = max(40, min(100, int(100 * 1400 / max(w, 1))))
-    for _ in range(5):
+    dpi = max(LEGIBLE_DPI, min(100, int(100 * FIGURE_WIDTH_PIXELS / max(w, 1))))
+    while True:
         plot_attention_maps(ps, out_png, title=title, dpi=dpi)
         size = out_png.stat().st_size
-        if size <= MAX_FIGURE_BYTES or dpi <= 40:
+        if size <= MAX_FIGURE_BYTES or dpi <= LEGIBLE_DPI:
             return size
-        dpi = max(40, int(dpi * 0.75))
-    return out_png.stat().st_size
+        dpi = max(LEGIBLE_DPI, int(dpi * 0.75))
 
 
 def figure_systems(rec: dict[str, Any], systems: Sequence[SystemResults], baseline: str) -> tuple[str, str] | None:
