@@ -182,6 +182,36 @@ def test_pack_restore_round_trip(tmp_path):
     assert archive.restore(dest, out).kept == ["csparsemax/seed1", "csparsemax/seed2", "softmax/seed1"]
 
 
+def test_only_the_figure_pairs_attention_is_packed(tmp_path):
+    """A grid that names its figure pair keeps seed 1's attention of those two systems only (a dense test
+    attention is most of a run's archive); a second grid's pair counts too, and one grid without a pair keeps
+    every system's, since its report picks the pair among the systems that finished."""
+    out = make_experiment(tmp_path)
+    sparse = out / "runs" / "sparsemax" / "seed1"
+    shutil.copytree(out / "runs" / "csparsemax" / "seed1", sparse)
+    (out / "grids" / "g.json").write_text('{"name": "g", "seeds": [1, 2], "figure": ["softmax", "csparsemax"]}\n')
+    assert archive.figure_systems(out) == {"softmax", "csparsemax"}
+
+    def packed_attention(dest: Path) -> dict[str, list[str]]:
+        archive.pack(out, dest)
+        found = {}
+        for tar_path in sorted((dest / "runs").rglob("*.tar.gz")):
+            with tarfile.open(tar_path) as tar:
+                found[tar_path.relative_to(dest / "runs").as_posix()] = sorted(
+                    n for n in tar.getnames() if n.endswith(".attn.npz"))
+        return found
+
+    assert packed_attention(tmp_path / "a") == {
+        "csparsemax/seed1.tar.gz": ["test.attn.npz"], "csparsemax/seed2.tar.gz": [],
+        "softmax/seed1.tar.gz": ["test.attn.npz"], "sparsemax/seed1.tar.gz": []}
+    (out / "grids" / "h.json").write_text('{"name": "h", "figure": ["sparsemax", "softmax"]}\n')
+    assert archive.figure_systems(out) == {"softmax", "csparsemax", "sparsemax"}
+    assert packed_attention(tmp_path / "b")["sparsemax/seed1.tar.gz"] == ["test.attn.npz"]
+    (out / "grids" / "h.json").write_text('{"name": "h"}\n')
+    assert archive.figure_systems(out) is None
+    assert packed_attention(tmp_path / "c")["sparsemax/seed1.tar.gz"] == ["test.attn.npz"]
+
+
 def test_refusals(tmp_path):
     out = make_experiment(tmp_path)
     dest = tmp_path / "archive"

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from scanmt.experiments.archive.command import archive_command, restore_command
 from scanmt.experiments.archive.manifest import ArchiveSummary, read_manifest
-from scanmt.experiments.archive.packing import finished_runs, pack
+from scanmt.experiments.archive.packing import figure_systems, finished_runs, pack
 from scanmt.experiments.archive.restoring import check_archive, restore
 from scanmt.experiments.archive.shared_work import PREDICTOR_TOLERANCE, shared_identity
 from scanmt.experiments.layout import MANIFEST, PREDICTOR_FERTILITIES, SHARED_TAR
 
 __all__ = ["MANIFEST", "PREDICTOR_FERTILITIES", "PREDICTOR_TOLERANCE", "SHARED_TAR", "ArchiveSummary",
-           "archive_command", "check_archive", "finished_runs", "pack", "read_manifest",
+           "archive_command", "check_archive", "figure_systems", "finished_runs", "pack", "read_manifest",
            "restore", "restore_command", "shared_identity"]

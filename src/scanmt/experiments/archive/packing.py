@@ -26,9 +26,10 @@ reads is small.  ``scanmt experiment archive OUT --to DEST`` packs into ``DEST``
     grids/NAME.{yaml,json} the grid records
     runs/SYSTEM/seedK.tar.gz   each finished run (DONE) without its checkpoints (*.pt): spec, commands,
                            logs, metrics.csv, translations, metrics, stress test, and of the attention
-                           files only seed 1's of the main split (the report's figures); no copy of the
-                           test set (the joined stress inputs, the attention file's source tokens), which
-                           restore makes again (:mod:`scanmt.experiments.archive.corpus`)
+                           files only seed 1's of the main split, of the systems the grids' figures
+                           draw (their ``figure`` pairs; every system's for a grid that names none); no
+                           copy of the test set (the joined stress inputs, the attention file's source
+                           tokens), which restore makes again (:mod:`scanmt.experiments.archive.corpus`)
 
 ``scanmt experiment restore DEST --out OUT`` unpacks it into an empty (or partly restored) ``OUT``, so that
 ``experiment run`` skips the restored runs, trains the missing ones with the same alignments and the same
@@ -130,16 +131,33 @@ def finished_runs(out: Path) -> list[Path]:
     return [run for run in run_dirs(base) if (run / DONE).exists()] if base.is_dir() else []
 
 
-def _left_behind(run: Path) -> Callable[[Path], bool]:
+def figure_systems(out: Path) -> frozenset[str] | None:
+    """The systems whose seed-1 attention the reports of ``out``'s grids draw: the union of the ``figure`` pairs
+    of its grid records (``grids/NAME.json``); None, meaning every system, when a record names no pair or cannot
+    be read, since its report then picks the pair among the systems that finished
+    (:func:`scanmt.experiments.report.figures.figure_systems`)."""
+    names: set[str] = set()
+    for path in sorted(grids_dir(out).glob("*.json")):
+        pair = (read_json(path) or {}).get("figure")
+        if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(n, str) for n in pair)):
+            return None
+        names.update(pair)
+    return frozenset(names)
+
+
+def _left_behind(run: Path, figure: frozenset[str] | None) -> Callable[[Path], bool]:
     """What of a run folder is not packed: checkpoints, lock files, and every attention file but seed 1's of
-    the main split, the one the report draws its figures from (1.5-1.8 MB each for a Transformer)."""
+    the main split of a system in ``figure`` (:func:`figure_systems`), the one the report draws its figures
+    from.  A dense attention file is large (KFTT's softmax test attention: 5.1 MB of a 5.4 MB run), and no
+    report reads another system's."""
     spec = read_json(run / SPEC) or {}
-    figure = attention_name(spec.get("split") or "test") if run.name == seed_name(1) else None
+    drawn = run.name == seed_name(1) and (figure is None or run.parent.name in figure)
+    kept = attention_name(spec.get("split") or "test") if drawn else None
 
     def skip(rel: Path) -> bool:
         if rel.suffix == CHECKPOINT_SUFFIX or rel.name == LOCK_FILE:
             return True
-        return rel.name.endswith(ATTENTION_SUFFIX) and rel.as_posix() != figure
+        return rel.name.endswith(ATTENTION_SUFFIX) and rel.as_posix() != kept
 
     return skip
 
@@ -272,6 +290,7 @@ def _pack_into(out: Path, dest: Path, staging: Path, runs_only: bool) -> Archive
             with atomic_open(grids_dir(staging) / grid.name) as fh:
                 fh.write(grid.read_text(encoding="utf-8"))
     roots = source_roots(str(out), manifest[MANIFEST_SHARED].get("data"))
+    figure = figure_systems(out)
     for run in finished_runs(out):
         key = _run_key(run)
         digest = _metrics_digest(run)
@@ -288,7 +307,7 @@ def _pack_into(out: Path, dest: Path, staging: Path, runs_only: bool) -> Archive
         tar.parent.mkdir(parents=True, exist_ok=True)
         scratch = stripped_dir(staging, key)
         try:
-            members, left_out = strip_run(run, _files(run, _left_behind(run)), scratch, roots)
+            members, left_out = strip_run(run, _files(run, _left_behind(run, figure)), scratch, roots)
             _deterministic_tar(tar, members)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
