@@ -84,8 +84,8 @@ from scanmt.experiments.archive.shared_work import (_shared_left_behind, compare
 from scanmt.experiments.common import read_json
 from scanmt.experiments.layout import (ATTENTION_SUFFIX, CHECKPOINT_SUFFIX, DONE, GRID_FILE_SUFFIXES, LOCK_FILE,
                                        MANIFEST, MANIFEST_RUNS, MANIFEST_RUNS_ONLY, MANIFEST_SHARED, SHARED_ORIGIN,
-                                       SHARED_TAR, SPEC, SharedPaths, attention_name, grids_dir, run_dirs, run_key,
-                                       runs_dir, seed_name, stripped_dir)
+                                       SHARED_TAR, SPEC, SharedPaths, attention_name, grid_record_paths, grids_dir,
+                                       run_dirs, run_key, runs_dir, seed_name, stripped_dir)
 from scanmt.folder_swap import replacing_folder
 from scanmt.io import atomic_open
 
@@ -137,7 +137,7 @@ def figure_systems(out: Path) -> frozenset[str] | None:
     be read, since its report then picks the pair among the systems that finished
     (:func:`scanmt.experiments.report.figures.figure_systems`)."""
     names: set[str] = set()
-    for path in sorted(grids_dir(out).glob("*.json")):
+    for path in grid_record_paths(out):
         pair = (read_json(path) or {}).get("figure")
         if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(n, str) for n in pair)):
             return None
