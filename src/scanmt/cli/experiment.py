@@ -151,9 +151,9 @@ def _add_archive_arguments(sub: "argparse._SubParsersAction", fmt: type[argparse
                        "folder for git",
                        description="Add the finished runs of an experiment folder to an archive folder: each run "
                        "without its checkpoints, the shared alignments once (not the fertility predictor: restore "
-                       "retrains it), the grid records, and a manifest of digests. Of the attention files, only seed 1's "
-                       "of the main split travels, and only for the systems of the grids' figure pairs (every "
-                       "system's for a grid that names none). No corpus text is packed: a "
+                       "retrains it), the grid records, and a manifest of digests. Of the attention files, only "
+                       "seed 1's of the main split travels, and only for the systems of the grids' figure pairs "
+                       "(every system's for a grid that names none). No corpus text is packed: a "
                        "corpus the grid prepared (--data kftt), the joined stress inputs and the attention files' "
                        "source tokens are recorded by digest and made again by restore. Rerun it as runs finish: "
                        "unchanged runs are kept, "
