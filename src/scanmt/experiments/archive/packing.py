@@ -27,7 +27,9 @@ reads is small.  ``scanmt experiment archive OUT --to DEST`` packs into ``DEST``
     runs/SYSTEM/seedK.tar.gz   each finished run (DONE) without its checkpoints (*.pt): spec, commands,
                            logs, metrics.csv, translations, metrics, stress test, and of the attention
                            files only seed 1's of the main split, of the systems the grids' figures
-                           draw (their ``figure`` pairs; every system's for a grid that names none); no
+                           draw (their ``figure`` pairs; every system's for a grid that names none), as
+                           decoded (float16 would make a dense map's smallest weights exact zeros, and no
+                           lossless encoding saves more than 5%: ``benchmarks/attention_storage.py``); no
                            copy of the test set (the joined stress inputs, the attention file's source
                            tokens), which restore makes again (:mod:`scanmt.experiments.archive.corpus`)
 
