@@ -14,8 +14,7 @@ float32 the archive stores now:
   did not give: softmax's smallest weights, which float16 flushes below 2^-25 and 8 bits below 1/510).
 
 One row per encoding: bytes, the ratio to the archive's, the largest error, the non-zero weights it makes zero,
-the seconds it took.  Only the
-weights are counted (the tokens and metadata are the same under every encoding).
+the seconds it took.  Only the weights are counted (the tokens and metadata are the same under every encoding).
 """
 
 from __future__ import annotations
@@ -29,12 +28,14 @@ from typing import Callable
 
 import numpy as np
 
+
 def _shuffled(a: np.ndarray) -> bytes:
     """The bytes of float32 ``a`` grouped by position within a value (all first bytes, then all second, ...)."""
     return np.ascontiguousarray(a, dtype=np.float32).view(np.uint8).reshape(-1, 4).T.tobytes()
 
 
 def _steps(a: np.ndarray) -> np.ndarray:
+    """``a`` rounded to the nearest step of 1/255, as uint8."""
     return np.rint(np.clip(a, 0.0, 1.0) * 255).astype(np.uint8)
 
 

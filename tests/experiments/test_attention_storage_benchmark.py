@@ -27,8 +27,8 @@ def test_sizes_and_errors_of_each_encoding(tmp_path, capsys):
     dense[0][0, 2] += 1 - dense[0][0].sum()
     sparse = [np.where(a > 0.2, a, 0.0) for a in dense]
     path = tmp_path / "test.attn.npz"
-    save_attention(path, [SentenceAttention(a, [f"s{j}" for j in range(a.shape[1])], [f"h{i}" for i in range(a.shape[0])])
-                          for a in dense])
+    save_attention(path, [SentenceAttention(a, [f"s{j}" for j in range(a.shape[1])],
+                                            [f"h{i}" for i in range(a.shape[0])]) for a in dense])
     arrays = bench.weights(path)
     assert [a.shape for a in arrays] == [a.shape for a in dense]
     rows = {r["name"]: r for r in bench.measure(arrays)}
