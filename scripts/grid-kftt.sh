@@ -12,7 +12,8 @@
 # text, and no alignments, which are data, 20 MB packed): commit archive/kftt as runs finish. On a new machine the
 # restore prepares the corpus again and puts the runs back, each with a record of the alignments and predictor it
 # trained on (RUN/shared-origin.json); the grid then aligns afresh and trains only the missing runs, and the report
-# lists the runs trained on the other machine's shared work.
+# lists the runs trained on the other machine's shared work. The archive keeps seed 1's attention only for the
+# report's figure window (30-50 words, at most 70 subwords: recorded in its manifest, which later packs follow).
 # The archive's format belongs to the newest code, not the frozen commit's:
 # packing and restoring run with GRID_ARCHIVE_SRC (default /work/main/src). Progress: scanmt experiment status
 # $GRID_ROOT/kftt --brief.

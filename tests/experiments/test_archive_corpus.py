@@ -4,6 +4,7 @@ and made again on restore; anything that would come out otherwise is refused."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -14,9 +15,10 @@ import numpy as np
 import pytest
 
 from scanmt.data.attention_file import AttentionFile, SentenceAttention, save_attention
-from scanmt.errors import DataError
+from scanmt.errors import ConfigError, DataError
 from scanmt.experiments import archive
 from scanmt.experiments.archive.corpus import words_digest
+from scanmt.experiments.figure_window import FigureWindow
 from scanmt.experiments.shared import SharedPaths
 from scanmt.metrics.stress import join_groups
 from tests.experiments.test_archive import WEIGHTS, FakeTrainer, tree
@@ -268,3 +270,116 @@ def test_a_crafted_left_out_record_is_refused_before_anything_is_written(tmp_pat
     with pytest.raises(DataError, match=r"run 'softmax/seed2' records the left-out file .*crafted manifest"):
         archive.restore(dest, out, train_predictor=FakeTrainer(WEIGHTS), prepare=FakePrepare(), say=lambda _: None)
     assert not os.path.lexists(out) and not (tmp_path / "escaped.txt").exists(), what
+
+
+def packed_attention(dest: Path, key: str = "softmax/seed1") -> dict[str, np.ndarray]:
+    with tarfile.open(dest / "runs" / f"{key}.tar.gz") as tar:
+        fh = tar.extractfile("test.attn.npz")
+        with np.load(io.BytesIO(fh.read()), allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+
+
+def test_a_figure_window_keeps_the_attention_of_the_sentences_a_report_may_draw(tmp_path):
+    """``archive --max-figure-tokens 3``: seed 1's attention keeps sentences 1 and 2 (3 subwords) and not 3 (4);
+    every sentence keeps its tokens.  Restored, the file is partial and says why when asked for sentence 3; the
+    archive records the window, a later pack keeps it, and another window packs the run again."""
+    out = make_prepared(tmp_path)
+    dest = tmp_path / "archive"
+    s = archive.pack(out, dest, window=FigureWindow(max_tokens=3))
+    assert s.attention == {"softmax/seed1": (2, 3)} and s.window == FigureWindow(max_tokens=3)
+    manifest = json.loads((dest / "manifest.json").read_text())
+    assert manifest["figure_window"] == {"min_words": 0, "max_words": None, "max_tokens": 3}
+    record = manifest["runs"]["softmax/seed1"]["left_out"]["test.attn.npz"]["attention_sources"]
+    assert record["window"] == manifest["figure_window"] and record["rows"] == 2 and record["sentences"] == 3
+    arrays = packed_attention(dest)
+    assert sorted(k for k in arrays if k.startswith("attn_")) == ["attn_0", "attn_1"]
+    assert sorted(k for k in arrays if k.startswith("hyp_")) == ["hyp_0", "hyp_1", "hyp_2"]
+    meta = json.loads(str(arrays["meta"]))
+    assert meta["rows"] == [0, 1] and meta["rows_kept"] == ("kept by an archive for the sources of any length "
+                                                            "and at most 3 subwords")
+
+    maps = attention(out / "runs/softmax/seed1/test.attn.npz")
+    shutil.move(out, tmp_path / "old")
+    archive.restore(dest, out, train_predictor=FakeTrainer(WEIGHTS), prepare=FakePrepare(), say=lambda _: None)
+    f = AttentionFile(out / "runs/softmax/seed1/test.attn.npz")
+    assert f.rows == {0, 1} and [f.has(i) for i in range(3)] == [True, True, False]
+    assert [(f[i].src, f[i].hyp, f[i].attention.tolist()) for i in (0, 1)] == maps[:2]
+    assert f.source(2) == maps[2][0]
+    with pytest.raises(DataError, match=r"holds the attention of 2 of its 3 sentences \(kept by an archive for "
+                                         r"the sources of any length and at most 3 subwords\), not of sentence 2"):
+        f[2]
+    # the restored folder packs to the same bytes (the window already applied)
+    archive.pack(out, tmp_path / "again")
+    assert (tmp_path / "again/runs/softmax/seed1.tar.gz").read_bytes() == (dest / "runs/softmax/seed1.tar.gz").read_bytes()
+    # later packs keep the recorded window; another one packs again the run whose attention travels
+    assert archive.pack(out, dest).kept == ["softmax/seed1", "softmax/seed2"]
+    s = archive.pack(out, dest, window=FigureWindow(max_tokens=3, min_words=4))
+    assert s.updated == ["softmax/seed1"] and s.kept == ["softmax/seed2"] and s.attention == {"softmax/seed1": (0, 3)}
+    assert not [k for k in packed_attention(dest) if k.startswith("attn_")]
+
+
+def test_the_figure_window_counts_words_by_the_source_tokenizer(tmp_path):
+    """Words as the report counts them (``Ein Mann.`` is 3 Moses words, 2 space-separated chunks), subwords with
+    the sink; a window whose limits admit every sentence keeps a file with no list of rows."""
+    out = make_prepared(tmp_path, sink=True)
+    assert archive.pack(out, tmp_path / "a", window=FigureWindow(min_words=3, max_words=3, max_tokens=4)
+                        ).attention == {"softmax/seed1": (2, 3)}  # 3, 3 and 4 subwords, and the sink
+    assert archive.pack(out, tmp_path / "b", window=FigureWindow(max_words=2)).attention == {"softmax/seed1": (0, 3)}
+    assert archive.pack(out, tmp_path / "c", window=FigureWindow(max_words=3)).attention == {"softmax/seed1": (3, 3)}
+    assert json.loads(str(packed_attention(tmp_path / "c")["meta"]))["rows"] == [0, 1, 2]
+
+
+def test_figure_windows_and_their_refusals(tmp_path, capsys):
+    from scanmt.cli.main import main
+
+    w = FigureWindow(30, 50, 70)
+    assert w.admits(30, 70) and w.admits(50, 1) and not w.admits(29, 10) and not w.admits(51, 10)
+    assert not w.admits(40, 71)
+    assert w.describe() == "sources of 30 to 50 words and at most 70 subwords"
+    assert FigureWindow(max_words=25).describe() == "sources of at most 25 words"
+    assert FigureWindow.from_record(w.as_record(), "m") == w
+    with pytest.raises(ConfigError, match="--min-figure-words 30 is above --max-figure-words 20"):
+        FigureWindow(30, 20)
+    with pytest.raises(DataError, match=r"m: its figure window .* is not one .*a damaged manifest"):
+        FigureWindow.from_record({"min_words": -1, "max_words": None, "max_tokens": None}, "m")
+    out = make_prepared(tmp_path)
+    assert main(["experiment", "archive", str(out), "--to", str(tmp_path / "a"), "--max-figure-tokens", "3"]) == 0
+    assert capsys.readouterr().out.endswith(
+        "attention kept for the sources of any length and at most 3 subwords (the figure window): softmax/seed1 2 "
+        "of 3\n")
+    assert main(["experiment", "archive", str(out), "--to", str(tmp_path / "b"), "--min-figure-words", "9",
+                 "--max-figure-words", "3"]) == 2
+    assert "--min-figure-words 9 is above --max-figure-words 3" in capsys.readouterr().err
+    manifest = json.loads((tmp_path / "a" / "manifest.json").read_text())
+    manifest["figure_window"] = {"max_words": "many"}
+    (tmp_path / "a" / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(DataError, match=r"manifest\.json: its figure window .* is not one"):
+        archive.pack(out, tmp_path / "a")
+
+
+def test_a_partial_attention_file_that_lists_other_rows_is_refused(tmp_path):
+    """A restore checks that an archived partial file holds the attention of the sentences its meta lists."""
+    out = make_prepared(tmp_path)
+    dest = tmp_path / "archive"
+    archive.pack(out, dest, window=FigureWindow(max_tokens=3))
+    tar_path = dest / "runs" / "softmax" / "seed1.tar.gz"
+    arrays = packed_attention(dest)
+    meta = json.loads(str(arrays["meta"]))
+    arrays["meta"] = np.array(json.dumps({**meta, "rows": [0, 2]}))
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **arrays)
+    with tarfile.open(tar_path) as tar:
+        members = [(m, tar.extractfile(m).read()) for m in tar.getmembers()]
+    with tarfile.open(tar_path, "w:gz") as tar:
+        for m, data in members:
+            data = buf.getvalue() if m.name == "test.attn.npz" else data
+            m.size = len(data)
+            tar.addfile(m, io.BytesIO(data))
+    manifest = json.loads((dest / "manifest.json").read_text())
+    manifest["runs"]["softmax/seed1"]["size"] = tar_path.stat().st_size
+    (dest / "manifest.json").write_text(json.dumps(manifest))
+    shutil.move(out, tmp_path / "old")
+    with pytest.raises(DataError, match=r"test\.attn\.npz is not the attention file the archive recorded \(it holds "
+                                        r"the attention of other sentences than its meta lists\); nothing was restored"):
+        archive.restore(dest, out, train_predictor=FakeTrainer(WEIGHTS), prepare=FakePrepare(), say=lambda _: None)
+    assert not (out / "runs" / "softmax" / "seed1").exists()

@@ -168,3 +168,32 @@ def test_headings_go_one_level_down_outside_code_blocks_and_only_below_a_title()
     page = "# Title\n\n## Commands\n\n```\n# a comment in a command\n```\n\n#### deep\n#hashtag\n"
     assert demote_headings(page) == "## Title\n\n### Commands\n\n```\n# a comment in a command\n```\n\n##### deep\n#hashtag\n"
     assert demote_headings("## no title\n") == "## no title\n"
+
+
+def make_partial(path: Path, rows: list[int], why: str) -> None:
+    """Leave out of the attention file ``path`` the attention of every sentence but ``rows``, as an archive with a
+    figure window does."""
+    with np.load(path) as z:
+        arrays = {k: z[k] for k in z.files if not k.startswith("attn_") or int(k[5:]) in rows}
+    arrays["meta"] = np.array(json.dumps({**json.loads(str(arrays["meta"])), "rows": rows, "rows_kept": why}))
+    np.savez_compressed(path, **arrays)
+
+
+def test_partial_attention_files_restrict_the_figures_to_their_sentences(tmp_path):
+    """Seed-1 attention restored from an archive with a figure window: the report draws only sentences both files
+    hold, and says which; without the repeating sentence's attention it draws none."""
+    out, docs = tmp_path / "exp", tmp_path / "docs"
+    fake_experiment(out, SEEDS)
+    draws_figures(out, "softmax", "csparsemax")
+    make_partial(out / "runs/csparsemax/seed1/test.attn.npz", [0], "kept by an archive for the sources of 4 subwords")
+    assert report(out, docs, "--examples", "0") == 0
+    md = (docs / "experiments-table1.md").read_text(encoding="utf-8")
+    assert (", of the 1 of 2 test sentences whose attention the seed-1 runs hold (kept by an archive for the sources "
+            "of 4 subwords)") in md
+    assert figure_links(md, "experiments-table1").count("attention-1.png") == 1
+    make_partial(out / "runs/softmax/seed1/test.attn.npz", [1], "kept by an archive for the sources of 5 subwords")
+    assert report(out, docs, "--examples", "0") == 0
+    md = (docs / "experiments-table1.md").read_text(encoding="utf-8")
+    assert "No figure: softmax repeats no word (REP sentence score 0) in the test sentences with sources of at " in md
+    assert ", of the 0 of 2 test sentences whose attention the seed-1 runs hold (kept by an archive for the " in md
+    assert "attention-1.png" not in md

@@ -104,6 +104,8 @@ def test_figures_choose_sources_between_the_shortest_and_the_longest_and_short_o
     assert choose_sentences(base, other, texts, 5, min_src_words=3, max_src_words=6) == [2, 1]
     # 1's outputs have 4 words
     assert choose_sentences(base, other, texts, 5, min_src_words=3, max_src_words=6, max_hyp_words=3) == [2]
+    # among the sentences partial attention files hold
+    assert choose_sentences(base, other, texts, 5, min_src_words=3, max_src_words=6, among={1, 3}) == [1]
 
 
 def test_the_report_names_its_figure_options_and_refuses_an_empty_range(tmp_path, capsys):

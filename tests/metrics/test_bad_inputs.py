@@ -85,3 +85,30 @@ def test_a_short_hypothesis_file_is_named(tmp_path, capsys):
     hyp.write_text("a b\n")
     assert_one_line_error(capsys, ["evaluate", "--hyp", str(hyp), "--ref", str(ref)],
               f"error: {hyp}: {hyp} has only 1 lines but {ref} has 3")
+
+
+def test_partial_attention_files_say_what_they_hold(tmp_path, attention, capsys):
+    """An attention file restored from an archive with a figure window holds some sentences' attention: asking
+    for another, by ``evaluate``, ``plot-attention --index`` or the sample, is one line naming what it holds; a
+    list of rows that are no sentence indices is a damaged file."""
+    import shutil
+
+    from tests.experiments.test_report_combined import make_partial
+
+    def partial(rows, name="partial.npz"):
+        shutil.copy(attention, tmp_path / name)
+        make_partial(tmp_path / name, rows, "kept by an archive for the sources of 3 subwords")
+        return str(tmp_path / name)
+
+    path, png = partial([1, 3]), str(tmp_path / "m.png")
+    what = f"{path}: holds the attention of 2 of its 5 sentences (kept by an archive for the sources of 3 subwords), not of "
+    assert_one_line_error(capsys, ["evaluate", "--attention", path], what + "sentence 0; translate again")
+    assert_one_line_error(capsys, ["plot-attention", "--attention", path, "--index", "2", "--out", png],
+                          what + "sentence 2; translate again")
+    assert main(["plot-attention", "--attention", path, "--sample", "5", "--out", png]) == 0
+    assert sorted(p.name for p in tmp_path.glob("m.*.png")) == ["m.1.png", "m.3.png"]
+    assert_one_line_error(capsys, ["plot-attention", "--attention", partial([]), "--sample", "1", "--out", png],
+                          "no sentence has at most ")
+    bad = partial([1, 7], "bad.npz")
+    assert_one_line_error(capsys, ["evaluate", "--attention", bad],
+                          f"{bad}: its meta lists the sentences it holds attention for as [1, 7], not indices below 5")

@@ -172,6 +172,19 @@ def _add_archive_arguments(sub: "argparse._SubParsersAction", fmt: type[argparse
                    "(RUN/shared-origin.json); `experiment run` aligns afresh for the missing runs, and the report "
                    "lists the runs trained on other shared work. Other alignments are then accepted (not the "
                    "data). An existing archive keeps its kind [an archive with its shared work]")
+    window = ("Give the report's values: the archive then keeps the attention of only the test sentences the "
+              "report's maps may draw, as `experiment report` counts them (a dense attention file is megabytes). The "
+              "archive records the window and "
+              "later packs keep it; another window packs again the runs whose attention it keeps. A restored "
+              "file holds the other sentences' tokens but not their attention, and says so when asked for it. "
+              "[every sentence's attention, or the archive's recorded window]")
+    a.add_argument("--min-figure-words", type=non_negative_int, default=None, metavar="N",
+                   help=f"keep the attention of sources of at least N words only. {window}")
+    a.add_argument("--max-figure-words", type=non_negative_int, default=None, metavar="N",
+                   help="keep the attention of sources of at most N words only (as --min-figure-words)")
+    a.add_argument("--max-figure-tokens", type=non_negative_int, default=None, metavar="N",
+                   help="keep the attention of sources of at most N subwords only, the sink included (as "
+                   "--min-figure-words)")
     b = sub.add_parser("restore", formatter_class=fmt,
                        help="unpack an archive of `experiment archive` into its experiment folder",
                        description="Unpack an archive into the experiment folder it was packed from (runs record "
@@ -195,7 +208,10 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "run":
         return experiments.run_grid(experiments.GridRunOptions.from_args(args))
     if args.action == "archive":
-        return experiments.archive_command(args.dir, args.to, runs_only=args.runs_only)
+        limits = (args.min_figure_words, args.max_figure_words, args.max_figure_tokens)
+        window = None if limits == (None, None, None) else experiments.FigureWindow(
+            args.min_figure_words or 0, args.max_figure_words, args.max_figure_tokens)
+        return experiments.archive_command(args.dir, args.to, runs_only=args.runs_only, window=window)
     if args.action == "restore":
         return experiments.restore_command(args.archive, args.out, mirror=args.mirror)
     if args.action == "status":

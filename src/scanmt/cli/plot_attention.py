@@ -101,9 +101,11 @@ def run(args: argparse.Namespace) -> int:
     else:
         if args.sample < 1:
             raise ConfigError(f"--sample must be >= 1, got {args.sample}")
-        short = [i for i in range(n) if len(files[0][i].src) <= args.max_source_len]
+        short = [i for i in range(n) if len(files[0].source(i)) <= args.max_source_len
+                 and all(f.has(i) for f in files)]  # (a partial file, restored from an archive, lacks some)
         if not short:
-            raise DataError(f"{files[0].path}: no sentence has at most {args.max_source_len} source tokens")
+            raise DataError(f"{files[0].path}: no sentence has at most {args.max_source_len} source tokens"
+                            + ("" if all(f.rows is None for f in files) else " and its attention in every file"))
         indices = sorted(random.Random(args.seed).sample(short, min(args.sample, len(short))))
         outs = [args.out.with_name(f"{args.out.stem}.{i}{args.out.suffix or '.png'}") for i in indices]
     written = []

@@ -12,6 +12,10 @@ One ``.npz`` archive (no pickle) holds every sentence of a test set::
     fert_{i}        float32 [S_i]       optional: fertility upper bounds used (inf for the sink)
 
 Sentence indices are 0-based and follow the input file's line order.
+
+A *partial* file holds ``attn_{i}`` for some sentences only: its meta lists them (``"rows"``, sorted indices)
+and says which were kept (``"rows_kept"``, a phrase).  An archive writes one to keep the attention of only the
+sentences a report can draw (:mod:`scanmt.experiments.archive.corpus`); every sentence keeps its tokens.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ from scanmt.errors import DataError
 from scanmt.io import atomic_open
 
 FORMAT_VERSION = 1
+#: a partial file's meta keys: the indices of the sentences whose attention it holds, and which those are
+ROWS, ROWS_KEPT = "rows", "rows_kept"
 #: what numpy raises for a file that is empty, truncated, damaged or not an attention file
 _UNREADABLE = (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile, zlib.error)
 
@@ -114,13 +120,39 @@ class AttentionFile:
                             f"({type(exc).__name__}: {exc or 'empty'})") from None
         #: whether the sentences end with the sink column; None in files without the record
         self.sink: bool | None = self.meta["sink"] if isinstance(self.meta.get("sink"), bool) else None
+        rows = self.meta.get(ROWS)
+        if rows is not None and not (isinstance(rows, list) and all(type(i) is int and 0 <= i < self.n for i in rows)):
+            raise DataError(f"{self.path}: its meta lists the sentences it holds attention for as {str(rows)[:80]}, "
+                            f"not indices below {self.n} (a damaged file)")
+        #: the sentences whose attention the file holds: None for all of them (see :data:`ROWS`)
+        self.rows: frozenset[int] | None = None if rows is None else frozenset(rows)
+
+    def has(self, i: int) -> bool:
+        """Whether the file holds sentence ``i``'s attention (a partial file holds some only)."""
+        return 0 <= i < self.n and (self.rows is None or i in self.rows)
+
+    def source(self, i: int) -> list[str]:
+        """Sentence ``i``'s source tokens (the sink last if present), which every sentence keeps."""
+        self._check_index(i)
+        try:
+            return self._npz[f"src_{i}"].tolist()
+        except _UNREADABLE as exc:
+            raise DataError(f"{self.path}: sentence {i} cannot be read: the file is damaged or truncated "
+                            f"({type(exc).__name__}: {exc or 'empty'})") from None
+
+    def _check_index(self, i: int) -> None:
+        if not 0 <= i < self.n:
+            raise DataError(f"{self.path}: sentence index {i} out of range (file has {self.n})")
 
     def __len__(self) -> int:
         return self.n
 
     def __getitem__(self, i: int) -> SentenceAttention:
-        if not 0 <= i < self.n:
-            raise DataError(f"{self.path}: sentence index {i} out of range (file has {self.n})")
+        self._check_index(i)
+        if not self.has(i):
+            raise DataError(f"{self.path}: holds the attention of {len(self.rows or ())} of its {self.n} sentences "
+                            f"({self.meta.get(ROWS_KEPT) or 'a partial file'}), not of sentence {i}; translate "
+                            "again with --attention-out for all of them")
         z = self._npz
         try:
             fert = z[f"fert_{i}"] if f"fert_{i}" in z.files else None

@@ -40,6 +40,7 @@ from typing import Any
 _COMMANDS = {
     "GridRunOptions": "grid_run", "run_grid": "grid_run", "report_command": "report", "status_command": "status",
     "archive_command": "archive", "restore_command": "archive", "PREDICTOR_TOLERANCE": "archive",
+    "FigureWindow": "figure_window",
 }
 
 __all__ = sorted(_COMMANDS)

@@ -255,6 +255,9 @@ MANIFEST_RUNS = RUNS
 #: the manifest's flag of an archive of runs only (``archive --runs-only``): no ``shared.tar.gz``, and each run's
 #: entry records the shared work it trained on
 MANIFEST_RUNS_ONLY = "runs_only"
+#: the manifest's figure window (``archive --max-figure-words`` ...): the attention kept is that of the test
+#: sentences within it (:mod:`scanmt.experiments.figure_window`)
+MANIFEST_FIGURE_WINDOW = "figure_window"
 #: a run folder's record of the shared work it trained on (alignments' and predictor's digests, the archive it
 #: came from), written by the restore of an archive of runs only: the folder's own shared work may be another
 SHARED_ORIGIN = "shared-origin.json"

@@ -7,21 +7,27 @@ from pathlib import Path
 
 from scanmt.experiments.archive.packing import pack
 from scanmt.experiments.archive.restoring import restore
+from scanmt.experiments.figure_window import FigureWindow
 from scanmt.experiments.layout import SHARED_ORIGIN
 
 
-def archive_command(folder: str | Path, dest: str | Path, *, runs_only: bool = False) -> int:
+def archive_command(folder: str | Path, dest: str | Path, *, runs_only: bool = False,
+                    window: FigureWindow | None = None) -> int:
     """Pack the finished runs of the experiment folder ``folder`` into the archive ``dest`` (a new one of runs only
-    with ``runs_only``) and print what was added, packed again, kept and left out; exit status 0."""
+    with ``runs_only``; with ``window``, the attention of the sentences within it only) and print what was added,
+    packed again, kept and left out; exit status 0."""
     folder, dest = Path(folder), Path(dest)
     t0 = time.time()
-    s = pack(folder, dest, runs_only=runs_only)
+    s = pack(folder, dest, runs_only=runs_only, window=window)
     shared = s.shared.replace("same", "already archived, unchanged", 1) if s.shared.startswith("same") else s.shared
     print(f"archive {dest}: shared work {shared}; runs added {len(s.added)}, packed again {len(s.updated)}, "
           f"unchanged {len(s.kept)}; {len(s.unfinished)} unfinished left out ({time.time() - t0:.0f} s)")
     for what, keys in (("added", s.added), ("packed again", s.updated), ("unfinished", s.unfinished)):
         if keys:
             print(f"  {what}: {', '.join(keys)}")
+    if s.window is not None:
+        kept = "; ".join(f"{key} {rows} of {n}" for key, (rows, n) in sorted(s.attention.items()))
+        print(f"  attention kept for the {s.window.describe()} (the figure window)" + (f": {kept}" if kept else ""))
     return 0
 
 

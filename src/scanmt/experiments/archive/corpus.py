@@ -16,7 +16,10 @@ records how to make it again and its digest, and a restore makes it again and ch
   names;
 * **the source tokens of an attention file** (``src_i`` of seed 1's ``SPLIT.attn.npz``, which the report's
   figures read): the split's subword lines, with ``<sink>`` last for a model with a sink.  The archived file
-  holds every other array; restore adds them back.
+  holds every other array; restore adds them back.  An archive with a figure window (``archive
+  --max-figure-words`` ...: :mod:`scanmt.experiments.figure_window`) also leaves out the attention of the
+  sentences outside it, which no report draws: the file comes back partial (its meta lists the sentences it
+  holds, :data:`scanmt.data.attention_file.ROWS`).
 
 A file is left out only when the pack has made it again from its recorded source and got the same bytes
 (the same tokens, for an attention file); anything else travels as it is.  The digests decide at restore:
@@ -39,11 +42,13 @@ from typing import Callable
 
 import numpy as np
 
+from scanmt.data.attention_file import ROWS, ROWS_KEPT
 from scanmt.data.fertility import file_digest
 from scanmt.data.vocab import SINK
 from scanmt.errors import DataError
+from scanmt.experiments.figure_window import FigureWindow, source_word_counts
 from scanmt.experiments.layout import (ATTENTION_SUFFIX, MIRROR_ORIGIN, SPEC, STRESS_DIR, STRESS_JSON, bpe_name,
-                                       SharedPaths, shared_data, shared_marker)
+                                       SharedPaths, raw_name, shared_data, shared_marker)
 from scanmt.io import atomic_open
 
 #: a prepared corpus text file directly in ``shared/data``: ``SPLIT.KIND.LANG``
@@ -221,15 +226,16 @@ def _stress_sources(run: Path) -> dict[str, Path]:
     return {side: path for side, path in paths.items() if path.is_absolute()}
 
 
-def _attention_source(run: Path, rel: str) -> Path | None:
-    """The subword file of the split whose attention ``rel`` holds, from the run's ``spec.json``."""
+def _attention_source(run: Path, rel: str) -> tuple[Path, Path, str] | None:
+    """The subword and raw text files of the split whose attention ``rel`` holds, and the source language, from
+    the run's ``spec.json``."""
     try:
         spec = json.loads((run / SPEC).read_text(encoding="utf-8"))
-        data = spec["config"]["data"]
-        source = Path(data["dir"]) / bpe_name(rel[:-len(ATTENTION_SUFFIX)], data["src_lang"])
+        data, split = spec["config"]["data"], rel[:-len(ATTENTION_SUFFIX)]
+        folder, lang = Path(data["dir"]), str(data["src_lang"])
     except (OSError, json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError):
         return None
-    return source if source.is_absolute() else None
+    return (folder / bpe_name(split, lang), folder / raw_name(split, lang), lang) if folder.is_absolute() else None
 
 
 def _source_tokens(source: Path, n: int, sink: bool) -> list[list[str]] | None:
@@ -254,12 +260,16 @@ def _tokens_digest(tokens: list[list[str]]) -> str:
     return hashlib.sha256("\n".join(" ".join(t) for t in tokens).encode("utf-8")).hexdigest()
 
 
-def _strip_attention(run: Path, rel: str, scratch: Path, roots: list[str]) -> tuple[Path, dict] | None:
-    """Seed 1's attention file ``rel`` without its source tokens, written into ``scratch``, and its record;
-    None when the tokens are not the split's subword lines below ``roots`` (then the file travels whole)."""
-    source = _attention_source(run, rel)
-    if source is None or not _below(str(source), roots) or not source.is_file():
+def _strip_attention(run: Path, rel: str, scratch: Path, roots: list[str], window: FigureWindow | None
+                     ) -> tuple[Path, dict] | None:
+    """Seed 1's attention file ``rel`` without its source tokens, and with ``window``, without the attention of
+    the sentences outside it (:mod:`scanmt.experiments.figure_window`: a partial file), written into ``scratch``,
+    and its record; None when the tokens are not the split's subword lines below ``roots`` (then the file travels
+    whole)."""
+    found = _attention_source(run, rel)
+    if found is None or not _below(str(found[0]), roots) or not found[0].is_file():
         return None
+    source, raw, lang = found
     try:
         with np.load(run / rel, allow_pickle=False) as z:
             meta = json.loads(str(z["meta"]))
@@ -267,13 +277,41 @@ def _strip_attention(run: Path, rel: str, scratch: Path, roots: list[str]) -> tu
             expected = _source_tokens(source, n, sink)
             if expected is None or any(z[f"src_{i}"].tolist() != expected[i] for i in range(n)):
                 return None
-            arrays = [(key, z[key]) for key in z.files if not key.startswith("src_")]
+            rows = _rows_kept(meta, expected, raw, lang, window) if window is not None else None
+            arrays = [(key, z[key]) for key in z.files
+                      if not key.startswith("src_") and (rows is None or not _dropped(key, rows))]
     except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile):
         return None
+    record = {"from": str(source), "sink": sink, "sentences": n, "tokens": _tokens_digest(expected)}
+    if rows is not None:
+        meta.update({ROWS: sorted(rows), ROWS_KEPT: f"kept by an archive for the {window.describe()}"})
+        arrays[0] = ("meta", np.array(json.dumps(meta)))
+        record.update({"window": window.as_record(), "rows": len(rows)})
     stripped = scratch / rel
     stripped.parent.mkdir(parents=True, exist_ok=True)
     _write_npz(stripped, arrays)
-    return stripped, {"from": str(source), "sink": sink, "sentences": n, "tokens": _tokens_digest(expected)}
+    return stripped, record
+
+
+def _rows_kept(meta: dict, tokens: list[list[str]], raw: Path, lang: str, window: FigureWindow) -> set[int]:
+    """The sentences of an attention file (``meta``, source ``tokens``) whose attention ``window`` keeps: those
+    it admits, among those the file holds.
+
+    Raises:
+        ValueError: the raw source ``raw`` is missing or has another number of lines (the file travels whole).
+    """
+    lines = raw.read_text(encoding="utf-8").splitlines()
+    if len(lines) != len(tokens):
+        raise ValueError(f"{raw}: {len(lines)} lines, not {len(tokens)}")
+    held = meta.get(ROWS)
+    words = source_word_counts(lines, lang)
+    return {i for i, (w, t) in enumerate(zip(words, tokens))
+            if window.admits(w, len(t)) and (held is None or i in held)}
+
+
+def _dropped(key: str, rows: set[int]) -> bool:
+    """Whether the array ``key`` is a sentence's attention that ``rows`` leaves out."""
+    return key.startswith("attn_") and int(key[len("attn_"):]) not in rows
 
 
 def source_roots(out: str, data: object) -> list[str]:
@@ -289,12 +327,13 @@ def _below(source: object, roots: list[str]) -> bool:
             and any(source.startswith(root.rstrip("/") + "/") for root in roots))
 
 
-def strip_run(run: Path, members: list[tuple[str, Path, os.stat_result]], scratch: Path, roots: list[str]
-              ) -> tuple[list[tuple[str, Path, os.stat_result]], dict[str, dict]]:
+def strip_run(run: Path, members: list[tuple[str, Path, os.stat_result]], scratch: Path, roots: list[str],
+              window: FigureWindow | None = None) -> tuple[list[tuple[str, Path, os.stat_result]], dict[str, dict]]:
     """A run's tarball members with its copies of the test set left out or stripped, and the manifest's
     ``left_out`` record of them (``{member: how to make it again}``).  Files stripped are written into
     ``scratch`` (the caller removes it).  Only a copy made from a file below ``roots`` (:func:`source_roots`) is
-    left out: restore makes nothing from elsewhere (:func:`check_left_out`), so any other travels whole."""
+    left out: restore makes nothing from elsewhere (:func:`check_left_out`), so any other travels whole.  With
+    ``window``, an attention file keeps the attention of the sentences within it only."""
     sources = {side: path for side, path in _stress_sources(run).items() if _below(str(path), roots)}
     kept, left_out = [], {}
     for name, path, st in members:
@@ -306,7 +345,7 @@ def strip_run(run: Path, members: list[tuple[str, Path, os.stat_result]], scratc
                 left_out[name] = {"from": str(source), "k": k, "sha256": digest}
                 continue
         if name.endswith(ATTENTION_SUFFIX) and "/" not in name and not path.is_symlink():
-            stripped = _strip_attention(run, name, scratch, roots)
+            stripped = _strip_attention(run, name, scratch, roots, window)
             if stripped is not None:
                 left_out[name] = {"attention_sources": stripped[1]}
                 kept.append((name, stripped[0], st))
@@ -379,10 +418,20 @@ def _restore_attention(path: Path, how: dict, where: str, name: str) -> None:
             stripped = {key: z[key] for key in z.files}
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
         raise DataError(f"{where}: {name} cannot be read ({type(exc).__name__}: {exc})") from None
+    try:
+        rows = json.loads(str(stripped["meta"])).get(ROWS)
+        held = {i for i in range(len(tokens)) if f"attn_{i}" in stripped}
+        if held != (set(range(len(tokens))) if rows is None else set(rows)):
+            raise ValueError("it holds the attention of other sentences than its meta lists")
+        if any(f"hyp_{i}" not in stripped for i in range(len(tokens))):
+            raise ValueError("a sentence's output tokens are missing")
+    except (ValueError, TypeError, AttributeError, KeyError) as exc:
+        raise DataError(f"{where}: {name} is not the attention file the archive recorded ({exc}); nothing was "
+                        "restored") from None
     arrays = [("meta", stripped.pop("meta"))]
     for i, src in enumerate(tokens):
-        arrays += [(f"attn_{i}", stripped.pop(f"attn_{i}")), (f"src_{i}", np.array(src, dtype=str)),
-                   (f"hyp_{i}", stripped.pop(f"hyp_{i}"))]
+        arrays += [(f"attn_{i}", stripped.pop(f"attn_{i}"))] if i in held else []
+        arrays += [(f"src_{i}", np.array(src, dtype=str)), (f"hyp_{i}", stripped.pop(f"hyp_{i}"))]
         if f"fert_{i}" in stripped:
             arrays.append((f"fert_{i}", stripped.pop(f"fert_{i}")))
     arrays += sorted(stripped.items())

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from scanmt.data.fertility import file_digest
 from scanmt.errors import DataError
+from scanmt.experiments.figure_window import FigureWindow
 from scanmt.experiments.layout import MANIFEST, MANIFEST_RUNS_ONLY, METRICS, archived_run
 from scanmt.io import atomic_open
 
@@ -35,6 +36,10 @@ class ArchiveSummary:
     kept: list[str] = field(default_factory=list)
     unfinished: list[str] = field(default_factory=list)
     shared: str = ""
+    #: a pack's figure window (None: every sentence's attention is kept)
+    window: FigureWindow | None = None
+    #: the runs packed with a partial attention file: ``{run: (sentences kept, sentences)}``
+    attention: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 def read_manifest(dest: Path) -> dict | None:

@@ -29,7 +29,10 @@ reads is small.  ``scanmt experiment archive OUT --to DEST`` packs into ``DEST``
                            files only seed 1's of the main split, of the systems the grids' figures
                            draw (their ``figure`` pairs; every system's for a grid that names none), as
                            decoded (float16 would make a dense map's smallest weights exact zeros, and no
-                           lossless encoding saves more than 5%: ``benchmarks/attention_storage.py``); no
+                           lossless encoding saves more than 5%: ``benchmarks/attention_storage.py``), and
+                           with a figure window (``--max-figure-words`` ..., recorded in the manifest) only
+                           for the test sentences within it, those the report's maps may draw (KFTT's 30-50
+                           words: 203 of 1,160 sentences, softmax seed 1's run 5.4 MB -> 2.1 MB); no
                            copy of the test set (the joined stress inputs, the attention file's source
                            tokens), which restore makes again (:mod:`scanmt.experiments.archive.corpus`)
 
@@ -84,8 +87,9 @@ from scanmt.experiments.archive.shared_work import (_shared_left_behind, compare
                                                      mirrored_data, predictor_added, read_origin, shared_record,
                                                      trained_on)
 from scanmt.experiments.common import read_json
+from scanmt.experiments.figure_window import FigureWindow
 from scanmt.experiments.layout import (ATTENTION_SUFFIX, CHECKPOINT_SUFFIX, DONE, GRID_FILE_SUFFIXES, LOCK_FILE,
-                                       MANIFEST, MANIFEST_RUNS, MANIFEST_RUNS_ONLY, MANIFEST_SHARED, SHARED_ORIGIN,
+                                       MANIFEST, MANIFEST_FIGURE_WINDOW, MANIFEST_RUNS, MANIFEST_RUNS_ONLY, MANIFEST_SHARED, SHARED_ORIGIN,
                                        SHARED_TAR, SPEC, SharedPaths, attention_name, grid_record_paths, grids_dir,
                                        run_dirs, run_key, runs_dir, seed_name, stripped_dir)
 from scanmt.folder_swap import replacing_folder
@@ -151,7 +155,7 @@ def _left_behind(run: Path, figure: frozenset[str] | None) -> Callable[[Path], b
     """What of a run folder is not packed: checkpoints, lock files, and every attention file but seed 1's of
     the main split of a system in ``figure`` (:func:`figure_systems`), the one the report draws its figures
     from.  A dense attention file is large (KFTT's softmax test attention: 5.1 MB of a 5.4 MB run), and no
-    report reads another system's."""
+    report reads another system's (a figure window then trims the one kept: :func:`strip_run`)."""
     spec = read_json(run / SPEC) or {}
     drawn = run.name == seed_name(1) and (figure is None or run.parent.name in figure)
     kept = attention_name(spec.get("split") or "test") if drawn else None
@@ -168,12 +172,14 @@ def _run_key(run: Path) -> str:
     return run_key(run)
 
 
-def pack(out: Path, dest: Path, *, runs_only: bool = False) -> ArchiveSummary:
+def pack(out: Path, dest: Path, *, runs_only: bool = False, window: FigureWindow | None = None) -> ArchiveSummary:
     """Add the finished runs of the experiment folder ``out`` to the archive ``dest`` (made if missing), as a
     whole: the new archive is written beside ``dest`` and swapped in (:func:`scanmt.folder_swap.replacing_folder`).
 
     ``runs_only`` makes a new archive of runs only (:func:`_record_shared_work`); an archive keeps its kind, so
-    packing into one of runs only needs no flag.
+    packing into one of runs only needs no flag.  ``window`` keeps the attention of only the test sentences a
+    report's maps may draw (:mod:`scanmt.experiments.figure_window`); the archive records it, later packs use
+    it, and a pack with another one packs again the runs whose attention it keeps (from their folders).
 
     Raises:
         ConfigError: ``dest`` is not a folder, or a folder with files that is not an archive (no manifest.json).
@@ -187,7 +193,7 @@ def pack(out: Path, dest: Path, *, runs_only: bool = False) -> ArchiveSummary:
     if not shared.is_dir() or not grids_dir(out).is_dir():
         raise DataError(f"{out}: not a scanmt experiment folder (no shared/ and grids/)")
     with replacing_folder(dest, what="--to", check=_check_archive_folder) as staging:
-        return _pack_into(out, dest, staging, runs_only)
+        return _pack_into(out, dest, staging, runs_only, window)
 
 
 def _pack_shared_work(shared: Path, manifest: dict, dest: Path, staging: Path, summary: ArchiveSummary) -> None:
@@ -270,7 +276,26 @@ def _check_archive_folder(dest: Path) -> None:
                             "(packing would write through it): remove it")
 
 
-def _pack_into(out: Path, dest: Path, staging: Path, runs_only: bool) -> ArchiveSummary:
+def _figure_window(manifest: dict, given: FigureWindow | None, dest: Path) -> FigureWindow | None:
+    """The figure window of this pack: ``given`` (then recorded in ``manifest``), else the one the archive
+    recorded, else None (every sentence's attention)."""
+    if given is not None:
+        manifest[MANIFEST_FIGURE_WINDOW] = given.as_record()
+        return given
+    recorded = manifest.get(MANIFEST_FIGURE_WINDOW)
+    return None if recorded is None else FigureWindow.from_record(recorded, str(dest / MANIFEST))
+
+
+def _same_window(known: dict, window: FigureWindow | None) -> bool:
+    """Whether an archived run's entry ``known`` needs no new pack for ``window``: it keeps no attention file
+    stripped by the archive, or one stripped to the same window."""
+    kept = [how["attention_sources"] for how in known["left_out"].values()
+            if isinstance(how, dict) and isinstance(how.get("attention_sources"), dict)]
+    return all(how.get("window") == (window.as_record() if window is not None else None) for how in kept)
+
+
+def _pack_into(out: Path, dest: Path, staging: Path, runs_only: bool, window: FigureWindow | None
+               ) -> ArchiveSummary:
     """:func:`pack`, reading the archive ``dest`` and writing its new version into ``staging`` (a copy of it)."""
     shared = SharedPaths(out).root
     manifest = read_manifest(dest) or {"format": RUNS_ONLY_FORMAT if runs_only else FORMAT, "out": str(out),
@@ -293,6 +318,8 @@ def _pack_into(out: Path, dest: Path, staging: Path, runs_only: bool) -> Archive
                 fh.write(grid.read_text(encoding="utf-8"))
     roots = source_roots(str(out), manifest[MANIFEST_SHARED].get("data"))
     figure = figure_systems(out)
+    window = _figure_window(manifest, window, dest)
+    summary.window = window
     for run in finished_runs(out):
         key = _run_key(run)
         digest = _metrics_digest(run)
@@ -302,14 +329,14 @@ def _pack_into(out: Path, dest: Path, staging: Path, runs_only: bool) -> Archive
                             f"from an archive of runs only), so it cannot join {dest}, whose runs all trained on the "
                             "shared work it packs: pack it into an archive of runs only (--runs-only)")
         known = manifest[MANIFEST_RUNS].get(key)
-        if known is not None and known["metrics"] == digest and "left_out" in known:
+        if known is not None and known["metrics"] == digest and "left_out" in known and _same_window(known, window):
             summary.kept.append(key)
             continue
         tar = _run_tar(staging, key)
         tar.parent.mkdir(parents=True, exist_ok=True)
         scratch = stripped_dir(staging, key)
         try:
-            members, left_out = strip_run(run, _files(run, _left_behind(run, figure)), scratch, roots)
+            members, left_out = strip_run(run, _files(run, _left_behind(run, figure)), scratch, roots, window)
             _deterministic_tar(tar, members)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -320,6 +347,8 @@ def _pack_into(out: Path, dest: Path, staging: Path, runs_only: bool) -> Archive
                 {k: origin.get(k) for k in ("alignments", "predictor")} if origin is not None
                 else trained_on(manifest[MANIFEST_SHARED]))
         (summary.updated if known is not None else summary.added).append(key)
+        summary.attention.update({key: (how["attention_sources"]["rows"], how["attention_sources"]["sentences"])
+                                  for how in left_out.values() if "rows" in how.get("attention_sources", {})})
     summary.unfinished = sorted(_run_key(p) for p in run_dirs(runs_dir(out))
                                 if p.is_dir() and not (p / DONE).exists()) if runs_dir(out).is_dir() else []
     _write_manifest(staging, manifest)

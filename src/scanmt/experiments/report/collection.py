@@ -12,6 +12,7 @@ from typing import Any, Sequence
 
 from scanmt.errors import DataError
 from scanmt.experiments.archive.shared_work import folder_trained_on, read_origin
+from scanmt.experiments.figure_window import source_word_counts
 from scanmt.experiments.layout import (COMMAND, LOG, SharedPaths, grid_record_paths, grids_dir, hyp_name,
                                        raw_name, run_dir, seed_dirs, seed_name, seed_of, system_dir)
 from scanmt.experiments.progress import logged_updates
@@ -144,7 +145,7 @@ def load_texts(out: Path, rec: dict[str, Any]) -> Texts:
     split, s, t = rec["split"], rec["src_lang"], rec["tgt_lang"]
     src = read_lines(data / raw_name(split, s), what="source file")
     ref = read_lines(data / raw_name(split, t), what="reference file")
-    return Texts(src, ref, tokenize_all(ref, t), t, [len(line.split()) for line in tokenize_all(src, s)])
+    return Texts(src, ref, tokenize_all(ref, t), t, source_word_counts(src, s))
 
 
 def hyp_lines(out: Path, rec: dict[str, Any], system: str, seed: int) -> list[str] | None:

@@ -5,7 +5,7 @@ baseline repeats words) and its Appendix B analogue (translation examples).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Container, Sequence
 
 from scanmt.experiments.layout import attention_figure_name, attention_name, report_figure, run_dir
 from scanmt.experiments.report.collection import SystemResults, Texts, hyp_lines, tokenize_all
@@ -30,12 +30,14 @@ def repetition_scores(hyps_tok: Sequence[str], refs_tok: Sequence[str]) -> list[
 
 def choose_sentences(base_tok: Sequence[str], other_tok: Sequence[str] | None, texts: Texts, k: int, *,
                      max_src_words: int, max_hyp_words: int = 40, src_tokens: Sequence[int] | None = None,
-                     max_src_tokens: int = 0, min_src_words: int = 0) -> list[int]:
+                     max_src_tokens: int = 0, min_src_words: int = 0, among: Container[int] | None = None
+                     ) -> list[int]:
     """Test sentences where the baseline repeats words (σ > 0), those the other system repeats least first.
 
     Ranked by (σ_baseline − σ_other, σ_baseline), among sources of ``min_src_words`` to ``max_src_words``
     words (``texts.src_words``) and, with ``src_tokens`` (subwords per source, from the attention file), at most
-    ``max_src_tokens`` subwords, and outputs of at most ``max_hyp_words`` words (readable maps).
+    ``max_src_tokens`` subwords, and outputs of at most ``max_hyp_words`` words (readable maps); with
+    ``among``, among those sentence indices only (the sentences partial attention files hold).
     """
     rb = repetition_scores(base_tok, texts.ref_tok)
     ro = repetition_scores(other_tok, texts.ref_tok) if other_tok is not None else [0.0] * len(rb)
@@ -45,6 +47,7 @@ def choose_sentences(base_tok: Sequence[str], other_tok: Sequence[str] | None, t
         and (src_tokens is None or src_tokens[i] <= max_src_tokens)
         and len(base_tok[i].split()) <= max_hyp_words
         and (other_tok is None or len(other_tok[i].split()) <= max_hyp_words)
+        and (among is None or i in among)
     ]
     cands.sort(key=lambda i: (-(rb[i] - ro[i]), -rb[i], texts.src_words[i], i))
     return cands[:k]
@@ -101,20 +104,26 @@ def figures(p: Page) -> tuple[list[str], list[Path], list[int]]:
 def _figure_pair(p: Page, a: tuple[SystemResults, list[str]], b: tuple[SystemResults, list[str]]
                  ) -> tuple[list[str], list[Path], list[int]]:
     """Attention maps of two systems' seed-1 runs for the sentences :func:`choose_sentences` picks."""
-    from scanmt.data.attention_file import AttentionFile
+    from scanmt.data.attention_file import ROWS_KEPT, AttentionFile
 
     (a_sys, ha), (b_sys, hb) = a, b
     texts, opts, split = p.texts, p.opts, p.rec["split"]
     ta, tb = tokenize_all(ha, texts.tgt_lang), tokenize_all(hb, texts.tgt_lang)
     fa = AttentionFile(run_dir(p.out, a_sys.name, 1) / attention_name(split))
     fb = AttentionFile(run_dir(p.out, b_sys.name, 1) / attention_name(split))
-    src_tokens = [len(fa[i].src) for i in range(len(fa))]
+    src_tokens = [len(fa.source(i)) for i in range(len(fa))]
+    held = [i for i in range(len(fa)) if fa.has(i) and fb.has(i)]
     chosen = choose_sentences(ta, tb, texts, opts.figures, max_src_words=opts.max_figure_words,
                               src_tokens=src_tokens, max_src_tokens=opts.max_figure_tokens,
-                              min_src_words=opts.min_figure_words, max_hyp_words=opts.max_figure_output_words)
+                              min_src_words=opts.min_figure_words, max_hyp_words=opts.max_figure_output_words,
+                              among=None if len(held) == len(fa) else set(held))
     where = (f"sources of {opts.min_figure_words} to {opts.max_figure_words} words" if opts.min_figure_words else
              f"sources of at most {opts.max_figure_words} words") + (
         f" and {opts.max_figure_tokens} subwords, outputs of at most {opts.max_figure_output_words} words")
+    partial = next((f for f in (fa, fb) if f.rows is not None), None)
+    if partial is not None:  # restored from an archive with a figure window
+        where += (f", of the {len(held)} of {len(fa)} test sentences whose attention the seed-1 runs hold "
+                  f"({md_escape(str(partial.meta.get(ROWS_KEPT) or 'partial attention files'))})")
     if not chosen:
         return [f"No figure: {md_escape(a_sys.label)} repeats no word (REP sentence score 0) in the test "
                 f"sentences with {where}.", ""], [], []
