@@ -171,10 +171,10 @@ def test_headings_go_one_level_down_outside_code_blocks_and_only_below_a_title()
 
 
 def make_partial(path: Path, rows: list[int], why: str) -> None:
-    """Leave out of the attention file ``path`` the attention of every sentence but ``rows``, as an archive with a
-    figure window does."""
+    """Leave out of the attention file ``path`` the attention and output tokens of every sentence but ``rows``, as
+    an archive with a figure window does."""
     with np.load(path) as z:
-        arrays = {k: z[k] for k in z.files if not k.startswith("attn_") or int(k[5:]) in rows}
+        arrays = {k: z[k] for k in z.files if k.split("_")[0] not in ("attn", "hyp") or int(k.split("_")[1]) in rows}
     arrays["meta"] = np.array(json.dumps({**json.loads(str(arrays["meta"])), "rows": rows, "rows_kept": why}))
     np.savez_compressed(path, **arrays)
 

@@ -13,9 +13,10 @@ One ``.npz`` archive (no pickle) holds every sentence of a test set::
 
 Sentence indices are 0-based and follow the input file's line order.
 
-A *partial* file holds ``attn_{i}`` for some sentences only: its meta lists them (``"rows"``, sorted indices)
-and says which were kept (``"rows_kept"``, a phrase).  An archive writes one to keep the attention of only the
-sentences a report can draw (:mod:`scanmt.experiments.archive.corpus`); every sentence keeps its tokens.
+A *partial* file holds ``attn_{i}``, ``hyp_{i}`` and ``fert_{i}`` for some sentences only: its meta lists them
+(``"rows"``, sorted indices) and says which were kept (``"rows_kept"``, a phrase).  An archive writes one to keep
+the attention of only the sentences a report can draw (:mod:`scanmt.experiments.archive.corpus`); every
+sentence keeps its source tokens.
 """
 
 from __future__ import annotations

@@ -18,8 +18,8 @@ records how to make it again and its digest, and a restore makes it again and ch
   figures read): the split's subword lines, with ``<sink>`` last for a model with a sink.  The archived file
   holds every other array; restore adds them back.  An archive with a figure window (``archive
   --max-figure-words`` ...: :mod:`scanmt.experiments.figure_window`) also leaves out the attention of the
-  sentences outside it, which no report draws: the file comes back partial (its meta lists the sentences it
-  holds, :data:`scanmt.data.attention_file.ROWS`).
+  sentences outside it, which no report draws, and their output tokens and fertilities: the file comes back
+  partial (its meta lists the sentences it holds, :data:`scanmt.data.attention_file.ROWS`).
 
 A file is left out only when the pack has made it again from its recorded source and got the same bytes
 (the same tokens, for an attention file); anything else travels as it is.  The digests decide at restore:
@@ -61,6 +61,8 @@ ATTENTION_RE = re.compile(rf"[A-Za-z0-9_-]+{re.escape(ATTENTION_SUFFIX)}")
 PREPARE_PACKAGES = ("sentencepiece", "sacremoses", "fugashi", "unidic-lite", "sudachipy", "scanmt")
 #: where restore prepares the corpus again, inside the shared folder it is restoring (removed after)
 PREPARING = ".corpus.preparing"
+#: the arrays of a sentence that a partial attention file holds for the sentences it keeps only
+_SENTENCE_ARRAYS = ("attn", "hyp", "fert")
 #: a zip entry's time in an attention file an archive writes (zip has none before 1980): fixed, for equal bytes
 _ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 
@@ -310,8 +312,10 @@ def _rows_kept(meta: dict, tokens: list[list[str]], raw: Path, lang: str, window
 
 
 def _dropped(key: str, rows: set[int]) -> bool:
-    """Whether the array ``key`` is a sentence's attention that ``rows`` leaves out."""
-    return key.startswith("attn_") and int(key[len("attn_"):]) not in rows
+    """Whether the array ``key`` belongs to a sentence whose attention ``rows`` leaves out: its attention, output
+    tokens or fertility (what a map of it would draw); its source tokens stay, as restore makes them again."""
+    kind, _, index = key.partition("_")
+    return kind in _SENTENCE_ARRAYS and index.isdigit() and int(index) not in rows
 
 
 def source_roots(out: str, data: object) -> list[str]:
@@ -423,7 +427,7 @@ def _restore_attention(path: Path, how: dict, where: str, name: str) -> None:
         held = {i for i in range(len(tokens)) if f"attn_{i}" in stripped}
         if held != (set(range(len(tokens))) if rows is None else set(rows)):
             raise ValueError("it holds the attention of other sentences than its meta lists")
-        if any(f"hyp_{i}" not in stripped for i in range(len(tokens))):
+        if any(f"hyp_{i}" not in stripped for i in held):
             raise ValueError("a sentence's output tokens are missing")
     except (ValueError, TypeError, AttributeError, KeyError) as exc:
         raise DataError(f"{where}: {name} is not the attention file the archive recorded ({exc}); nothing was "
@@ -431,7 +435,8 @@ def _restore_attention(path: Path, how: dict, where: str, name: str) -> None:
     arrays = [("meta", stripped.pop("meta"))]
     for i, src in enumerate(tokens):
         arrays += [(f"attn_{i}", stripped.pop(f"attn_{i}"))] if i in held else []
-        arrays += [(f"src_{i}", np.array(src, dtype=str)), (f"hyp_{i}", stripped.pop(f"hyp_{i}"))]
+        arrays += [(f"src_{i}", np.array(src, dtype=str))]
+        arrays += [(f"hyp_{i}", stripped.pop(f"hyp_{i}"))] if i in held else []
         if f"fert_{i}" in stripped:
             arrays.append((f"fert_{i}", stripped.pop(f"fert_{i}")))
     arrays += sorted(stripped.items())

@@ -32,7 +32,7 @@ reads is small.  ``scanmt experiment archive OUT --to DEST`` packs into ``DEST``
                            lossless encoding saves more than 5%: ``benchmarks/attention_storage.py``), and
                            with a figure window (``--max-figure-words`` ..., recorded in the manifest) only
                            for the test sentences within it, those the report's maps may draw (KFTT's 30-50
-                           words: 203 of 1,160 sentences, softmax seed 1's run 5.4 MB -> 2.1 MB); no
+                           words: 203 of 1,160 sentences, softmax seed 1's run 5.4 MB -> 1.9 MB); no
                            copy of the test set (the joined stress inputs, the attention file's source
                            tokens), which restore makes again (:mod:`scanmt.experiments.archive.corpus`)
 
