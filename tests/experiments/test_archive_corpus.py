@@ -17,6 +17,9 @@ import pytest
 from scanmt.data.attention_file import AttentionFile, SentenceAttention, save_attention
 from scanmt.errors import ConfigError, DataError
 from scanmt.experiments import archive
+from scanmt.cli.main import main
+from scanmt.experiments import shared as shared_steps
+from scanmt.experiments.archive import corpus as archive_corpus
 from scanmt.experiments.archive.corpus import words_digest
 from scanmt.experiments.figure_window import FigureWindow
 from scanmt.experiments.shared import SharedPaths
@@ -279,7 +282,7 @@ def packed_attention(dest: Path, key: str = "softmax/seed1") -> dict[str, np.nda
             return {k: z[k] for k in z.files}
 
 
-def test_a_figure_window_keeps_the_attention_of_the_sentences_a_report_may_draw(tmp_path):
+def test_a_figure_window_keeps_the_attention_of_the_sentences_a_report_may_draw(tmp_path, monkeypatch, capsys):
     """``archive --max-figure-tokens 3``: seed 1's attention keeps sentences 1 and 2 (3 subwords) and not 3 (4);
     every sentence keeps its source tokens.  Restored, the file is partial and says why when asked for sentence 3; the
     archive records the window, a later pack keeps it, and another window packs the run again."""
@@ -300,7 +303,11 @@ def test_a_figure_window_keeps_the_attention_of_the_sentences_a_report_may_draw(
 
     maps = attention(out / "runs/softmax/seed1/test.attn.npz")
     shutil.move(out, tmp_path / "old")
-    archive.restore(dest, out, train_predictor=FakeTrainer(WEIGHTS), prepare=FakePrepare(), say=lambda _: None)
+    monkeypatch.setattr(shared_steps, "train_predictor", FakeTrainer(WEIGHTS))
+    monkeypatch.setattr(archive_corpus, "prepare_corpus", FakePrepare())
+    assert main(["experiment", "restore", str(dest), "--out", str(out)]) == 0
+    assert capsys.readouterr().out.endswith("\n  attention restored for the archive's figure window only (the "
+                                            "sentences a report's maps may draw): softmax/seed1 2 of 3\n")
     f = AttentionFile(out / "runs/softmax/seed1/test.attn.npz")
     assert f.rows == {0, 1} and [f.has(i) for i in range(3)] == [True, True, False]
     assert [(f[i].src, f[i].hyp, f[i].attention.tolist()) for i in (0, 1)] == maps[:2]
@@ -330,8 +337,6 @@ def test_the_figure_window_counts_words_by_the_source_tokenizer(tmp_path):
 
 
 def test_figure_windows_and_their_refusals(tmp_path, capsys):
-    from scanmt.cli.main import main
-
     w = FigureWindow(30, 50, 70)
     assert w.admits(30, 70) and w.admits(50, 1) and not w.admits(29, 10) and not w.admits(51, 10)
     assert not w.admits(40, 71)

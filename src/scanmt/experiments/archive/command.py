@@ -43,4 +43,8 @@ def restore_command(archive: str | Path, out: str | Path, *, mirror: str | None 
               "aligns afresh and trains the missing runs")
     if s.added:
         print(f"  restored: {', '.join(s.added)}")
+    if s.attention:
+        kept = "; ".join(f"{key} {rows} of {n}" for key, (rows, n) in sorted(s.attention.items()))
+        print(f"  attention restored for the archive's figure window only (the sentences a report's maps may "
+              f"draw): {kept}")
     return 0

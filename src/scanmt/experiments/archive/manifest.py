@@ -42,6 +42,16 @@ class ArchiveSummary:
     attention: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
+def partial_attention(left_out: dict) -> tuple[int, int] | None:
+    """``(sentences kept, sentences)`` of the attention file a run's ``left_out`` record stripped to a figure
+    window (:mod:`scanmt.experiments.archive.corpus`); None when it keeps every sentence's, or has none."""
+    for how in left_out.values():
+        sources = how.get("attention_sources") if isinstance(how, dict) else None
+        if isinstance(sources, dict) and "rows" in sources:
+            return int(sources["rows"]), int(sources["sentences"])
+    return None
+
+
 def read_manifest(dest: Path) -> dict | None:
     p = dest / MANIFEST
     if not p.exists():

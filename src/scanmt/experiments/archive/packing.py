@@ -81,7 +81,7 @@ from typing import Callable
 
 from scanmt.errors import ConfigError, DataError
 from scanmt.experiments.archive.manifest import (FORMAT, RUNS_ONLY_FORMAT, ArchiveSummary, _metrics_digest, _run_tar,
-                                                 _write_manifest, read_manifest)
+                                                 _write_manifest, partial_attention, read_manifest)
 from scanmt.experiments.archive.corpus import corpus_difference, shared_skip, source_roots, strip_run
 from scanmt.experiments.archive.shared_work import (_shared_left_behind, compare_shared, folder_trained_on,
                                                      mirrored_data, predictor_added, read_origin, shared_record,
@@ -347,8 +347,8 @@ def _pack_into(out: Path, dest: Path, staging: Path, runs_only: bool, window: Fi
                 {k: origin.get(k) for k in ("alignments", "predictor")} if origin is not None
                 else trained_on(manifest[MANIFEST_SHARED]))
         (summary.updated if known is not None else summary.added).append(key)
-        summary.attention.update({key: (how["attention_sources"]["rows"], how["attention_sources"]["sentences"])
-                                  for how in left_out.values() if "rows" in how.get("attention_sources", {})})
+        if (partial := partial_attention(left_out)) is not None:
+            summary.attention[key] = partial
     summary.unfinished = sorted(_run_key(p) for p in run_dirs(runs_dir(out))
                                 if p.is_dir() and not (p / DONE).exists()) if runs_dir(out).is_dir() else []
     _write_manifest(staging, manifest)

@@ -14,7 +14,8 @@ from typing import Callable
 from scanmt.errors import ConfigError, DataError
 from scanmt.experiments.archive.corpus import (check_left_out, corpus_difference, remake_corpus, remake_run,
                                                source_roots)
-from scanmt.experiments.archive.manifest import ArchiveSummary, _metrics_digest, _run_tar, read_manifest
+from scanmt.experiments.archive.manifest import (ArchiveSummary, _metrics_digest, _run_tar, partial_attention,
+                                                 read_manifest)
 from scanmt.experiments.archive.shared_work import check_data, compare_shared, mirrored_data
 from scanmt.experiments.archive.unpack import check_tarball, unpack
 from scanmt.experiments.grid import NAME_RE
@@ -188,6 +189,8 @@ def _restore_into(dest: Path, out: Path, manifest: dict, keys: list[str], say: C
             made.append(runs_dir(out) / key)
             os.replace(tmp, runs_dir(out) / key)
             summary.added.append(key)
+            if (partial := partial_attention(manifest[MANIFEST_RUNS][key].get("left_out") or {})) is not None:
+                summary.attention[key] = partial
         grids_dir(out).mkdir(parents=True, exist_ok=True)
         for grid in sorted(grids_dir(dest).glob("*")):
             if not os.path.lexists(grids_dir(out) / grid.name):
