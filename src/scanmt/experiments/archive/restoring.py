@@ -115,6 +115,9 @@ def _mirror_links(data: dict | None) -> dict[str, str]:
     if not data:
         return {}
     src = str(data["dir"])
+    if not Path(src).is_dir():
+        raise DataError(f"{src}: the prepared data that the archive's shared work mirrors is missing, so its links "
+                        "cannot be checked: prepare it there first (`scanmt prepare`); nothing was restored")
     return {f"data/{p.name}": os.path.join(src, p.name) for p in Path(src).iterdir() if p.is_file()}
 
 
