@@ -173,11 +173,11 @@ def _add_archive_arguments(sub: "argparse._SubParsersAction", fmt: type[argparse
                    "lists the runs trained on other shared work. Other alignments are then accepted (not the "
                    "data). An existing archive keeps its kind [an archive with its shared work]")
     window = ("Give the report's values: the archive then keeps the attention of only the test sentences the "
-              "report's maps may draw, as `experiment report` counts them (a dense attention file is megabytes). The "
-              "archive records the window and "
-              "later packs keep it; another window packs again the runs whose attention it keeps. A restored "
-              "file holds the other sentences' tokens but not their attention, and says so when asked for it. "
-              "[every sentence's attention, or the archive's recorded window]")
+              "report's maps may draw, as `experiment report` counts them (a dense attention file is megabytes). "
+              "The archive records the window and later packs keep it; another window packs again the runs whose "
+              "attention it keeps. A restored file holds the other sentences' source tokens but not their "
+              "attention, and says so when asked for it. [every sentence's attention, or the archive's recorded "
+              "window]")
     a.add_argument("--min-figure-words", type=non_negative_int, default=None, metavar="N",
                    help=f"keep the attention of sources of at least N words only. {window}")
     a.add_argument("--max-figure-words", type=non_negative_int, default=None, metavar="N",

@@ -89,9 +89,10 @@ from scanmt.experiments.archive.shared_work import (_shared_left_behind, compare
 from scanmt.experiments.common import read_json
 from scanmt.experiments.figure_window import FigureWindow
 from scanmt.experiments.layout import (ATTENTION_SUFFIX, CHECKPOINT_SUFFIX, DONE, GRID_FILE_SUFFIXES, LOCK_FILE,
-                                       MANIFEST, MANIFEST_FIGURE_WINDOW, MANIFEST_RUNS, MANIFEST_RUNS_ONLY, MANIFEST_SHARED, SHARED_ORIGIN,
-                                       SHARED_TAR, SPEC, SharedPaths, attention_name, grid_record_paths, grids_dir,
-                                       run_dirs, run_key, runs_dir, seed_name, stripped_dir)
+                                       MANIFEST, MANIFEST_FIGURE_WINDOW, MANIFEST_RUNS, MANIFEST_RUNS_ONLY,
+                                       MANIFEST_SHARED, SHARED_ORIGIN, SHARED_TAR, SPEC, SharedPaths, attention_name,
+                                       grid_record_paths, grids_dir, run_dirs, run_key, runs_dir, seed_name,
+                                       stripped_dir)
 from scanmt.folder_swap import replacing_folder
 from scanmt.io import atomic_open
 
