@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from scanmt.cli.main import main
 from scanmt.data.attention_file import AttentionFile, SentenceAttention, save_attention
 from scanmt.errors import ConfigError, DataError
 from scanmt.experiments import archive
-from scanmt.cli.main import main
 from scanmt.experiments import shared as shared_steps
 from scanmt.experiments.archive import corpus as archive_corpus
 from scanmt.experiments.archive.corpus import words_digest
