@@ -138,8 +138,11 @@ class AttentionFile:
         try:
             return self._npz[f"src_{i}"].tolist()
         except _UNREADABLE as exc:
-            raise DataError(f"{self.path}: sentence {i} cannot be read: the file is damaged or truncated "
-                            f"({type(exc).__name__}: {exc or 'empty'})") from None
+            raise self._damaged(i, exc) from None
+
+    def _damaged(self, i: int, exc: BaseException) -> DataError:
+        return DataError(f"{self.path}: sentence {i} cannot be read: the file is damaged or truncated "
+                         f"({type(exc).__name__}: {exc or 'empty'})")
 
     def _check_index(self, i: int) -> None:
         if not 0 <= i < self.n:
@@ -162,8 +165,7 @@ class AttentionFile:
                 sink=self.sink,
             )
         except _UNREADABLE as exc:
-            raise DataError(f"{self.path}: sentence {i} cannot be read: the file is damaged or truncated "
-                            f"({type(exc).__name__}: {exc or 'empty'})") from None
+            raise self._damaged(i, exc) from None
 
     def __iter__(self) -> Iterator[SentenceAttention]:
         for i in range(self.n):

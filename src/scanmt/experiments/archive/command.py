@@ -26,7 +26,7 @@ def archive_command(folder: str | Path, dest: str | Path, *, runs_only: bool = F
         if keys:
             print(f"  {what}: {', '.join(keys)}")
     if s.window is not None:
-        kept = "; ".join(f"{key} {rows} of {n}" for key, (rows, n) in sorted(s.attention.items()))
+        kept = _sentences_kept(s.attention)
         print(f"  attention kept for the {s.window.describe()} (the figure window)" + (f": {kept}" if kept else ""))
     return 0
 
@@ -44,7 +44,11 @@ def restore_command(archive: str | Path, out: str | Path, *, mirror: str | None 
     if s.added:
         print(f"  restored: {', '.join(s.added)}")
     if s.attention:
-        kept = "; ".join(f"{key} {rows} of {n}" for key, (rows, n) in sorted(s.attention.items()))
         print(f"  attention restored for the archive's figure window only (the sentences a report's maps may "
-              f"draw): {kept}")
+              f"draw): {_sentences_kept(s.attention)}")
     return 0
+
+
+def _sentences_kept(attention: dict[str, tuple[int, int]]) -> str:
+    """``"csparsemax/seed1 203 of 1160; softmax/seed1 203 of 1160"``: each run's sentences whose attention is kept."""
+    return "; ".join(f"{key} {rows} of {n}" for key, (rows, n) in sorted(attention.items()))
