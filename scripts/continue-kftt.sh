@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Issue 53's epoch measurement: does the KFTT LSTM gain from training longer, and does csparsemax's effect on REP
 # and DROP hold when it does?  The grid's runs stop at 18,000 updates (1.83 epochs: docs/kftt.md, "Budget"). This
-# continues seed 1 of softmax and of csparsemax, each in a copy of its grid folder, to UPDATES (default 24,000:
+# continues one seed of softmax and of csparsemax, each in a copy of its grid folder, to UPDATES (default 24,000:
 # the rest of epoch 2, then epoch 3 at the halved learning rate), both at once at one thread each. `train --resume`
 # is exact (the optimizer, the learning-rate schedule and the batch order go on as one longer run would have), and
 # dev still picks best.pt. Then each is decoded on test with the grid's settings (beam 5, no penalties), scored as
 # the grid scores it, and the two compared (paired bootstrap of BLEU).
 #   PYTHONPATH=$PWD/src bash scripts/continue-kftt.sh            # rerun to continue; finished steps are skipped
 # GRID (default /work/runs/kftt): the grid folder; LONGER (default GRID-longer): where the copies train;
-# PYTHON as in grid-kftt.sh. The grid's own runs are only read.
+# SEED: the seed continued [the lowest one both systems finished with a checkpoint: a run restored from an archive
+# has none, so on a new machine the seeds trained there]; PYTHON as in grid-kftt.sh. The grid's own runs are only
+# read.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GRID=${GRID:-/work/runs/kftt}
@@ -21,15 +23,36 @@ fi
 export PYTHONPATH=$PWD/src OMP_NUM_THREADS=1
 scanmt() { "$PYTHON" -m scanmt "$@"; }
 DATA=$GRID/shared/data SRC=${SRC_LANG:-ja} TGT=${TGT_LANG:-en}
+if [[ -z ${SEED:-} ]]; then
+  SEED=1
+  for dir in "$GRID"/runs/softmax/seed*/; do
+    s=$(basename "$dir"); s=${s#seed}
+    [[ $s =~ ^[0-9]+$ ]] || continue
+    if [[ -f $GRID/runs/softmax/seed$s/last.pt && -f $GRID/runs/softmax/seed$s/DONE &&
+          -f $GRID/runs/csparsemax/seed$s/last.pt && -f $GRID/runs/csparsemax/seed$s/DONE ]] && ((s < ${best:-999})); then
+      best=$s
+    fi
+  done
+  SEED=${best:-1}
+fi
 
-# copy SYSTEM: the grid run's training files into $LONGER/SYSTEM (once, atomically: a copy in .tmp, then renamed)
+# copy SYSTEM: the grid run's training files into $LONGER/SYSTEM (once, atomically: a copy in .tmp, then renamed),
+# with the seed it continues in $LONGER/SYSTEM/SEED
 copy() {
-  local from=$GRID/runs/$1/seed1 to=$LONGER/$1
-  [[ -d $to ]] && return 0
+  local from=$GRID/runs/$1/seed$SEED to=$LONGER/$1
+  if [[ -d $to ]]; then
+    [[ $(cat "$to/SEED" 2>/dev/null || echo 1) == "$SEED" ]] && return 0
+    echo "continue-kftt: $to continues seed $(cat "$to/SEED"), not $SEED; move it aside or set SEED" >&2
+    return 1
+  fi
   [[ -f $from/DONE ]] || { echo "continue-kftt: $from has not finished; run scripts/grid-kftt.sh first" >&2; return 1; }
+  [[ -f $from/last.pt ]] || {
+    echo "continue-kftt: $from has no last.pt (restored from an archive, which keeps no checkpoints): set SEED to" \
+      "a seed trained on this machine" >&2; return 1; }
   mkdir -p "$LONGER"
   rm -rf "$to.tmp" && mkdir "$to.tmp"
   cp -p "$from"/{config.yaml,last.pt,best.pt,metrics.csv,log.txt} "$to.tmp/"
+  echo "$SEED" > "$to.tmp/SEED"
   mv "$to.tmp" "$to"
 }
 
@@ -49,7 +72,7 @@ continue_run() {
       --align-model "$DATA/align/word" --drop-samples 3 --attention "$run/test.attn.npz" --json "$run/eval.json"
 }
 
-echo "##### $(date -u +%FT%TZ) continue softmax and csparsemax seed 1 to $UPDATES updates in $LONGER"
+echo "##### $(date -u +%FT%TZ) continue softmax and csparsemax seed $SEED to $UPDATES updates in $LONGER"
 mkdir -p "$LONGER"
 continue_run softmax > "$LONGER/softmax.out" 2>&1 &
 A=$!

@@ -62,7 +62,8 @@ TRANSFORMER=(experiments/kftt-transformer.yaml --preset configs/kftt-transformer
 # Each invocation gives both workers a run. The machine was replaced before session 71 and took every finished run
 # (the LSTM pair's seeds 1-2, the Transformer pair's seed 1) with it; their figures stay in docs/experiments-kftt.*.
 run "${LSTM[@]}" --systems softmax csparsemax --seeds 3 --stress-k 1 2 3
-# The epoch measurement (docs/kftt.md): seed 1 of both continued to 24,000 updates in copies ($OUT-longer); the
+# The epoch measurement (docs/kftt.md): seed 1 of both (on a new machine the lowest seed trained there, since
+# restored runs have no checkpoints) continued to 24,000 updates in copies ($OUT-longer); the
 # grid goes on if it fails
 GRID=$OUT PYTHON=$PYTHON bash scripts/continue-kftt.sh || echo "continue-kftt failed: see $OUT-longer/*.out"
 run "${TRANSFORMER[@]}" --seeds 3 --stress-k 1 2 3

@@ -42,6 +42,36 @@ def test_continue_kftt_refuses_an_unfinished_run(tmp_path: Path) -> None:
         assert not (tmp_path / "kftt-longer" / system).exists()
 
 
+def test_continue_kftt_continues_the_lowest_seed_with_a_checkpoint(tmp_path: Path) -> None:
+    """Runs restored from an archive have finished but kept no checkpoint: the script continues the lowest seed
+    that both systems finished on this machine, and names the missing checkpoint when there is none."""
+    grid = tmp_path / "kftt"
+    for system in ("softmax", "csparsemax"):
+        for seed in (1, 2, 3):
+            run = grid / "runs" / system / f"seed{seed}"
+            run.mkdir(parents=True)
+            (run / "DONE").write_text("")
+            for name in ("config.yaml", "best.pt", "metrics.csv", "log.txt"):
+                (run / name).write_text(name)
+    env = dict(os.environ, GRID=str(grid), PYTHON="/bin/false")
+    done = subprocess.run(["bash", str(SCRIPTS / "continue-kftt.sh")], capture_output=True, text=True, env=env)
+    assert done.returncode == 1 and "continue softmax and csparsemax seed 1 to" in done.stdout
+    out = (tmp_path / "kftt-longer" / "softmax.out").read_text()
+    assert f"{grid}/runs/softmax/seed1 has no last.pt (restored from an archive" in out
+    for system in ("softmax", "csparsemax"):
+        for seed in (2, 3):
+            (grid / "runs" / system / f"seed{seed}" / "last.pt").write_text("checkpoint")
+    (grid / "runs" / "csparsemax" / "seed2" / "last.pt").unlink()  # seed 2: one system only
+    done = subprocess.run(["bash", str(SCRIPTS / "continue-kftt.sh")], capture_output=True, text=True, env=env)
+    assert "continue softmax and csparsemax seed 3 to" in done.stdout  # (then train, /bin/false, fails)
+    for system in ("softmax", "csparsemax"):
+        copy = tmp_path / "kftt-longer" / system
+        assert (copy / "SEED").read_text() == "3\n" and (copy / "last.pt").read_text() == "checkpoint"
+    done = subprocess.run(["bash", str(SCRIPTS / "continue-kftt.sh")], capture_output=True, text=True,
+                          env=dict(env, SEED="2"))
+    assert f"{tmp_path}/kftt-longer/softmax continues seed 3, not 2" in (tmp_path / "kftt-longer" / "softmax.out").read_text()
+
+
 def _script(name: str):
     """The module of ``scripts/NAME.py``, imported from its file."""
     import importlib.util

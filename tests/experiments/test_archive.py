@@ -524,3 +524,72 @@ def test_an_archive_of_runs_only_has_a_format_of_its_own(tmp_path):
         with pytest.raises(DataError, match="where an archive of runs only, and it alone, is format 4"):
             archive.read_manifest(dest)
         (dest / "manifest.json").write_text(json.dumps(manifest))
+
+
+def test_trim_leaves_out_the_attention_no_report_draws(tmp_path, capsys, monkeypatch):
+    """An archive packed while a grid named no figure pair keeps every system's seed-1 attention; once its grid
+    record names one, ``experiment trim`` writes the other runs' tarballs again without it, from the archive
+    alone: every other member and the metrics digests as they were, a restore that works, a second trim that
+    changes nothing, and a later pack that keeps the trimmed runs."""
+    monkeypatch.setattr(shared_steps, "train_predictor", FakeTrainer(WEIGHTS))
+    out = make_experiment(tmp_path)
+    shutil.copytree(out / "runs" / "csparsemax" / "seed1", out / "runs" / "sparsemax" / "seed1")
+    dest = tmp_path / "archive"
+    archive.pack(out, dest)
+    (out / "grids" / "g.json").write_text('{"name": "g", "seeds": [1, 2], "figure": ["softmax", "csparsemax"]}\n')
+    assert archive.pack(out, dest).kept == ["csparsemax/seed1", "csparsemax/seed2", "softmax/seed1",
+                                            "sparsemax/seed1"]  # (the old archive: its runs packed before)
+    before = {p.relative_to(dest).as_posix(): p.read_bytes() for p in dest.rglob("*") if p.is_file()}
+    manifest = json.loads(before["manifest.json"])
+
+    def members(tar_path: Path) -> dict[str, tuple[bytes, int]]:
+        with tarfile.open(tar_path) as tar:
+            return {m.name: (tar.extractfile(m).read(), m.mtime) for m in tar.getmembers()}
+
+    old_sparse = members(dest / "runs" / "sparsemax" / "seed1.tar.gz")
+    assert "test.attn.npz" in old_sparse
+
+    assert main(["experiment", "trim", str(dest)]) == 0
+    text = capsys.readouterr().out
+    assert "1 of 4 runs held attention that no report of its grids draws" in text
+    assert "  sparsemax/seed1: test.attn.npz left out" in text
+    new_sparse = members(dest / "runs" / "sparsemax" / "seed1.tar.gz")
+    assert new_sparse == {k: v for k, v in old_sparse.items() if k != "test.attn.npz"}
+    after = {p.relative_to(dest).as_posix(): p.read_bytes() for p in dest.rglob("*") if p.is_file()}
+    changed = sorted(k for k in after if after[k] != before.get(k))
+    assert changed == ["manifest.json", "runs/sparsemax/seed1.tar.gz"] and sorted(after) == sorted(before)
+    trimmed = json.loads(after["manifest.json"])
+    entry = trimmed["runs"]["sparsemax/seed1"]
+    assert entry["size"] == len(after["runs/sparsemax/seed1.tar.gz"]) and "trimmed" in entry
+    assert "test.attn.npz" not in entry["left_out"]
+    assert entry["metrics"] == manifest["runs"]["sparsemax/seed1"]["metrics"]
+    assert {k: v for k, v in trimmed["runs"].items() if k != "sparsemax/seed1"} == {
+        k: v for k, v in manifest["runs"].items() if k != "sparsemax/seed1"}
+
+    assert main(["experiment", "trim", str(dest)]) == 0
+    assert "0 of 4 runs held attention" in capsys.readouterr().out
+    assert {p.relative_to(dest).as_posix(): p.read_bytes() for p in dest.rglob("*") if p.is_file()} == after
+    assert archive.pack(out, dest).updated == []  # a pack from the folders keeps the trimmed runs
+    assert (dest / "runs" / "sparsemax" / "seed1.tar.gz").read_bytes() == after["runs/sparsemax/seed1.tar.gz"]
+
+    restored = tmp_path / "restored" / "exp"
+    shutil.move(out, restored)
+    archive.restore(dest, out)
+    assert not (out / "runs" / "sparsemax" / "seed1" / "test.attn.npz").exists()
+    assert (out / "runs" / "softmax" / "seed1" / "test.attn.npz").read_bytes() == b"PKtest"
+    assert (out / "runs" / "sparsemax" / "seed1" / "metrics.json").read_bytes() == (
+        restored / "runs" / "sparsemax" / "seed1" / "metrics.json").read_bytes()
+
+
+def test_trim_refuses_what_is_not_an_archive(tmp_path, capsys):
+    (tmp_path / "notes").mkdir()
+    assert main(["experiment", "trim", str(tmp_path / "notes")]) == 2
+    assert "notes: not an archive of `scanmt experiment archive` (no manifest.json)" in capsys.readouterr().err
+    out = make_experiment(tmp_path)
+    dest = tmp_path / "archive"
+    archive.pack(out, dest)
+    tar_path = dest / "runs" / "softmax" / "seed1.tar.gz"
+    tar_path.write_bytes(b"not a tarball")
+    assert main(["experiment", "trim", str(dest)]) == 2
+    assert f"{tar_path}: cannot be read" in capsys.readouterr().err
+    assert tar_path.read_bytes() == b"not a tarball" and not list(tmp_path.glob(".archive.*"))

@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 from scanmt.errors import DataError
-from scanmt.experiments.archive import check_archive, read_manifest
+from scanmt.experiments.archive import check_archive, figure_systems, read_manifest
 from scanmt.experiments.archive.corpus import check_left_out, source_roots
+from scanmt.experiments.archive.trimming import _undrawn
 from scanmt.experiments.archive.unpack import check_tarball
 
 REPO = Path(__file__).resolve().parents[2]
@@ -59,3 +60,13 @@ def test_a_committed_archive_is_whole(dest):
                 assert sources["window"] == window, f"{key}: packed for another window than the manifest's"
             else:
                 assert held == list(range(meta["n"])), key
+
+
+@pytest.mark.parametrize("dest", ARCHIVES, ids=[p.name for p in ARCHIVES])
+def test_a_committed_archive_holds_no_attention_that_no_report_draws(dest):
+    """Seed 1's attention of the grids' figure pairs only (``experiment trim`` leaves out the rest of an archive
+    packed before the packer did): a dense attention file is a megabyte or more that no report reads."""
+    figure = figure_systems(dest)
+    undrawn = {key: names for key in sorted(read_manifest(dest)["runs"])
+               if (names := _undrawn(dest / "runs" / f"{key}.tar.gz", key, figure))}
+    assert undrawn == {}, f"run `scanmt experiment trim {dest}`"

@@ -21,6 +21,7 @@ another writes the Markdown report.
   scanmt experiment status runs/table1                   # each run: done, training, decoding, stopped; time left
   scanmt experiment archive runs/table1 --to archive/table1   # finished runs, no checkpoints (for git)
   scanmt experiment restore archive/table1 --out runs/table1  # on a new machine, before `run`
+  scanmt experiment trim archive/table1       # leave out the attention no report draws (an older archive)
 
 Shared work (data preparation, alignment, fertility predictor) is done once under OUT/shared/; each run
 (system x seed) lives in OUT/runs/SYSTEM/seedK/ with its config, checkpoints, translations, attention,
@@ -202,6 +203,16 @@ def _add_archive_arguments(sub: "argparse._SubParsersAction", fmt: type[argparse
     b.add_argument("--mirror", type=str, default=None, metavar="DIR",
                    help="where the corpus is, when the archive's grid prepared it itself and it is not in the place "
                    "`scanmt prepare` looks (../shared/data) [as the grid did]")
+    t = sub.add_parser("trim", formatter_class=fmt,
+                       help="leave out of an archive, in place, the attention files no report of its grids draws",
+                       description="Write again, without them, the run tarballs of an archive that hold attention "
+                       "files no report of its grids draws (all but seed 1's of the main split of the systems of "
+                       "the grids' figure pairs, which `archive` leaves out of what it packs; an archive packed "
+                       "before it did carries a dense file of a megabyte or more per system). The run folders are not "
+                       "needed. Every other member stays as it was, the runs' metrics and their digests too, and "
+                       "the archive is replaced as a whole, as a pack replaces it. A figure window (`archive "
+                       "--max-figure-words`) needs the corpus and the run folders: pack again for one.")
+    t.add_argument("archive", type=str, help="archive folder of `scanmt experiment archive`")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -214,6 +225,8 @@ def run(args: argparse.Namespace) -> int:
         return experiments.archive_command(args.dir, args.to, runs_only=args.runs_only, window=window)
     if args.action == "restore":
         return experiments.restore_command(args.archive, args.out, mirror=args.mirror)
+    if args.action == "trim":
+        return experiments.trim_command(args.archive)
     if args.action == "status":
         return experiments.status_command(args.dir, args.grid, brief=args.brief)
     return experiments.report_command(

@@ -39,7 +39,8 @@ from typing import Any
 #: the names of the ``scanmt experiment`` sub-commands' entry points, and the module of each
 _COMMANDS = {
     "GridRunOptions": "grid_run", "run_grid": "grid_run", "report_command": "report", "status_command": "status",
-    "archive_command": "archive", "restore_command": "archive", "PREDICTOR_TOLERANCE": "archive",
+    "archive_command": "archive", "restore_command": "archive", "trim_command": "archive",
+    "PREDICTOR_TOLERANCE": "archive",
     "FigureWindow": "figure_window",
 }
 

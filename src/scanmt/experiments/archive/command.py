@@ -1,4 +1,4 @@
-"""``scanmt experiment archive`` and ``scanmt experiment restore``: pack or restore, then say what was done."""
+"""``scanmt experiment archive``, ``restore`` and ``trim``: pack, restore or trim, then say what was done."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from pathlib import Path
 
 from scanmt.experiments.archive.packing import pack
 from scanmt.experiments.archive.restoring import restore
+from scanmt.experiments.archive.trimming import trim
 from scanmt.experiments.figure_window import FigureWindow
 from scanmt.experiments.layout import SHARED_ORIGIN
 
@@ -47,6 +48,24 @@ def restore_command(archive: str | Path, out: str | Path, *, mirror: str | None 
         print(f"  attention restored for the archive's figure window only (the sentences a report's maps may "
               f"draw): {_sentences_kept(s.attention)}")
     return 0
+
+
+def trim_command(archive: str | Path) -> int:
+    """Leave out of the archive ``archive`` the attention files no report of its grids draws, and print each run
+    written again with its sizes; exit status 0."""
+    archive = Path(archive)
+    s = trim(archive)
+    before = sum(b for _, b, _ in s.trimmed.values())
+    after = sum(a for _, _, a in s.trimmed.values())
+    print(f"trim {archive}: {len(s.trimmed)} of {s.runs} runs held attention that no report of its grids draws"
+          + (f"; written again without it, {_kib(before)} -> {_kib(after)}" if s.trimmed else "; nothing to do"))
+    for key, (names, b, a) in s.trimmed.items():
+        print(f"  {key}: {', '.join(names)} left out, {_kib(b)} -> {_kib(a)}")
+    return 0
+
+
+def _kib(size: int) -> str:
+    return f"{size / 1024:,.0f} KiB"
 
 
 def _sentences_kept(attention: dict[str, tuple[int, int]]) -> str:

@@ -152,14 +152,21 @@ def figure_systems(out: Path) -> frozenset[str] | None:
     return frozenset(names)
 
 
+def kept_attention(system: str, seed: str, split: str, figure: frozenset[str] | None) -> str | None:
+    """The name of the one attention file an archive keeps of the run ``system``/``seed`` (``seedK``) whose main
+    split is ``split``: seed 1's, of a system in ``figure`` (:func:`figure_systems`), the one the report draws its
+    figures from; None for every other run.  A dense attention file is large (KFTT's softmax test attention: 5.1 MB
+    of a 5.4 MB run), and no report reads another system's (a figure window then trims the one kept:
+    :func:`strip_run`)."""
+    drawn = seed == seed_name(1) and (figure is None or system in figure)
+    return attention_name(split) if drawn else None
+
+
 def _left_behind(run: Path, figure: frozenset[str] | None) -> Callable[[Path], bool]:
-    """What of a run folder is not packed: checkpoints, lock files, and every attention file but seed 1's of
-    the main split of a system in ``figure`` (:func:`figure_systems`), the one the report draws its figures
-    from.  A dense attention file is large (KFTT's softmax test attention: 5.1 MB of a 5.4 MB run), and no
-    report reads another system's (a figure window then trims the one kept: :func:`strip_run`)."""
+    """What of a run folder is not packed: checkpoints, lock files, and every attention file but the one
+    :func:`kept_attention` names."""
     spec = read_json(run / SPEC) or {}
-    drawn = run.name == seed_name(1) and (figure is None or run.parent.name in figure)
-    kept = attention_name(spec.get("split") or "test") if drawn else None
+    kept = kept_attention(run.parent.name, run.name, spec.get("split") or "test", figure)
 
     def skip(rel: Path) -> bool:
         if rel.suffix == CHECKPOINT_SUFFIX or rel.name == LOCK_FILE:
