@@ -549,9 +549,14 @@ def test_trim_leaves_out_the_attention_no_report_draws(tmp_path, capsys, monkeyp
     old_sparse = members(dest / "runs" / "sparsemax" / "seed1.tar.gz")
     assert "test.attn.npz" in old_sparse
 
+    assert main(["experiment", "trim", str(dest), "--dry-run"]) == 0
+    text = capsys.readouterr().out
+    assert "1 of 4 runs held attention that no report of its grids draws; a dry run, nothing written" in text
+    assert "  sparsemax/seed1: test.attn.npz to leave out" in text
+    assert {p.relative_to(dest).as_posix(): p.read_bytes() for p in dest.rglob("*") if p.is_file()} == before
     assert main(["experiment", "trim", str(dest)]) == 0
     text = capsys.readouterr().out
-    assert "1 of 4 runs held attention that no report of its grids draws" in text
+    assert "1 of 4 runs held attention that no report of its grids draws; written again" in text
     assert "  sparsemax/seed1: test.attn.npz left out" in text
     new_sparse = members(dest / "runs" / "sparsemax" / "seed1.tar.gz")
     assert new_sparse == {k: v for k, v in old_sparse.items() if k != "test.attn.npz"}
@@ -566,8 +571,10 @@ def test_trim_leaves_out_the_attention_no_report_draws(tmp_path, capsys, monkeyp
     assert {k: v for k, v in trimmed["runs"].items() if k != "sparsemax/seed1"} == {
         k: v for k, v in manifest["runs"].items() if k != "sparsemax/seed1"}
 
+    inode = dest.stat().st_ino
     assert main(["experiment", "trim", str(dest)]) == 0
-    assert "0 of 4 runs held attention" in capsys.readouterr().out
+    assert "0 of 4 runs held attention that no report of its grids draws; nothing to do" in capsys.readouterr().out
+    assert dest.stat().st_ino == inode  # (not replaced)
     assert {p.relative_to(dest).as_posix(): p.read_bytes() for p in dest.rglob("*") if p.is_file()} == after
     assert archive.pack(out, dest).updated == []  # a pack from the folders keeps the trimmed runs
     assert (dest / "runs" / "sparsemax" / "seed1.tar.gz").read_bytes() == after["runs/sparsemax/seed1.tar.gz"]

@@ -213,6 +213,7 @@ def _add_archive_arguments(sub: "argparse._SubParsersAction", fmt: type[argparse
                        "the archive is replaced as a whole, as a pack replaces it. A figure window (`archive "
                        "--max-figure-words`) needs the corpus and the run folders: pack again for one.")
     t.add_argument("archive", type=str, help="archive folder of `scanmt experiment archive`")
+    t.add_argument("--dry-run", action="store_true", help="list the runs and files it would leave out, write nothing")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -226,7 +227,7 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "restore":
         return experiments.restore_command(args.archive, args.out, mirror=args.mirror)
     if args.action == "trim":
-        return experiments.trim_command(args.archive)
+        return experiments.trim_command(args.archive, dry_run=args.dry_run)
     if args.action == "status":
         return experiments.status_command(args.dir, args.grid, brief=args.brief)
     return experiments.report_command(

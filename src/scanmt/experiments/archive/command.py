@@ -50,17 +50,20 @@ def restore_command(archive: str | Path, out: str | Path, *, mirror: str | None 
     return 0
 
 
-def trim_command(archive: str | Path) -> int:
-    """Leave out of the archive ``archive`` the attention files no report of its grids draws, and print each run
-    written again with its sizes; exit status 0."""
+def trim_command(archive: str | Path, *, dry_run: bool = False) -> int:
+    """Leave out of the archive ``archive`` the attention files no report of its grids draws (with ``dry_run``,
+    only list them) and print each run written again with its sizes; exit status 0."""
     archive = Path(archive)
-    s = trim(archive)
+    s = trim(archive, dry_run=dry_run)
     before = sum(b for _, b, _ in s.trimmed.values())
     after = sum(a for _, _, a in s.trimmed.values())
+    done = (f"; a dry run, nothing written: {_kib(before)} of run tarballs would be written again without it"
+            if dry_run else f"; written again without it, {_kib(before)} -> {_kib(after)}")
     print(f"trim {archive}: {len(s.trimmed)} of {s.runs} runs held attention that no report of its grids draws"
-          + (f"; written again without it, {_kib(before)} -> {_kib(after)}" if s.trimmed else "; nothing to do"))
+          + (done if s.trimmed else "; nothing to do"))
     for key, (names, b, a) in s.trimmed.items():
-        print(f"  {key}: {', '.join(names)} left out, {_kib(b)} -> {_kib(a)}")
+        print(f"  {key}: {', '.join(names)} " + (f"to leave out ({_kib(b)} now)" if dry_run
+                                                  else f"left out, {_kib(b)} -> {_kib(a)}"))
     return 0
 
 

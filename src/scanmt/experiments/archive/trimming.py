@@ -63,27 +63,40 @@ def _undrawn(tar_path: Path, key: str, figure: frozenset[str] | None) -> list[st
     return [name for name in attention if name != kept]
 
 
-def trim(dest: Path) -> TrimSummary:
-    """Leave out of the archive ``dest`` the attention files no report of its grids draws (module docstring).
+def _plan(dest: Path) -> tuple[dict, dict[str, list[str]]]:
+    """The manifest of the archive ``dest`` and, by run key, the attention files :func:`trim` leaves out.
+
+    Raises:
+        DataError: ``dest`` is not an archive (no manifest.json), or as :func:`_undrawn`.
+    """
+    manifest = read_manifest(dest)
+    if manifest is None:
+        raise DataError(f"{dest}: not an archive of `scanmt experiment archive` (no {MANIFEST})")
+    figure = figure_systems(dest)
+    plan = {key: drop for key in sorted(manifest[MANIFEST_RUNS])
+            if (drop := _undrawn(_run_tar(dest, key), key, figure))}
+    return manifest, plan
+
+
+def trim(dest: Path, *, dry_run: bool = False) -> TrimSummary:
+    """Leave out of the archive ``dest`` the attention files no report of its grids draws (module docstring);
+    with ``dry_run`` only say which (the summary's sizes after are then 0), writing nothing.  An archive with
+    none is left as it is.
 
     Raises:
         DataError: ``dest`` is not an archive (no manifest.json), a run tarball is unreadable or lists an
             unexpected member, or the archive holds a symbolic link.
         BusyError: another process has been packing an archive beside ``dest`` for 10 minutes.
     """
-    if not (dest / MANIFEST).is_file():
-        raise DataError(f"{dest}: not an archive of `scanmt experiment archive` (no {MANIFEST})")
-    summary = TrimSummary()
+    manifest, plan = _plan(dest)
+    summary = TrimSummary(runs=len(manifest[MANIFEST_RUNS]))
+    if dry_run or not plan:
+        summary.trimmed = {key: (drop, _run_tar(dest, key).stat().st_size, 0) for key, drop in plan.items()}
+        return summary
     with replacing_folder(dest, what="archive", check=_check_archive_folder) as staging:
-        manifest = read_manifest(staging)
-        assert manifest is not None  # (checked above, under the lock by _check_archive_folder)
-        figure = figure_systems(staging)
-        summary.runs = len(manifest[MANIFEST_RUNS])
-        for key, entry in sorted(manifest[MANIFEST_RUNS].items()):
+        manifest, plan = _plan(dest)  # (again under the lock: a pack may have changed the archive since)
+        for key, drop in plan.items():
             archived, tar_path = _run_tar(dest, key), _run_tar(staging, key)  # (read in dest, for its errors)
-            drop = _undrawn(archived, key, figure)
-            if not drop:
-                continue
             before = archived.stat().st_size
             scratch = stripped_dir(staging, key)
             try:
@@ -91,6 +104,7 @@ def trim(dest: Path) -> TrimSummary:
                 _deterministic_tar(tar_path, _files(scratch, lambda rel: rel.as_posix() in drop))
             finally:
                 shutil.rmtree(scratch, ignore_errors=True)
+            entry = manifest[MANIFEST_RUNS][key]
             entry["size"] = tar_path.stat().st_size
             entry["left_out"] = {name: how for name, how in entry.get("left_out", {}).items() if name not in drop}
             entry["trimmed"] = time.strftime("%Y-%m-%d %H:%M:%S")
