@@ -600,3 +600,12 @@ def test_trim_refuses_what_is_not_an_archive(tmp_path, capsys):
     assert main(["experiment", "trim", str(dest)]) == 2
     assert f"{tar_path}: cannot be read" in capsys.readouterr().err
     assert tar_path.read_bytes() == b"not a tarball" and not list(tmp_path.glob(".archive.*"))
+    manifest = json.loads((dest / "manifest.json").read_text())
+    manifest["runs"]["../../escape/seed1"] = manifest["runs"].pop("softmax/seed1")
+    (dest / "manifest.json").write_text(json.dumps(manifest))
+    assert main(["experiment", "trim", str(dest)]) == 2
+    assert "run '../../escape/seed1' is not SYSTEM/seedK (a damaged or crafted manifest); nothing was trimmed" in (
+        capsys.readouterr().err)
+    (dest / "manifest.json").write_text(json.dumps({k: v for k, v in manifest.items() if k != "runs"}))
+    assert main(["experiment", "trim", str(dest)]) == 2
+    assert "no table of runs (a damaged manifest); nothing was trimmed" in capsys.readouterr().err

@@ -70,6 +70,13 @@ def restore(dest: Path, out: Path, say: Callable[[str], None] = print,
 SEED_RE = re.compile(r"seed[0-9]+")
 
 
+def is_run_key(key: object) -> bool:
+    """Whether ``key`` is a run's key in a manifest, ``SYSTEM/seedK`` (a crafted one could name a path outside the
+    archive)."""
+    system, _, seed = key.partition("/") if isinstance(key, str) else ("", "", "")
+    return bool(NAME_RE.fullmatch(system) and SEED_RE.fullmatch(seed))
+
+
 def check_archive(dest: Path, manifest: dict) -> list[str]:
     """The run keys of the archive ``dest`` (sorted), after reading all of it and writing nothing: each key is
     ``SYSTEM/seedK``, each tarball holds only what :func:`scanmt.experiments.archive.unpack.check_members`
@@ -83,8 +90,7 @@ def check_archive(dest: Path, manifest: dict) -> list[str]:
         raise DataError(f"{dest}/{MANIFEST}: no table of runs (a damaged manifest); nothing was restored")
     roots = source_roots(manifest["out"], (manifest.get(MANIFEST_SHARED) or {}).get("data"))
     for key, entry in runs.items():
-        system, _, seed = key.partition("/")
-        if not (NAME_RE.fullmatch(system) and SEED_RE.fullmatch(seed)):
+        if not is_run_key(key):
             raise DataError(f"{dest}/{MANIFEST}: run {key!r} is not SYSTEM/seedK (a damaged or crafted manifest); "
                             "nothing was restored")
         if not isinstance(entry, dict) or not isinstance(entry.get("metrics"), str):

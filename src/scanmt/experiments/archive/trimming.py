@@ -24,6 +24,7 @@ from scanmt.errors import DataError
 from scanmt.experiments.archive.manifest import _run_tar, _write_manifest, read_manifest
 from scanmt.experiments.archive.packing import (_check_archive_folder, _deterministic_tar, _files, figure_systems,
                                                 kept_attention)
+from scanmt.experiments.archive.restoring import is_run_key
 from scanmt.experiments.archive.unpack import check_members, unpack
 from scanmt.experiments.layout import ATTENTION_SUFFIX, MANIFEST, MANIFEST_RUNS, SPEC, stripped_dir
 from scanmt.folder_swap import replacing_folder
@@ -67,11 +68,18 @@ def _plan(dest: Path) -> tuple[dict, dict[str, list[str]]]:
     """The manifest of the archive ``dest`` and, by run key, the attention files :func:`trim` leaves out.
 
     Raises:
-        DataError: ``dest`` is not an archive (no manifest.json), or as :func:`_undrawn`.
+        DataError: ``dest`` is not an archive (no manifest.json), a run's key is not ``SYSTEM/seedK``, or as
+            :func:`_undrawn`.
     """
     manifest = read_manifest(dest)
     if manifest is None:
         raise DataError(f"{dest}: not an archive of `scanmt experiment archive` (no {MANIFEST})")
+    if not isinstance(manifest.get(MANIFEST_RUNS), dict):
+        raise DataError(f"{dest}/{MANIFEST}: no table of runs (a damaged manifest); nothing was trimmed")
+    crafted = next((key for key in manifest[MANIFEST_RUNS] if not is_run_key(key)), None)
+    if crafted is not None:
+        raise DataError(f"{dest}/{MANIFEST}: run {crafted!r} is not SYSTEM/seedK (a damaged or crafted manifest); "
+                        "nothing was trimmed")
     figure = figure_systems(dest)
     plan = {key: drop for key in sorted(manifest[MANIFEST_RUNS])
             if (drop := _undrawn(_run_tar(dest, key), key, figure))}
@@ -84,8 +92,8 @@ def trim(dest: Path, *, dry_run: bool = False) -> TrimSummary:
     none is left as it is.
 
     Raises:
-        DataError: ``dest`` is not an archive (no manifest.json), a run tarball is unreadable or lists an
-            unexpected member, or the archive holds a symbolic link.
+        DataError: ``dest`` is not an archive (no manifest.json), a run's key is not ``SYSTEM/seedK``, a run
+            tarball is unreadable or lists an unexpected member, or the archive holds a symbolic link.
         BusyError: another process has been packing an archive beside ``dest`` for 10 minutes.
     """
     manifest, plan = _plan(dest)
