@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The KFTT Ja->En grids of issue 53, resumable: rerun this script to continue (finished runs are skipped, a killed
-# run resumes from its last checkpoint, a finished step costs seconds). Two workers of one thread each, fp32 (bf16
-# measured 2x slower per update than fp32 on this Intel Xeon: docs/kftt.md, "Budget").
+# run resumes from its last checkpoint, a finished step costs seconds). Two workers of one thread each; the LSTM
+# grid in fp32, the Transformer pair in the precision measured faster here (below).
 #   git worktree add --detach ../grid-kftt HEAD && cd ../grid-kftt
 #   PYTHONPATH=$PWD/src nohup bash scripts/grid-kftt.sh >> /work/runs/kftt-queue.log 2>&1 &
 # Run it from a worktree of one commit, so that the code of a grid does not change under it. GRID_ROOT (default
@@ -55,10 +55,32 @@ pack() { [[ -d $OUT/grids ]] && archive archive "$OUT" --to "$ARCHIVE/kftt" --ru
 PACKER=$!
 trap 'kill $PACKER 2>/dev/null; pack' EXIT
 run() { echo "##### $(date -u +%FT%TZ) scanmt experiment run $*"; "$PYTHON" -m scanmt experiment run "$@"; }
-COMMON=(--data kftt --workers "${GRID_WORKERS:-2}" --set "train.threads=${GRID_THREADS:-1}"
-        "train.precision=${GRID_PRECISION:-fp32}" --out "$OUT")
-LSTM=(experiments/kftt.yaml --preset configs/kftt-lstm.yaml "${COMMON[@]}")
-TRANSFORMER=(experiments/kftt-transformer.yaml --preset configs/kftt-transformer.yaml "${COMMON[@]}")
+# Training precision, one per grid. The LSTM grid (GRID_PRECISION, default fp32) trains in fp32 on any machine,
+# as its finished runs did, so that its table holds one recipe. The Transformer pair (GRID_TRANSFORMER_PRECISION,
+# default auto) trains in the precision measured faster on the machine the queue reaches it on: bf16 trained it
+# 2.2x faster than fp32 on an AMD EPYC and 0.7x on an Intel Xeon (docs/kftt.md, "Twenty-fifth session"). auto is
+# the probe of `scanmt.training.precision` (bf16 at 1.25x or faster), measured when its grid starts; a run resumed
+# on another machine continues in that machine's precision (train.precision may change on resume), and the
+# report lists each run's machines and precisions.
+precision_here() {
+  local measured
+  measured=$("$PYTHON" -c 'from scanmt.training.precision import PREFER_BF16, cpu_bf16_speedup
+s = cpu_bf16_speedup(1)
+print("bf16" if s >= PREFER_BF16 else "fp32", f"{s:.2f}")' | tail -n 1) || true
+  case $measured in
+    bf16\ *|fp32\ *) echo "${measured%% *}"
+                      echo "grid-kftt: $1 trains in ${measured%% *} (bf16 steps measured ${measured#* }x fp32's here)" >&2 ;;
+    *) echo fp32; echo "grid-kftt: the bf16 probe gave no answer (${measured:-nothing}); $1 trains in fp32" >&2 ;;
+  esac
+}
+COMMON=(--data kftt --workers "${GRID_WORKERS:-2}" --out "$OUT" --set "train.threads=${GRID_THREADS:-1}")
+LSTM=(experiments/kftt.yaml --preset configs/kftt-lstm.yaml "${COMMON[@]}" "train.precision=${GRID_PRECISION:-fp32}")
+transformer() {
+  local precision=${GRID_TRANSFORMER_PRECISION:-auto}
+  [[ $precision == auto ]] && precision=$(precision_here "the Transformer pair")
+  run experiments/kftt-transformer.yaml --preset configs/kftt-transformer.yaml "${COMMON[@]}" \
+    "train.precision=$precision" "$@"
+}
 # Each invocation gives both workers a run. The machine was replaced before session 71 and took every finished run
 # (the LSTM pair's seeds 1-2, the Transformer pair's seed 1) with it; their figures stay in docs/experiments-kftt.*.
 run "${LSTM[@]}" --systems softmax csparsemax --seeds 3 --stress-k 1 2 3
@@ -66,7 +88,7 @@ run "${LSTM[@]}" --systems softmax csparsemax --seeds 3 --stress-k 1 2 3
 # restored runs have no checkpoints) continued to 24,000 updates in copies ($OUT-longer); the
 # grid goes on if it fails
 GRID=$OUT PYTHON=$PYTHON bash scripts/continue-kftt.sh || echo "continue-kftt failed: see $OUT-longer/*.out"
-run "${TRANSFORMER[@]}" --seeds 3 --stress-k 1 2 3
+transformer --seeds 3 --stress-k 1 2 3
 # four systems at one seed: three trainings and softmax-covpenalty's decoding. Two workers would leave a core idle
 # through the last training (about 5.5 h); three share the two cores (one thread each, 2/3 of a core per run) and
 # end about 2.3 h sooner (3 x 5.5 + ~1 core-hours over 2 cores: ~8.8 h against ~11 h). Workers change no result.

@@ -246,9 +246,12 @@ def _kill_groups(*procs: subprocess.Popen) -> None:
         proc.wait()
 
 
-def _grid_kftt(tmp_path: Path, fake_python: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "GRID_ROOT": str(tmp_path / "runs"), "GRID_ARCHIVE": str(tmp_path / "archive"),
-           "PYTHON": str(fake_python), "GRID_ARCHIVE_SRC": str(tmp_path / "src")}
+def _grid_kftt(tmp_path: Path, fake_python: Path, **env_vars: str) -> subprocess.CompletedProcess:
+    """grid-kftt.sh with ``fake_python``, its folders in ``tmp_path``, no GRID_* setting of the caller's, and
+    ``env_vars``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRID_")}
+    env.update(GRID_ROOT=str(tmp_path / "runs"), GRID_ARCHIVE=str(tmp_path / "archive"), PYTHON=str(fake_python),
+               GRID_ARCHIVE_SRC=str(tmp_path / "src"), **env_vars)
     return subprocess.run(["bash", str(SCRIPTS / "grid-kftt.sh")], env=env, capture_output=True, text=True,
                           timeout=120)
 
@@ -284,6 +287,36 @@ def test_grid_kftt_runs_its_grids_in_order_and_never_beside_another_queue(tmp_pa
     assert lines[-1].startswith("-m scanmt experiment archive ") and lines[-1].endswith(
         f"--to {tmp_path}/archive/kftt --runs-only")  # no alignments: data, 20 MB, out of git
     assert "continue-kftt failed" in done.stdout  # no finished run to continue: the queue goes on
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="flock(1) and flock(2) locks: Linux only")
+def test_grid_kftt_trains_the_transformer_pair_in_the_precision_measured_faster(tmp_path: Path) -> None:
+    """The LSTM grid trains in fp32 wherever it runs; the Transformer pair in what the bf16 probe measures faster
+    (``auto``), in fp32 when the probe gives no answer, and in GRID_TRANSFORMER_PRECISION when that is set."""
+    fake = tmp_path / "python"
+    calls = tmp_path / "calls"
+    # the probe (python -c) prints what $PROBE says; every other call is recorded
+    fake.write_text(f'#!/usr/bin/env bash\nif [[ $1 == -c ]]; then [[ -n $PROBE ]] && echo "$PROBE"; exit 0; fi\n'
+                    f'echo "$*" >> {calls}\n', encoding="utf-8")
+    fake.chmod(0o755)
+    (tmp_path / "runs" / "kftt" / "grids").mkdir(parents=True)
+    cases = [({"PROBE": "bf16 2.31"}, "bf16", "the Transformer pair trains in bf16 (bf16 steps measured 2.31x"),
+             ({"PROBE": "fp32 0.70"}, "fp32", "the Transformer pair trains in fp32 (bf16 steps measured 0.70x"),
+             ({"PROBE": ""}, "fp32", "the bf16 probe gave no answer (nothing); the Transformer pair trains in fp32"),
+             ({"PROBE": "fp32 0.70", "GRID_TRANSFORMER_PRECISION": "bf16"}, "bf16", None)]
+    for env_vars, expected, says in cases:
+        calls.unlink(missing_ok=True)
+        done = _grid_kftt(tmp_path, fake, **env_vars)
+        assert done.returncode == 0, done.stderr
+        runs = [line for line in calls.read_text(encoding="utf-8").splitlines()
+                if line.startswith("-m scanmt experiment run ")]
+        precisions = [(r.split()[4], r.split("train.precision=")[1].split()[0]) for r in runs]
+        assert precisions == [("experiments/kftt.yaml", "fp32"), ("experiments/kftt-transformer.yaml", expected),
+                              ("experiments/kftt.yaml", "fp32")], (env_vars, precisions)
+        if says is None:
+            assert "probe" not in done.stderr and "trains in" not in done.stderr  # not measured
+        else:
+            assert says in done.stderr, done.stderr
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="stop-grid.sh reads /proc (Linux only)")
