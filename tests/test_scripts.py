@@ -280,13 +280,30 @@ def test_grid_kftt_runs_its_grids_in_order_and_never_beside_another_queue(tmp_pa
     lines = calls.read_text(encoding="utf-8").splitlines()
     runs = [line for line in lines if line.startswith("-m scanmt experiment run ")]
     grids = [(r.split()[4], r.split("--seeds ")[1].split()[0], "--systems softmax csparsemax" in r) for r in runs]
-    # the LSTM pair's seeds 1-3, the Transformer pair's seeds 1-3, then every LSTM system at one seed
+    # the LSTM pair's seeds 1-3, the Transformer pair's seeds 1-3, then the other LSTM systems at one seed: with
+    # no softmax model on this machine, at seed 1 and without softmax-covpenalty, which decodes softmax's model
     assert grids == [("experiments/kftt.yaml", "3", True), ("experiments/kftt-transformer.yaml", "3", False),
                      ("experiments/kftt.yaml", "1", False)]
+    assert runs[2].split("--systems ")[1].split(" --")[0] == "softmax-covvector sparsemax csoftmax"
+    assert "softmax-covpenalty is left out" in done.stderr
     assert all("--stress-k 1 2 3" in line for line in runs[:2]) and "--stress-k" not in runs[2]
     assert lines[-1].startswith("-m scanmt experiment archive ") and lines[-1].endswith(
         f"--to {tmp_path}/archive/kftt --runs-only")  # no alignments: data, 20 MB, out of git
     assert "continue-kftt failed" in done.stdout  # no finished run to continue: the queue goes on
+
+    # softmax seeds 1-2 restored (trained, no checkpoint), seed 3 trained here, seed 4 still training: the other
+    # systems run at seed 3, all six of them (softmax and csparsemax are done there)
+    for seed, files in [(1, [".stages/train.done"]), (2, [".stages/train.done"]),
+                        (3, [".stages/train.done", "best.pt"]), (4, ["best.pt"])]:
+        for name in files:
+            (root / "kftt" / "runs" / "softmax" / f"seed{seed}" / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / "kftt" / "runs" / "softmax" / f"seed{seed}" / name).touch()
+    calls.unlink()
+    done = _grid_kftt(tmp_path, fake)
+    assert done.returncode == 0, done.stderr
+    last = [line for line in calls.read_text(encoding="utf-8").splitlines()
+            if line.startswith("-m scanmt experiment run ")][-1]
+    assert "--seeds 3 --first-seed 3" in last and "--systems" not in last and "left out" not in done.stderr
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="flock(1) and flock(2) locks: Linux only")

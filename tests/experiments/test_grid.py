@@ -138,6 +138,51 @@ def test_dry_run_checks_every_config_before_any_work(tmp_path, capsys):
     assert not out.exists()
 
 
+def test_first_seed_runs_only_the_seeds_from_it(tmp_path, capsys):
+    out = tmp_path / "exp"
+    assert main(dry_run(GRIDS / "tiny.yaml", out, "--seeds", "3", "--first-seed", "3")) == 0
+    text = capsys.readouterr().out
+    assert "2 systems x 1 seeds = 2 runs" in text
+    assert "softmax/seed3" in text and "seed1" not in text and "seed2" not in text
+    for bad in ("0", "4"):
+        assert main(dry_run(GRIDS / "tiny.yaml", out, "--seeds", "3", "--first-seed", bad)) == 2
+        assert f"--first-seed {bad}: seeds run from --first-seed to --seeds (3)" in capsys.readouterr().err
+
+
+def test_a_run_whose_model_trained_elsewhere_is_refused_before_any_work(tmp_path, capsys):
+    """softmax-covpenalty decodes softmax's model of its seed; a softmax run restored from an archive has finished
+    every step but has no checkpoint, so the grid names the run and what to do instead of failing it hours later."""
+    stages = ("train", "tune", "translate", "evaluate", "translate.test2017", "evaluate.test2017")
+
+    def finished(run: Path, *done: str) -> None:
+        (run / ".stages").mkdir(parents=True, exist_ok=True)
+        for stage in done:
+            (run / ".stages" / f"{stage}.done").touch()
+
+    out = tmp_path / "exp"
+    softmax = out / "runs" / "softmax" / "seed1"
+    finished(softmax, *stages)
+    argv = dry_run(GRIDS / "table1.yaml", out, "--systems", "softmax-covpenalty")
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert (f"softmax-covpenalty/seed1: its steps tune, translate, translate.test2017 need the model of {softmax} "
+            f"({softmax / 'best.pt'}), which is not here") in err
+    assert "a run restored from an archive keeps no checkpoint" in err and "--first-seed" in err
+    assert "softmax/seed1" not in err.replace("runs/softmax/seed1", "")  # softmax itself has nothing left to do
+    # its own run restored too, finished: nothing left that loads the model
+    finished(out / "runs" / "softmax-covpenalty" / "seed1", *stages)
+    assert main(argv) == 0
+    capsys.readouterr()
+    # a stress test asked of them now would load the model: refused again, for both
+    assert main([*argv, "--stress-k", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "softmax-covpenalty/seed1: its steps stress need the model of" in err
+    assert f"softmax/seed1: its steps stress need its model ({softmax / 'best.pt'})" in err
+    # the model trained on this machine: it goes on
+    (softmax / "best.pt").touch()
+    assert main([*argv, "--stress-k", "2"]) == 0
+
+
 @pytest.mark.parametrize(
     ("system_set", "message"),
     [

@@ -102,3 +102,21 @@ def test_bad_drop_samples_is_refused_before_any_run(tmp_path, bad):
     with pytest.raises(ConfigError, match=f"--drop-samples must be a positive integer, got {bad}"):
         run_spec.RunContext(out=tmp_path, preset=tmp_path / "p.yaml", data_dir=tmp_path, src_lang="de", tgt_lang="en",
                           cli_set=[], split="test", command="", commit="", align_model=tmp_path, drop_samples=bad)
+
+
+def test_a_worker_refuses_to_decode_a_model_that_trained_elsewhere(tmp_path):
+    """The worker's own check, behind the grid's (a checkpoint gone after planning): a system that decodes another
+    run's model stops with one line when that run has not trained, or trained but has no checkpoint here."""
+    from scanmt.errors import DataError
+
+    cov = next(s for s in plan(tmp_path) if s.system == "cov" and s.seed == 1)
+    softmax = Path(cov.model_from)
+    with pytest.raises(DataError, match=r"cov/seed1: the model it decodes \(.*softmax/seed1\) is not trained yet"):
+        worker._train(cov)
+    (softmax / ".stages").mkdir(parents=True)
+    (softmax / ".stages" / "train.done").touch()
+    with pytest.raises(DataError, match=r"cov/seed1: its steps tune, translate, translate.test2017 need the model "
+                                        r"of .*softmax/seed1 \(.*softmax/seed1/best.pt\), which is not here"):
+        worker._train(cov)
+    (softmax / "best.pt").touch()
+    worker._train(cov)  # nothing to train, and the model is there

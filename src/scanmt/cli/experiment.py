@@ -59,6 +59,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "[8000 for multi30k, 16000 for kftt]")
     r.add_argument("--preset", default="cpu-small", help="config preset name or YAML path every system starts from")
     r.add_argument("--seeds", type=int, default=1, help="seeds 1..N per system")
+    r.add_argument("--first-seed", type=int, default=1, metavar="K",
+                   help="run seeds K..N only (--seeds N): e.g. the seed whose model a reuse_model system decodes "
+                   "where the lower seeds were restored from an archive, which keeps no checkpoint")
     r.add_argument("--set", action="extend", nargs="+", default=[], metavar="KEY=VALUE",
                    help="config override for every system, applied last (e.g. train.max_minutes=6 train.threads=1; repeatable)")
     r.add_argument("--predictor-set", action="extend", nargs="+", default=[], metavar="KEY=VALUE",

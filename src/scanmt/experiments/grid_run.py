@@ -22,7 +22,7 @@ from scanmt.experiments import shared
 from scanmt.experiments.common import git_commit
 from scanmt.experiments.deadline import clock, parse_deadline
 from scanmt.experiments.fertility_hooks import caches_fertility, needs_predictor
-from scanmt.experiments.grid import Grid, check_override, load_grid, select_systems
+from scanmt.experiments.grid import Grid, GridError, check_override, load_grid, select_systems
 from scanmt.experiments.grid_record import write_record
 from scanmt.experiments.layout import EXPERIMENT_ENTRIES, SharedPaths
 from scanmt.experiments.planning import plan_runs, resolve_extra_splits
@@ -32,7 +32,7 @@ from scanmt.experiments.redecode import forget_decodings
 from scanmt.experiments.report import format_rows, grid_records, summary_rows
 from scanmt.experiments.shared import CORPORA, corpus_vocab_size
 from scanmt.experiments.spec import DROP_SAMPLES, RunContext, RunSpec
-from scanmt.experiments.state import needs_training, redecodable, run_status
+from scanmt.experiments.state import missing_model, needs_training, redecodable, run_status
 from scanmt.io import check_output_dir
 from scanmt.presets import preset_path
 from scanmt.processes import lock_folder
@@ -50,6 +50,7 @@ class GridRunOptions:
     vocab_size: int | None = None
     preset: str = "cpu-small"
     seeds: int = 1
+    first_seed: int = 1
     set: list[str] = field(default_factory=list)
     predictor_set: list[str] = field(default_factory=list)
     systems: list[str] | None = None
@@ -79,6 +80,8 @@ def canonical_command(args: GridRunOptions) -> str:
     if args.data in CORPORA and args.vocab_size not in (None, corpus_vocab_size(args.data)):
         argv += ["--vocab-size", str(args.vocab_size)]
     argv += ["--preset", args.preset, "--seeds", str(args.seeds), "--out", str(args.out)]
+    if args.first_seed != 1:
+        argv += ["--first-seed", str(args.first_seed)]
     if args.split != "test":
         argv += ["--split", args.split]
     if args.extra_splits is not None:
@@ -154,6 +157,9 @@ def _check_args(args: GridRunOptions) -> None:
         check_override(item, "--predictor-set", allow_runner_keys=True)
     if args.seeds < 1:
         raise ConfigError(f"--seeds {args.seeds}: need at least 1")
+    if not 1 <= args.first_seed <= args.seeds:
+        raise ConfigError(f"--first-seed {args.first_seed}: seeds run from --first-seed to --seeds ({args.seeds}), so "
+                          f"it must be between 1 and {args.seeds}")
     if args.workers is not None and args.workers < 1:
         raise ConfigError(f"--workers {args.workers}: need at least 1")
 
@@ -191,8 +197,12 @@ def run_grid(args: GridRunOptions) -> int:
     out = check_output_dir(args.out, ours=is_experiment_dir, holds="a scanmt experiment (grids/, runs/, shared/)").resolve()
     paths = SharedPaths(out)
     ctx = _context(args, paths, out, preset)
-    seeds = list(range(1, args.seeds + 1))
+    seeds = list(range(args.first_seed, args.seeds + 1))
     specs = plan_runs(g, systems, seeds, ctx)  # every config checked before any heavy work
+    blocked = [why for why in map(missing_model, specs) if why is not None]
+    if blocked:
+        raise GridError("these runs cannot go on here:\n  " + "\n  ".join(blocked) + "\nrun the seeds whose models "
+                        "trained on this machine (--first-seed, --seeds), or leave these systems out (--systems)")
     need_predictor = _needs_predictor(specs, paths)
     workers = args.workers or 1
     gpus = visible_gpus()

@@ -164,5 +164,9 @@ def stage_names(extra_splits: Iterable[str], stress: bool) -> list[str]:
     return names + (["stress"] if stress else [])
 
 
+#: the steps that load the run's model (its checkpoint, :attr:`RunSpec.checkpoint`), and so run on a device;
+#: ``translate.SPLIT`` is a ``translate`` step
+MODEL_STAGES = ("tune", "translate", "stress")
+
 #: the fields of :class:`RunSpec` that hold step requests
 STEP_FIELDS = ("train", "tune", "translate", "evaluate", "stress")

@@ -16,7 +16,7 @@ from typing import Any
 
 from scanmt.experiments.common import read_json
 from scanmt.experiments.layout import DONE, LAST_CHECKPOINT, LOG, METRICS, stage_marker
-from scanmt.experiments.spec import RunSpec
+from scanmt.experiments.spec import MODEL_STAGES, RunSpec
 
 #: the main split's stages, in the order a run does them
 STAGES = ("train", "tune", "translate", "evaluate")
@@ -147,6 +147,21 @@ def run_status(spec: RunSpec) -> str:
 def needs_training(spec: RunSpec) -> bool:
     """Whether the run still has to train its model (shared predictor and fertility caches are for these)."""
     return spec.train is not None and run_status(spec) != "done" and not stage_marker(spec.dir, "train").exists()
+
+
+def missing_model(spec: RunSpec) -> str | None:
+    """Why ``spec`` cannot go on here, or None: a step it has left loads its model (:data:`MODEL_STAGES`), whose
+    training has finished (the run's own, or for ``reuse_model`` the run it decodes), yet whose checkpoint is not
+    there, as in a run restored from an archive (which keeps no checkpoint): nothing here can make it again."""
+    trained_in = Path(spec.model_from or spec.run_dir)
+    if spec.checkpoint.is_file() or not stage_marker(trained_in, "train").exists():
+        return None
+    left = [stage for stage in pending_steps(spec) if stage.partition(".")[0] in MODEL_STAGES]
+    if not left:
+        return None
+    whose = f"the model of {trained_in}" if spec.model_from else "its model"
+    return (f"{spec.key}: its steps {', '.join(left)} need {whose} ({spec.checkpoint}), which is not here: that "
+            "training finished elsewhere (a run restored from an archive keeps no checkpoint)")
 
 
 def decoded(spec: RunSpec) -> bool:

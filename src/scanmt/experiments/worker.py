@@ -26,8 +26,8 @@ from scanmt.experiments.common import write_json
 from scanmt.experiments.layout import COMMAND, DONE, LAST_CHECKPOINT, METRICS, stage_marker
 from scanmt.experiments.progress import updates_done
 from scanmt.experiments.run_metrics import collect_metrics
-from scanmt.experiments.spec import RunSpec
-from scanmt.experiments.state import step_done
+from scanmt.experiments.spec import MODEL_STAGES, RunSpec
+from scanmt.experiments.state import missing_model, step_done
 from scanmt.io import LOCK_FILE, atomic_open, close_progress_bars, os_error_line, setup_logging
 from scanmt.processes import die_with_parent, exit_status, lock_holder, sigterm_interrupts, try_lock
 
@@ -37,10 +37,6 @@ STEP_FUNCTIONS: dict[type, Callable[[Any], Any]] = {
     TrainRequest: api.train, TunePenaltiesRequest: api.tune_penalties, TranslateRequest: api.translate_file,
     EvaluateRequest: api.evaluate, StressRequest: api.stress,
 }
-
-
-#: stages whose requests decode, and so run on the worker's GPU when it has one
-DEVICE_STAGES = ("tune", "translate", "stress")
 
 
 EXIT_BUSY = 75
@@ -88,11 +84,11 @@ def _train_summary(result: api.TrainResult) -> dict[str, Any]:
 
 
 def device_steps(spec: RunSpec, device: str) -> list[tuple[str, CommandRequest | None]]:
-    """:meth:`RunSpec.steps` with ``device`` set on the decoding steps (:data:`DEVICE_STAGES`)."""
+    """:meth:`RunSpec.steps` with ``device`` set on the decoding steps (:data:`~scanmt.experiments.spec.MODEL_STAGES`)."""
     if device == "cpu":
         return spec.steps()
     return [(stage, dataclasses.replace(request, device=device)
-             if request is not None and stage.partition(".")[0] in DEVICE_STAGES else request)
+             if request is not None and stage.partition(".")[0] in MODEL_STAGES else request)
             for stage, request in spec.steps()]
 
 
@@ -118,6 +114,9 @@ def _train(spec: RunSpec) -> None:
     if spec.train is None:
         if not stage_marker(Path(spec.model_from or ""), "train").exists():
             raise DataError(f"{spec.key}: the model it decodes ({spec.model_from}) is not trained yet")
+        why = missing_model(spec)
+        if why is not None:
+            raise DataError(why)
         return
     if stage_marker(run, "train").exists():
         print("=== train: done before", flush=True)
