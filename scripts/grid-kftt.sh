@@ -64,9 +64,10 @@ run() { echo "##### $(date -u +%FT%TZ) scanmt experiment run $*"; "$PYTHON" -m s
 # report lists each run's machines and precisions.
 precision_here() {
   local measured
-  measured=$("$PYTHON" -c 'from scanmt.training.precision import PREFER_BF16, cpu_bf16_speedup
-s = cpu_bf16_speedup(1)
-print("bf16" if s >= PREFER_BF16 else "fp32", f"{s:.2f}")' | tail -n 1) || true
+  # the demo's --precision auto rule (one measurement: the second call reads the first's)
+  measured=$("$PYTHON" -c 'from scanmt.cli.demo import training_precision
+from scanmt.training.precision import cpu_bf16_speedup
+print(training_precision("auto")[0], f"{cpu_bf16_speedup(1):.2f}")' | tail -n 1) || true
   case $measured in
     bf16\ *|fp32\ *) echo "${measured%% *}"
                       echo "grid-kftt: $1 trains in ${measured%% *} (bf16 steps measured ${measured#* }x fp32's here)" >&2 ;;
