@@ -18,7 +18,7 @@ grid=${1:?usage: stop-grid.sh GRID_DIR [QUEUE_PATTERN]}
 pattern=${2:-}
 [[ -d $grid/grids ]] || { echo "stop-grid: $grid is not a grid folder (it has no grids/)" >&2; exit 2; }
 
-cmdline() { tr '\0' ' ' < "/proc/$1/cmdline" 2>/dev/null; }
+cmdline() { tr '\0' ' ' 2>/dev/null < "/proc/$1/cmdline"; }  # 2> first: it also hides the < of a process gone
 parent() { awk '/^PPid:/ {print $2}' "/proc/$1/status" 2>/dev/null; }
 is_script_shell() { [[ $(cmdline "$1") =~ ^(/[^ ]*/)?bash\ [^-].*\.sh ]]; }
 

@@ -461,6 +461,16 @@ def test_stop_grid_with_a_queue_pattern_stops_a_trainer_run_outside_the_grid(tmp
         _kill_groups(queue_proc)
 
 
+def test_stop_grid_reads_the_command_line_of_a_process_that_has_gone_quietly() -> None:
+    """The queue pattern matches the queue shell and its packer subshell, and stopping the first stops the second,
+    so the second's /proc entry may be gone when its turn comes (session 81: "/proc/5741/cmdline: No such file or
+    directory" twice on stderr). Reading a vanished process gives an empty command line and no message."""
+    line = next(x for x in (SCRIPTS / "stop-grid.sh").read_text().splitlines() if x.startswith("cmdline()"))
+    gone = 4194305  # above the largest pid_max Linux allows, so no such process
+    done = subprocess.run(["bash", "-c", f'{line}\necho "[$(cmdline {gone})]"'], capture_output=True, text=True)
+    assert (done.stdout, done.stderr) == ("[]\n", "")
+
+
 def test_stop_grid_refuses_a_folder_that_is_not_a_grid(tmp_path: Path) -> None:
     done = subprocess.run(["bash", str(SCRIPTS / "stop-grid.sh"), str(tmp_path)], capture_output=True, text=True)
     assert done.returncode == 2 and "is not a grid folder" in done.stderr
