@@ -197,3 +197,24 @@ def test_partial_attention_files_restrict_the_figures_to_their_sentences(tmp_pat
     assert "No figure: softmax repeats no word (REP sentence score 0) in the test sentences with sources of at " in md
     assert ", of the 0 of 2 test sentences whose attention the seed-1 runs hold (kept by an archive for the " in md
     assert "attention-1.png" not in md
+
+
+def test_a_grid_whose_runs_have_not_finished_gets_its_page_without_empty_signatures(tmp_path):
+    """The KFTT report while the Transformer pair trains: its grid is recorded and none of its runs has finished,
+    so its page lists the systems as unfinished and names no empty BLEU signature, while the finished grid's page
+    names its runs' signature."""
+    out, docs = tmp_path / "exp", tmp_path / "docs"
+    fake_experiment(out, SEEDS)
+    fake_experiment(out, {"transformer-softmax": {}, "transformer-csparsemax": {}}, grid="tfm")
+    signed = out / "runs" / "softmax" / "seed2" / "metrics.json"
+    signed.write_text(json.dumps({**json.loads(signed.read_text(encoding="utf-8")),
+                                  "bleu_signature": "nrefs:1|case:lc|tok:none"}), encoding="utf-8")
+    assert report(out, docs, "--grid", "table1", "tfm", "--name", "both") == 0
+    md = (docs / "both.md").read_text(encoding="utf-8")
+    table1, tfm = md.split('<a id="grid-tfm"></a>')
+    assert "| transformer-softmax | – | – | – | – | – | baseline | 0 (+3 unfinished) |" in tfm
+    assert "multi-bleu -lc; sacreBLEU:" in tfm and "``" not in tfm
+    assert "multi-bleu -lc (sacrebleu `nrefs:1|case:lc|tok:none`); sacreBLEU:" in table1
+    got = json.loads((docs / "both.json").read_text(encoding="utf-8"))
+    assert got["grids"]["tfm"] == ["transformer-softmax", "transformer-csparsemax"]
+    assert [(got[s]["seeds"], got[s]["bleu"]["mean"]) for s in got["grids"]["tfm"]] == [(0, None), (0, None)]
