@@ -214,6 +214,8 @@ def test_a_grid_whose_runs_have_not_finished_gets_its_page_without_empty_signatu
     table1, tfm = md.split('<a id="grid-tfm"></a>')
     assert "| transformer-softmax | – | – | – | – | – | baseline | 0 (+3 unfinished) |" in tfm
     assert "multi-bleu -lc; sacreBLEU:" in tfm and "``" not in tfm
+    assert "`OUT/shared`; no run has finished yet)" in tfm and "one alignment per run" not in tfm
+    assert "No run has finished yet, so no DROP to split" in tfm and "one alignment per run" in table1
     assert "multi-bleu -lc (sacrebleu `nrefs:1|case:lc|tok:none`); sacreBLEU:" in table1
     got = json.loads((docs / "both.json").read_text(encoding="utf-8"))
     assert got["grids"]["tfm"] == ["transformer-softmax", "transformer-csparsemax"]

@@ -201,6 +201,8 @@ ONE_ALIGNMENT = ("Every run's DROP comes from one alignment of each side, so its
                  "aligner and the model; score the outputs with `--drop-samples K` (K ≥ 2; `scanmt evaluate` or "
                  "`scanmt experiment run`) for the split.")
 
+NO_RUN = "No run has finished yet, so no DROP to split between the aligner and the model."
+
 
 def _num(x: float | None, digits: int, sign: bool = False) -> str:
     return "–" if x is None else f"{x:{'+' if sign else ''}.{digits}f}"
@@ -238,6 +240,8 @@ def drop_noise_section(tables: Sequence[tuple[str, Mapping[str, DropNoise]]], la
         labels: system name -> its escaped label.
         sampled: :func:`has_aligner_samples` of the grid's runs; False gives the one-line note instead.
     """
+    if not any(n.seeds for _, noise in tables for n in noise.values()):
+        return [TITLE, "", NO_RUN, ""]
     if not sampled:
         return [TITLE, "", ONE_ALIGNMENT, ""]
     L = [TITLE, "", TEXT, ""]

@@ -263,7 +263,9 @@ def _empty_outputs_note(p: Page) -> list[str]:
 def _drop_samples_note(systems: list[SystemResults]) -> str:
     """How many alignments each run's DROP averages (``drop_samples`` of its ``metrics.json``; 1 before it existed)."""
     counts = sorted({int(r.get("drop_samples") or 1) for s in systems for r in s.runs})
-    if not counts or counts == [1]:
+    if not counts:
+        return "no run has finished yet"
+    if counts == [1]:
         return "one alignment per run; the aligner samples at random, which moves DROP by about 0.1"
     said = f"{counts[0]} to {counts[-1]}" if len(counts) > 1 else f"{counts[0]}"
     return f"each run's DROP is the mean over {said} alignments of each side (`--drop-samples`)"
