@@ -213,10 +213,10 @@ def main_table(p: Page) -> list[str]:
         cells.append(f"[commands](#{anchor(s.name)})" if s.runs else "–")
         L.append("| " + " | ".join(cells) + " |")
     sig = next((r["bleu_signature"] for s in systems for r in s.runs if r.get("bleu_signature")), "")
+    signature = f" (sacrebleu `{sig}`)" if sig else ""  # none before a run has finished
     L += [
         "",
-        f"BLEU: tokenized (Moses), lowercased, as the paper's multi-bleu -lc{f' (sacrebleu `{sig}`)' if sig else ''}; "
-        "sacreBLEU: "
+        f"BLEU: tokenized (Moses), lowercased, as the paper's multi-bleu -lc{signature}; sacreBLEU: "
         "detokenized, cased, for reference. METEOR: nltk with WordNet synonyms. REP and DROP: the paper's "
         f"Section 5 scores, lower is better (DROP uses the word-level eflomal aligner of `OUT/shared`; "
         f"{_drop_samples_note(systems)}). "
