@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -464,3 +465,35 @@ def test_every_distinct_grid_command_is_recorded_and_reported(tmp_path):
     assert _grid_commands(rec)[2:] == ["- `run --workers 2`", "- `run --workers 1`"]
     # a record from before `commands` existed has its last command only
     assert _grid_commands({"command": "old"}) == ["Grid command: `old`"]
+
+
+def test_the_shared_alignment_gives_eflomal_a_cpu_per_sampler_whatever_the_queue_exported(small_data_dir, tmp_path,
+                                                                                           monkeypatch):
+    """A queue exports OMP_NUM_THREADS=1 for its training runs; the shared alignment, which runs alone before them,
+    starts eflomal with one OpenMP thread per sampler up to the CPUs given, and leaves the variable as it was."""
+    import shutil
+    import subprocess
+
+    from scanmt.experiments import shared
+
+    src = tmp_path / "prepared"
+    shutil.copytree(small_data_dir, src, ignore=shutil.ignore_patterns("align", "fertility"))
+    paths = shared.SharedPaths(tmp_path / "exp")
+    shared.prepare_data(paths, str(src), None, mirror=None, vocab_size=2000, say=lambda _: None)
+    seen: list[str | None] = []
+    real_run = subprocess.run
+
+    def run(cmd, *args, **kwargs):
+        if "eflomal" in Path(str(cmd[0])).name:
+            seen.append((kwargs.get("env") or os.environ).get("OMP_NUM_THREADS"))
+        return real_run(cmd, *args, **kwargs)
+
+    monkeypatch.setattr(subprocess, "run", run)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    said: list[str] = []
+    shared.align(paths, {"samplers": 3, "rel_iterations": 0.2}, said.append, cpus=2)
+    assert seen and set(seen) == {"2"}, seen  # both levels, each split: 2 threads for 3 samplers on 2 CPUs
+    assert os.environ["OMP_NUM_THREADS"] == "1"
+    assert said[-1].startswith("[shared] align: finished")
+    shared.align(paths, {"samplers": 3, "rel_iterations": 0.2}, said.append, cpus=8)  # the thread count is no parameter
+    assert said[-1] == "[shared] align: done before, reused"

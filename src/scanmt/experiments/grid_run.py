@@ -230,7 +230,7 @@ def run_grid(args: GridRunOptions) -> int:
             import torch
 
             torch.set_num_threads(int(threads_value))  # the shared steps run in this process
-        _shared_steps(args, g, paths, specs, need_predictor, threads_value, say)
+        _shared_steps(args, g, paths, specs, need_predictor, threads_value, say, cpus=cpus)
         write_record(out, g, args, ctx, seeds, specs,
                      work=any(run_status(s) != "done" or args.redecode and redecodable(s) for s in specs))
         if args.redecode:
@@ -264,10 +264,11 @@ def _print_plan(specs: Sequence[RunSpec], say: Callable[[str], None], redecode: 
 
 
 def _shared_steps(args: GridRunOptions, g: Grid, paths: SharedPaths, specs: Sequence[RunSpec], need_predictor: bool,
-                  threads_value: str | None, say: Callable[[str], None]) -> None:
-    """Shared work, each step skipped when done before: data, alignment, predictor, fertility caches."""
+                  threads_value: str | None, say: Callable[[str], None], cpus: int = 1) -> None:
+    """Shared work, each step skipped when done before: data, alignment (on up to ``cpus`` CPUs), predictor,
+    fertility caches."""
     shared.prepare_data(paths, args.data, args.pair, mirror=args.mirror, vocab_size=args.vocab_size, say=say)
-    shared.align(paths, g.align, say)
+    shared.align(paths, g.align, say, cpus=cpus)
     if need_predictor:
         pred_set = list(g.predictor_set) + list(args.predictor_set)
         if threads_value is not None and _threads_key(pred_set) is None:

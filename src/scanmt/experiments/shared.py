@@ -24,8 +24,9 @@ import json
 import logging
 import os
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from scanmt import api
 from scanmt.api.prepare import parse_pair
@@ -145,13 +146,36 @@ def prepare_data(paths: SharedPaths, data: str, pair: str | None, *, mirror: str
 # --------------------------------------------------------------------------- alignment, predictor, fertility
 
 
-def align(paths: SharedPaths, settings: dict[str, Any], say: Callable[[str], None]) -> None:
+@contextmanager
+def _openmp_threads(n: int) -> Iterator[None]:
+    """``OMP_NUM_THREADS=n`` for the child processes started inside (then the old value, or none, again)."""
+    old = os.environ.get("OMP_NUM_THREADS")
+    os.environ["OMP_NUM_THREADS"] = str(n)
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("OMP_NUM_THREADS", None)
+        else:
+            os.environ["OMP_NUM_THREADS"] = old
+
+
+def align(paths: SharedPaths, settings: dict[str, Any], say: Callable[[str], None], cpus: int = 1) -> None:
     """:func:`scanmt.api.align` of ``OUT/shared/data`` at level ``both`` (its own manifest reuses what it can).
 
     ``settings``: eflomal settings, :class:`~scanmt.api.AlignRequest` fields (a grid's ``align:``).
+    ``cpus``: the CPUs the step may use. The shared steps run alone, before the runs, so eflomal's samplers
+    (OpenMP threads) get up to one CPU each, whatever ``OMP_NUM_THREADS`` a queue exported for its training
+    runs (at 1, the two alignments of KFTT took 22 minutes on two cores, one of them idle). The thread count is
+    not a parameter of the step: an alignment done before is reused.
     """
     request = api.AlignRequest(data=paths.data, level="both", **settings)
-    _step(paths, "align", {"argv": request.to_argv()}, say, lambda: _run(request, "align"))
+
+    def work() -> None:
+        with _openmp_threads(max(1, min(cpus, request.samplers))):
+            _run(request, "align")
+
+    _step(paths, "align", {"argv": request.to_argv()}, say, work)
     from scanmt.data.align import MODEL_FILE
 
     if not (paths.word_aligner / MODEL_FILE).exists():
