@@ -166,7 +166,7 @@ def align(paths: SharedPaths, settings: dict[str, Any], say: Callable[[str], Non
     ``settings``: eflomal settings, :class:`~scanmt.api.AlignRequest` fields (a grid's ``align:``).
     ``cpus``: the CPUs the step may use. The shared steps run alone, before the runs, so eflomal's samplers
     (OpenMP threads) get up to one CPU each, whatever ``OMP_NUM_THREADS`` a queue exported for its training
-    runs (at 1, the two alignments of KFTT took 22 minutes on two cores, one of them idle). The thread count is
+    runs (at 1, the two alignments of KFTT took 1,203 s on two cores, one of them idle). The thread count is
     not a parameter of the step: an alignment done before is reused.
     """
     request = api.AlignRequest(data=paths.data, level="both", **settings)
