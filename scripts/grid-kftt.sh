@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The KFTT Ja->En grids of issue 53, resumable: rerun this script to continue (finished runs are skipped, a killed
-# run resumes from its last checkpoint, a finished step costs seconds). Two workers of one thread each; the LSTM
-# grid in fp32, the Transformer pair in the precision measured faster here (below).
+# run resumes from its last checkpoint, a finished step costs seconds). The LSTM grid in two workers of one thread
+# each, in fp32; the Transformer pair one run at a time on every CPU, in the precision measured faster here
+# (below).
 #   git worktree add --detach ../grid-kftt HEAD && cd ../grid-kftt
 #   PYTHONPATH=$PWD/src nohup bash scripts/grid-kftt.sh >> /work/runs/kftt-queue.log 2>&1 &
 # Run it from a worktree of one commit, so that the code of a grid does not change under it. GRID_ROOT (default
@@ -74,15 +75,23 @@ print(training_precision("auto")[0], f"{cpu_bf16_speedup(1):.2f}")' | tail -n 1)
     *) echo fp32; echo "grid-kftt: the bf16 probe gave no answer (${measured:-nothing}); $1 trains in fp32" >&2 ;;
   esac
 }
-COMMON=(--data kftt --workers "${GRID_WORKERS:-2}" --out "$OUT" --set "train.threads=${GRID_THREADS:-1}")
-LSTM=(experiments/kftt.yaml --preset configs/kftt-lstm.yaml "${COMMON[@]}" "train.precision=${GRID_PRECISION:-fp32}")
+LSTM=(experiments/kftt.yaml --preset configs/kftt-lstm.yaml --data kftt --out "$OUT" --workers "${GRID_WORKERS:-2}"
+      --set "train.threads=${GRID_THREADS:-1}" "train.precision=${GRID_PRECISION:-fp32}")
+# The Transformer pair: one worker on every CPU (GRID_TRANSFORMER_WORKERS, GRID_TRANSFORMER_THREADS), so that each run
+# ends within one session of a machine that may not outlive it. Two workers of one thread would give more updates
+# an hour, but on the AMD EPYC of the twenty-ninth session a bf16 update took 0.63 s at one thread and 0.39 s at
+# two: a pair side by side needs 16,000 x 0.65 s = 2.9 h, and one run alone 1.7 h, which a new machine's 22 minutes
+# of shared work leave room for (docs/kftt.md, "Twenty-ninth session"). A finished run is packed into the archive
+# and outlives its machine; a half-trained one does not.
+CPUS=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)  # nproc alone counts OMP_NUM_THREADS=1, exported above
 transformer() {
   local precision=${GRID_TRANSFORMER_PRECISION:-auto}
   [[ $precision == auto ]] && precision=$(precision_here "the Transformer pair")
-  run experiments/kftt-transformer.yaml --preset configs/kftt-transformer.yaml "${COMMON[@]}" \
+  run experiments/kftt-transformer.yaml --preset configs/kftt-transformer.yaml --data kftt --out "$OUT" \
+    --workers "${GRID_TRANSFORMER_WORKERS:-1}" --set "train.threads=${GRID_TRANSFORMER_THREADS:-$CPUS}" \
     "train.precision=$precision" "$@"
 }
-# Each invocation gives both workers a run. The machine was replaced before session 71 and took every finished run
+# Each LSTM invocation gives both workers a run. The machine was replaced before session 71 and took every finished run
 # (the LSTM pair's seeds 1-2, the Transformer pair's seed 1) with it; their figures stay in docs/experiments-kftt.*.
 run "${LSTM[@]}" --systems softmax csparsemax --seeds 3 --stress-k 1 2 3
 # The epoch measurement (docs/kftt.md): seed 1 of both (on a new machine the lowest seed trained there, since

@@ -336,6 +336,34 @@ def test_grid_kftt_trains_the_transformer_pair_in_the_precision_measured_faster(
             assert says in done.stderr, done.stderr
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="flock(1) and flock(2) locks: Linux only")
+def test_grid_kftt_trains_the_lstm_grid_two_runs_at_a_time_and_the_transformer_one_run_on_every_cpu(
+        tmp_path: Path) -> None:
+    """The LSTM grids run two workers of one thread (GRID_WORKERS, GRID_THREADS; the other LSTM systems three
+    workers); the Transformer pair one worker whose run has every CPU (``nproc``), so that a run ends within a
+    session; GRID_TRANSFORMER_WORKERS and GRID_TRANSFORMER_THREADS set it otherwise."""
+    fake = tmp_path / "python"
+    calls = tmp_path / "calls"
+    fake.write_text(f'#!/usr/bin/env bash\nif [[ $1 == -c ]]; then echo "bf16 2.00"; exit 0; fi\n'
+                    f'echo "$*" >> {calls}\n', encoding="utf-8")
+    fake.chmod(0o755)
+    (tmp_path / "runs" / "kftt" / "grids").mkdir(parents=True)
+    cpus = str(len(os.sched_getaffinity(0)))  # the CPUs this process may run on, as nproc counts them
+    cases = [({}, [("2", "1"), ("1", cpus), ("3", "1")]),
+             ({"GRID_TRANSFORMER_WORKERS": "2", "GRID_TRANSFORMER_THREADS": "1", "GRID_THREADS": "2"},
+              [("2", "2"), ("2", "1"), ("3", "2")])]
+    for env_vars, expected in cases:
+        calls.unlink(missing_ok=True)
+        done = _grid_kftt(tmp_path, fake, **env_vars)
+        assert done.returncode == 0, done.stderr
+        runs = [line.split() for line in calls.read_text(encoding="utf-8").splitlines()
+                if line.startswith("-m scanmt experiment run ")]
+        # the last --workers wins (argparse), the one train.threads= of each run
+        got = [([a[i + 1] for i, w in enumerate(a) if w == "--workers"][-1],
+                [w.split("=")[1] for w in a if w.startswith("train.threads=")]) for a in runs]
+        assert [(w, t) for w, (t,) in got] == expected, (env_vars, got)
+
+
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="stop-grid.sh reads /proc (Linux only)")
 def test_stop_grid_stops_the_queue_first_then_the_grid_which_saves(tmp_path: Path) -> None:
     """stop-grid.sh stops the queue shell that runs the grid, its packer subshell and that subshell's sleep, then
