@@ -306,17 +306,22 @@ def test_grid_kftt_runs_its_grids_in_order_and_never_beside_another_queue(tmp_pa
     assert "--seeds 3 --first-seed 3" in last and "--systems" not in last and "left out" not in done.stderr
 
 
-@pytest.mark.skipif(sys.platform != "linux", reason="flock(1) and flock(2) locks: Linux only")
-def test_grid_kftt_trains_the_transformer_pair_in_the_precision_measured_faster(tmp_path: Path) -> None:
-    """The LSTM grid trains in fp32 wherever it runs; the Transformer pair in what the bf16 probe measures faster
-    (``auto``), in fp32 when the probe gives no answer, and in GRID_TRANSFORMER_PRECISION when that is set."""
-    fake = tmp_path / "python"
-    calls = tmp_path / "calls"
-    # the probe (python -c) prints what $PROBE says; every other call is recorded
+def _probing_python(tmp_path: Path) -> tuple[Path, Path]:
+    """A fake Python for grid-kftt.sh in ``tmp_path``, with the folder of a grid: the bf16 probe (``python -c``)
+    prints what $PROBE says, and every other call is recorded in the file returned beside it."""
+    fake, calls = tmp_path / "python", tmp_path / "calls"
     fake.write_text(f'#!/usr/bin/env bash\nif [[ $1 == -c ]]; then [[ -n $PROBE ]] && echo "$PROBE"; exit 0; fi\n'
                     f'echo "$*" >> {calls}\n', encoding="utf-8")
     fake.chmod(0o755)
     (tmp_path / "runs" / "kftt" / "grids").mkdir(parents=True)
+    return fake, calls
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="flock(1) and flock(2) locks: Linux only")
+def test_grid_kftt_trains_the_transformer_pair_in_the_precision_measured_faster(tmp_path: Path) -> None:
+    """The LSTM grid trains in fp32 wherever it runs; the Transformer pair in what the bf16 probe measures faster
+    (``auto``), in fp32 when the probe gives no answer, and in GRID_TRANSFORMER_PRECISION when that is set."""
+    fake, calls = _probing_python(tmp_path)
     cases = [({"PROBE": "bf16 2.31"}, "bf16", "the Transformer pair trains in bf16 (bf16 steps measured 2.31x"),
              ({"PROBE": "fp32 0.70"}, "fp32", "the Transformer pair trains in fp32 (bf16 steps measured 0.70x"),
              ({"PROBE": ""}, "fp32", "the bf16 probe gave no answer (nothing); the Transformer pair trains in fp32"),
@@ -342,15 +347,10 @@ def test_grid_kftt_trains_the_lstm_grid_two_runs_at_a_time_and_the_transformer_o
     """The LSTM grids run two workers of one thread (GRID_WORKERS, GRID_THREADS; the other LSTM systems three
     workers); the Transformer pair one worker whose run has every CPU (``nproc``), so that a run ends within a
     session; GRID_TRANSFORMER_WORKERS and GRID_TRANSFORMER_THREADS set it otherwise."""
-    fake = tmp_path / "python"
-    calls = tmp_path / "calls"
-    fake.write_text(f'#!/usr/bin/env bash\nif [[ $1 == -c ]]; then echo "bf16 2.00"; exit 0; fi\n'
-                    f'echo "$*" >> {calls}\n', encoding="utf-8")
-    fake.chmod(0o755)
-    (tmp_path / "runs" / "kftt" / "grids").mkdir(parents=True)
+    fake, calls = _probing_python(tmp_path)
     cpus = str(len(os.sched_getaffinity(0)))  # the CPUs this process may run on, as nproc counts them
-    cases = [({}, [("2", "1"), ("1", cpus), ("3", "1")]),
-             ({"GRID_TRANSFORMER_WORKERS": "2", "GRID_TRANSFORMER_THREADS": "1", "GRID_THREADS": "2"},
+    cases = [({"PROBE": "bf16 2.00"}, [("2", "1"), ("1", cpus), ("3", "1")]),
+             ({"PROBE": "bf16 2.00", "GRID_TRANSFORMER_WORKERS": "2", "GRID_TRANSFORMER_THREADS": "1", "GRID_THREADS": "2"},
               [("2", "2"), ("2", "1"), ("3", "2")])]
     for env_vars, expected in cases:
         calls.unlink(missing_ok=True)
