@@ -299,6 +299,31 @@ def test_a_predictor_trained_after_the_last_pack_is_added_not_refused(tmp_path):
         "restored, fertility predictor retrained: the same weights")
 
 
+@pytest.mark.parametrize("runs_only", [False, True])
+def test_a_predictor_still_training_is_packed_as_none_until_its_step_finishes(tmp_path, runs_only):
+    """The KFTT queue's 10-minute packer met the predictor in training (``best.pt`` written at its first
+    validation, the step marker not yet) and failed: "no step marker ..., so it cannot be retrained on restore".
+    A predictor without its marker is a step still running: packed as none, and taken in once the step ends."""
+    out = make_experiment(tmp_path)
+    marker = out / "shared" / ".done" / "predictor.json"
+    marker.unlink()  # best.pt is there, the step has not finished
+    shutil.rmtree(out / "runs" / "csparsemax")  # the runs that need a predictor come after its step
+    dest = tmp_path / "archive"
+    archive.pack(out, dest, runs_only=runs_only)
+    manifest = json.loads((dest / "manifest.json").read_text())
+    assert manifest["shared"]["predictor"] is None and manifest["shared"]["predictor_set"] is None
+    if runs_only:  # each run records the shared work it trained on: no predictor
+        assert [entry["shared"]["predictor"] for entry in manifest["runs"].values()] == [None]  # softmax/seed1
+    assert not (dest / archive.PREDICTOR_FERTILITIES).exists()
+    FakeTrainer(WEIGHTS)(SharedPaths(out), ["train.threads=1"], print)  # the step ends: best.pt and its marker
+    s = archive.pack(out, dest, runs_only=runs_only)
+    shared = json.loads((dest / "manifest.json").read_text())["shared"]
+    assert shared["predictor"]["weights"] == archive_shared.predictor_digest(out / "shared" / "predictor" / "best.pt")
+    assert shared["predictor_set"] == ["train.threads=1"]
+    assert s.shared == ("not packed (runs only), other than at the last pack (aligned afresh): new runs record theirs"
+                        if runs_only else "same, with the fertility predictor trained since the last pack")
+
+
 def test_an_archived_predictor_missing_here_is_still_refused(tmp_path):
     out = make_experiment(tmp_path)
     dest = tmp_path / "archive"

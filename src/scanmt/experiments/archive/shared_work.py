@@ -26,6 +26,17 @@ from scanmt.io import atomic_open
 PREDICTOR_TOLERANCE = 1e-3
 
 
+def finished_predictor(shared: Path) -> Path | None:
+    """``shared``'s fertility predictor (``OUT/shared/predictor/best.pt``) once its step finished, else None.
+
+    The trainer writes ``best.pt`` at each validation and the step marker only at its end, so a predictor
+    without its marker is a step still running (a queue packs every 10 minutes) or one that was killed: no run
+    trained on it, since the runs that need a predictor start after its step, and its weights are not the ones
+    the grid will use.  Packing treats it as absent."""
+    path = shared / PREDICTOR
+    return path if path.exists() and shared_marker(shared, "predictor").exists() else None
+
+
 def predictor_digest(path: Path) -> str:
     """Digest of a predictor checkpoint's weights and config (not of the file: its optimizer state may be gone)."""
     import torch
@@ -58,8 +69,8 @@ def shared_identity(shared: Path) -> str:
     """Format 1's single digest of the alignments and the fertility predictor's weights (to read old archives)."""
     h = hashlib.sha256()
     _hash_alignments(h, shared)
-    if (shared / PREDICTOR).exists():
-        h.update(f"{PREDICTOR}\0{predictor_digest(shared / PREDICTOR)}\n".encode())
+    if (predictor := finished_predictor(shared)) is not None:
+        h.update(f"{PREDICTOR}\0{predictor_digest(predictor)}\n".encode())
     return h.hexdigest()
 
 
@@ -95,13 +106,14 @@ def shared_record(shared: Path, dest: Path | None) -> dict[str, object]:
     record: dict[str, object] = {"alignments": alignments_digest(shared), "predictor": None,
                                  "data": mirrored_data(shared), "predictor_set": predictor_overrides(shared),
                                  "corpus": corpus_record(shared)}
-    if (shared / PREDICTOR).exists() and dest is None:
-        record["predictor"] = {"weights": predictor_digest(shared / PREDICTOR)}
-    elif (shared / PREDICTOR).exists():
+    predictor = finished_predictor(shared)
+    if predictor is not None and dest is None:
+        record["predictor"] = {"weights": predictor_digest(predictor)}
+    elif predictor is not None:
         fertilities = predictor_fertilities(shared)
         with atomic_open(dest / PREDICTOR_FERTILITIES, "wb") as fh:
             np.save(fh, fertilities)
-        record["predictor"] = {"weights": predictor_digest(shared / PREDICTOR), "fertilities": PREDICTOR_FERTILITIES,
+        record["predictor"] = {"weights": predictor_digest(predictor), "fertilities": PREDICTOR_FERTILITIES,
                                "tokens": int(fertilities.size), "tolerance": PREDICTOR_TOLERANCE}
     return record
 
@@ -117,8 +129,9 @@ def trained_on(record: dict) -> dict[str, str | None]:
 
 def folder_trained_on(shared: Path) -> dict[str, str | None]:
     """:func:`trained_on` of the shared work in the folder ``shared`` (``OUT/shared``), read from its files."""
+    predictor = finished_predictor(shared)
     return {"alignments": alignments_digest(shared),
-            "predictor": predictor_digest(shared / PREDICTOR) if (shared / PREDICTOR).exists() else None}
+            "predictor": predictor_digest(predictor) if predictor is not None else None}
 
 
 def read_origin(run: Path) -> dict[str, str | None] | None:
@@ -145,8 +158,9 @@ def predictor_added(shared: Path, recorded: dict) -> bool:
     archive recorded none, and the alignments and the mirrored data are the same.  The grid went on (a queue packs
     every few minutes, and the predictor's step comes after the runs that need none); nothing that the archived
     runs read changed."""
-    return ("identity" not in recorded and recorded.get("predictor") is None and (shared / PREDICTOR).exists()
-            and alignments_digest(shared) == recorded["alignments"] and mirrored_data(shared) == recorded.get("data"))
+    return ("identity" not in recorded and recorded.get("predictor") is None
+            and finished_predictor(shared) is not None and alignments_digest(shared) == recorded["alignments"]
+            and mirrored_data(shared) == recorded.get("data"))
 
 
 def compare_shared(shared: Path, recorded: dict, dest: Path) -> tuple[str | None, str]:
@@ -164,7 +178,7 @@ def compare_shared(shared: Path, recorded: dict, dest: Path) -> tuple[str | None
     corpus = corpus_difference(shared, recorded.get("corpus"))
     if corpus is not None:
         return corpus, ""
-    predictor, have = recorded.get("predictor"), (shared / PREDICTOR).exists()
+    predictor, have = recorded.get("predictor"), finished_predictor(shared) is not None
     if predictor is None or not have:
         return (None, "") if predictor is None and not have else (
             "one has a fertility predictor and the other none", "")
@@ -231,16 +245,14 @@ def _shared_left_behind(rel: Path) -> bool:
 
 def predictor_overrides(shared: Path) -> list[str] | None:
     """The ``--set`` overrides the grid trained its fertility predictor with (its step marker's command line),
-    None when it has none.
+    None when it has no finished predictor (:func:`finished_predictor`).
 
     Raises:
-        DataError: a predictor without a readable step marker (it could not be retrained the same way).
+        DataError: a finished predictor whose step marker cannot be read (it could not be retrained the same way).
     """
-    marker = shared_marker(shared, "predictor")
-    if not marker.exists():
-        if (shared / PREDICTOR).exists():
-            raise DataError(f"{shared / PREDICTOR}: no step marker {marker}, so it cannot be retrained on restore")
+    if finished_predictor(shared) is None:
         return None
+    marker = shared_marker(shared, "predictor")
     try:
         argv = json.loads(marker.read_text(encoding="utf-8"))["params"]["argv"]
     except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as exc:
