@@ -86,6 +86,30 @@ def test_cpu_timed_runs_outweigh_wall_clock_ones():
     assert expected_seconds(["train"], 0, waited + timed, waited + timed) == Estimate(500.0, "system")
 
 
+def test_a_system_trained_on_several_threads_is_estimated_from_its_own_runs():
+    """The KFTT folder: one-thread LSTM runs (CPU-timed) beside a Transformer trained on two threads, whose marker
+    records its CPU time but which is timed by the wall clock.  Its seeds come from its own finished run, not
+    from the LSTMs' times; a marker from before CPU time was recorded still gives way to CPU-timed runs."""
+    lstm = [StepTimes({"train": 18000.0, "translate": 60.0}, 18000, cpu_timed=True, cpu_recorded=True)]
+    transformer = [StepTimes({"train": 6400.0, "translate": 30.0}, 16000, cpu_recorded=True)]
+    est = expected_seconds(["train", "translate"], 0, transformer, lstm + transformer, bound=16000)
+    assert est == Estimate(6400.0 + 30.0, "system")
+    legacy = [StepTimes({"train": 6400.0, "translate": 30.0}, 16000)]
+    assert expected_seconds(["train", "translate"], 0, legacy, lstm + legacy, bound=16000) == Estimate(
+        16000 * 1.0 + 60.0, "grid")
+
+
+def test_a_trainings_own_pace_outweighs_its_systems_finished_runs():
+    """A run restored from an archive trained on another processor (0.4 s per update in bf16); this machine's
+    training of the same system goes at 1.5 s per update: its time left is at that pace, its later steps from the
+    finished run."""
+    restored = [StepTimes({"train": 6400.0, "translate": 30.0}, 16000, cpu_recorded=True)]
+    est = expected_seconds(["train", "translate"], 4000, restored, restored, planned=16000, pace=1.5)
+    assert est == Estimate(1.5 * 12000 + 30.0, "system")
+    assert expected_seconds(["train", "translate"], 4000, restored, restored, planned=16000) == Estimate(
+        0.4 * 12000 + 30.0, "system")  # no pace logged yet: the finished run's speed
+
+
 def test_defer_reason():
     deadline = NOW + 3600
     assert defer_reason(deadline, NOW, Estimate(3000.0, "system")) is None
@@ -217,9 +241,11 @@ def test_step_times_reads_the_markers_and_updates_done_the_log(tmp_path):
     # one thread with its CPU time recorded: the CPU time when less, and the run counts as CPU-timed
     marker.write_text(json.dumps({"seconds": 900.0, "cpu_seconds": 700.0, "threads": 1, "steps": 1000}))
     assert progress.step_times(spec.dir) == StepTimes({"train": 700.0, "translate": 100.0, "evaluate": 200.0}, 1000,
-                                                    cpu_timed=True)
+                                                    cpu_timed=True, cpu_recorded=True)
     marker.write_text(json.dumps({"seconds": 900.0, "cpu_seconds": 1700.0, "threads": 2, "steps": 1000}))
-    assert not progress.step_times(spec.dir).cpu_timed  # two threads: the wall time
+    two_threads = progress.step_times(spec.dir)
+    assert not two_threads.cpu_timed and two_threads.cpu_recorded  # two threads: the wall time, CPU recorded
+    assert two_threads.seconds["train"] == 900.0
     other = _spec(tmp_path, "softmax", 2)
     assert progress.updates_done(other.dir) == 0  # no checkpoint
     (other.dir / "last.pt").write_bytes(b"")

@@ -250,6 +250,22 @@ def test_a_run_of_two_grids_counts_once_and_grids_can_be_chosen(tmp_path, capsys
     assert "no grid named table2 recorded here (recorded: ablation, table1)" in capsys.readouterr().err
 
 
+def test_each_grids_runs_left_take_its_own_commands_workers(tmp_path):
+    """The KFTT folder: the LSTM grid (2 workers) is done, the Transformer grid (1 worker) has runs left; the
+    summary said "with the grid command's 2 workers", halving a time that one worker spends."""
+    out = tmp_path / "exp"
+    _record(out, name="lstm", seeds=(1,), systems=("softmax",))
+    _record(out, name="transformer", seeds=(1, 2), systems=("tf",), command="scanmt experiment run t.yaml")
+    _finish(_spec(out, "softmax", 1))
+    _finish(_spec(out, "tf", 1))  # 1000 + 60 + 30 + 120 s: tf/seed2 has 1,210 s left
+    text = status.render(out, status.folder_status(out))
+    assert "left: 1 run(s), about 20 min of run time" in text and "workers" not in text
+    _record(out, name="lstm", seeds=(1, 2), systems=("softmax",))  # a second seed: 1,210 s over 2 workers
+    text = status.render(out, status.folder_status(out))
+    assert ("left: 2 run(s), about 40 min of run time, 30 min with each grid command's workers (1, 2)"
+            in text), text
+
+
 def test_the_holder_of_the_grid_lock_is_named(tmp_path):
     out = tmp_path / "exp"
     _record(out, seeds=(1,))

@@ -91,12 +91,17 @@ class StepTimes:
             last attempt; ``train_updates`` when unknown).
         cpu_timed: ``seconds["train"]`` is a one-thread training's CPU time, the time with a core to itself
             (False: wall-clock time, which also counts any wait for the CPU behind other jobs).
+        cpu_recorded: its training's marker records CPU time (every one since CPU time was recorded; False:
+            an older marker, a wall-clock time whatever its threads).  A training on several threads records
+            it and is still timed by the wall clock: the CPU time of several threads says less (they also idle
+            for want of work).
     """
 
     seconds: dict[str, float]
     train_updates: int | None = None
     attempt_updates: int | None = None
     cpu_timed: bool = False
+    cpu_recorded: bool = False
 
     def seconds_per_update(self) -> float | None:
         """Training seconds per update (None: no training, or no update counted)."""
@@ -149,20 +154,24 @@ def expected_seconds(steps: Sequence[str], updates_done: int, own: Sequence[Step
     config allows (``train.max_steps``; None: no such bound), taken in place of the median where the estimate
     comes from the grid's other systems, whose budget may be another (a Transformer's 16,000 updates beside an
     LSTM's 18,000 in one folder).  Where the grid has runs
-    whose training was CPU-timed (:attr:`StepTimes.cpu_timed`), only those count: a wall-clock time recorded
-    before CPU time was (or on several threads) may include hours of waiting behind other jobs, and one such
-    run would make every later run of its system look too long to start.
+    whose training was CPU-timed (:attr:`StepTimes.cpu_timed`), the runs timed before CPU time was recorded
+    (:attr:`StepTimes.cpu_recorded`) do not count: their wall-clock times may include hours of waiting behind
+    other jobs, and one such run would make every later run of its system look too long to start.  A training
+    on several threads records its CPU time and still counts, by its wall time: no better time of it exists,
+    and its system's own (a Transformer on two threads beside one-thread LSTMs) says more than other systems'.
 
     ``pace``: seconds per update that a training of this system has been seen to take (its own, or another
-    seed's, while no run of the system has finished: ``progress.own_pace``); an estimate from the grid's other
-    systems takes it in place of their speed, which may be another architecture's.
+    seed's: ``progress.own_pace``), measured on this machine now; it takes the place of the finished runs'
+    speed, which may be another architecture's, or another processor's (runs restored from an archive), or
+    another precision's.
     """
     if any(h.cpu_timed for h in grid):
-        own, grid = [h for h in own if h.cpu_timed], [h for h in grid if h.cpu_timed]
+        counts = lambda h: h.cpu_timed or h.cpu_recorded  # noqa: E731
+        own, grid = [h for h in own if counts(h)], [h for h in grid if counts(h)]
     for source, history in (("system", own), ("grid", grid)):
         updates = planned if source == "system" else planned or bound
         parts = [_step_seconds(step, updates_done, history, updates) for step in steps]
-        if source == "grid" and pace is not None and "train" in steps:
+        if pace is not None and "train" in steps:
             total = updates or median_updates(history)
             parts[steps.index("train")] = None if total is None else pace * max(0.0, total - updates_done)
         if history and all(p is not None for p in parts):

@@ -36,12 +36,14 @@ def step_times(run: Path) -> StepTimes | None:
         return None
     seconds: dict[str, float] = {}
     train: dict[str, Any] = {}
-    cpu_timed = False
+    cpu_timed = cpu_recorded = False
     for marker in stage_markers(run):
         info = read_json(marker) or {}
         if isinstance(info.get("seconds"), (int, float)):
             wall = float(info["seconds"])
             cpu, threads = info.get("cpu_seconds"), info.get("threads")
+            if isinstance(cpu, (int, float)) and marker_stage(marker) == "train":
+                cpu_recorded = True
             if isinstance(cpu, (int, float)) and threads == 1:
                 wall = min(wall, float(cpu))
                 cpu_timed = cpu_timed or marker_stage(marker) == "train"
@@ -52,7 +54,7 @@ def step_times(run: Path) -> StepTimes | None:
         return None
     updates = train.get("steps") if isinstance(train.get("steps"), int) else None
     attempt = train.get("attempt_steps") if isinstance(train.get("attempt_steps"), int) else None
-    return StepTimes(seconds, updates, attempt, cpu_timed)
+    return StepTimes(seconds, updates, attempt, cpu_timed, cpu_recorded)
 
 
 def updates_done(run: Path) -> int:

@@ -18,10 +18,12 @@ A run is running while some process holds its folder's lock (``RUN/.lock``,
 :func:`scanmt.processes.lock_held`), and a grid while one holds ``OUT/.lock``.  The time a run has left is
 estimated as ``experiment run --deadline`` does it (:mod:`scanmt.experiments.deadline`), from the step
 times of the folder's finished runs; the summary adds the runs' times up, once per run folder (a run of
-two grids counts once), and divides them by the grid command's ``--workers``.  A system with no finished run
-yet is estimated from the folder's other systems (marked ``*``), but for its training, which goes at the pace of
-its own runs (the ``train/elapsed_s`` a training logs over its last 2,000 updates, or its log's clock times,
-:func:`~scanmt.experiments.progress.own_pace`) up to its ``train.max_steps``; where no other system has finished
+two grids counts once), and divides each grid's by its own command's ``--workers`` (a queue runs its grids one
+after another).  A training goes at the pace of its own runs where they have logged one (the ``train/elapsed_s``
+a training logs over its last 2,000 updates, or its log's clock times,
+:func:`~scanmt.experiments.progress.own_pace`), measured here and now, not at the finished runs' speed, which may
+be another processor's (runs restored from an archive).  A system with no finished run yet is estimated from the
+folder's other systems (marked ``*``), up to its own ``train.max_steps``; where no other system has finished
 either, a training run gets its training's time alone, at its own pace, marked ``+``.
 """
 
@@ -281,17 +283,22 @@ def render(out: Path, statuses: Sequence[GridStatus], *, brief: bool = False) ->
             lines += ["  " + row for row in format_rows(["run", "state", "left", "detail"], rows, left_columns=4).splitlines()]
         starred = starred or any(r.left is not None and r.left.source == "grid" for r in shown)
         partial = partial or any(r.left is not None and r.left.source == "own" for r in shown)
-    unique = {r.dir.resolve(): r for g in statuses for r in g.runs}
-    todo = [r for r in unique.values() if r.state != "done"]
+    todo: dict[Path, tuple[RunRow, int]] = {}  # a run of two grids counts once, with the first one's workers
+    for g in statuses:
+        for r in g.runs:
+            if r.state != "done":
+                todo.setdefault(r.dir.resolve(), (r, workers_of(g.command)))
     if todo:
-        known = [r.left.seconds for r in todo if r.left is not None]
-        workers = max((workers_of(g.command) for g in statuses), default=1)
-        total = sum(known)
+        known = [(r.left.seconds, workers) for r, workers in todo.values() if r.left is not None]
+        total = sum(seconds for seconds, _ in known)
         text = f"left: {len(todo)} run(s)"
         if known:
             text += f", {'at least' if partial else 'about'} {_duration(total)} of run time"
-            if workers > 1:
-                text += f", {_duration(total / workers)} with the grid command's {workers} workers"
+            counts = sorted({workers for _, workers in known})
+            if counts != [1]:  # each grid's runs over its own command's --workers (grids run one after another)
+                whose = (f"the grid command's {counts[0]} workers" if len(counts) == 1
+                         else "each grid command's workers (" + ", ".join(map(str, counts)) + ")")
+                text += f", {_duration(sum(seconds / workers for seconds, workers in known))} with {whose}"
         unknown = len(todo) - len(known)
         if unknown:
             text += f" ({unknown} without an estimate: no finished run has their steps)"
