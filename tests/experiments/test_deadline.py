@@ -110,6 +110,22 @@ def test_a_trainings_own_pace_outweighs_its_systems_finished_runs():
         0.4 * 12000 + 30.0, "system")  # no pace logged yet: the finished run's speed
 
 
+def test_a_system_without_a_training_here_takes_the_machines_speed_from_those_with_one():
+    """The KFTT folder on a slower machine: both Transformer systems' seeds 1 were restored (0.45 s per update in
+    bf16 on the other processor); softmax's seed 2 trains here at 1.5 s per update, 3.3x slower, so a csparsemax
+    seed expects 3.3x its finished run's speed, not the other processor's."""
+    times = progress.RunTimes()
+    times.by_system = {"softmax": [StepTimes({"train": 4500.0}, 10000, cpu_recorded=True)],
+                       "csparsemax": [StepTimes({"train": 4800.0}, 10000, cpu_recorded=True)]}
+    assert times.pace("csparsemax") is None  # no training here yet: the finished runs' speed stands
+    times.paces = {"softmax": [1.5]}
+    assert times.pace("softmax") == 1.5
+    assert times.pace("csparsemax") == pytest.approx(0.48 * 1.5 / 0.45)
+    assert times.pace("tf") is None  # no finished run to scale
+    est = times.estimate_steps("csparsemax", ["train"], planned=10000)
+    assert est == Estimate(pytest.approx(10000 * 0.48 * 1.5 / 0.45), "system")
+
+
 def test_defer_reason():
     deadline = NOW + 3600
     assert defer_reason(deadline, NOW, Estimate(3000.0, "system")) is None

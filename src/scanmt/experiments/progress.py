@@ -208,8 +208,9 @@ def _first_validation(metrics: Path) -> int | None:
 
 class RunTimes:
     """The step times of a grid's finished runs, by system, and what they make of a run's remaining time; and the
-    pace of the unfinished trainings of the folders it read (:func:`own_pace`), for the systems none of whose runs
-    has finished: their trainings are estimated at that pace, not at other systems' speed."""
+    pace of the unfinished trainings of the folders it read (:func:`own_pace`): a training is estimated at the pace
+    measured here (:meth:`pace`), not at the finished runs' speed, which may be another system's or another
+    machine's."""
 
     def __init__(self, specs: Sequence[RunSpec] = ()) -> None:
         self.by_system: dict[str, list[StepTimes]] = {}
@@ -249,9 +250,23 @@ class RunTimes:
                 self.paces.setdefault(run.parent.name, []).append(pace)
 
     def pace(self, system: str) -> float | None:
-        """The median seconds per update of the unfinished trainings of ``system`` read so far (None: none)."""
+        """The seconds per update a training of ``system`` is expected to take here: the median pace of its
+        unfinished trainings read so far; else, where other systems have both an unfinished training and finished
+        runs, its finished runs' speed scaled by theirs (the median of each such system's pace over its finished
+        runs' seconds per update): finished runs restored from an archive trained on another processor, maybe in
+        another precision, and the trainings here say how much faster or slower this machine is.  None: neither."""
         paces = self.paces.get(system)
-        return statistics.median(paces) if paces else None
+        if paces:
+            return statistics.median(paces)
+        own = self._finished_rate(system)
+        factors = [statistics.median(p) / rate for other, p in self.paces.items()
+                   if p and (rate := self._finished_rate(other)) is not None]
+        return own * statistics.median(factors) if own is not None and factors else None
+
+    def _finished_rate(self, system: str) -> float | None:
+        """The median seconds per update of ``system``'s finished runs (None: none with a training)."""
+        rates = [r for times in self.by_system.get(system, []) if (r := times.seconds_per_update()) is not None]
+        return statistics.median(rates) if rates else None
 
     def estimate(self, spec: RunSpec, updates: int | None = None, pace: float | None = None) -> Estimate | None:
         """The expected seconds of what ``spec`` still has to do (:func:`expected_seconds`); its training has
