@@ -71,7 +71,7 @@ from scanmt.training.precision import cpu_bf16_speedup
 print(training_precision("auto")[0], f"{cpu_bf16_speedup(1):.2f}")' | tail -n 1) || true
   case $measured in
     bf16\ *|fp32\ *) echo "${measured%% *}"
-                      echo "grid-kftt: $1 trains in ${measured%% *} (bf16 steps measured ${measured#* }x fp32's here)" >&2 ;;
+                      echo "grid-kftt: $1 trains in ${measured%% *} (bf16 measured at ${measured#* }x fp32's speed here)" >&2 ;;
     *) echo fp32; echo "grid-kftt: the bf16 probe gave no answer (${measured:-nothing}); $1 trains in fp32" >&2 ;;
   esac
 }

@@ -322,8 +322,10 @@ def test_grid_kftt_trains_the_transformer_pair_in_the_precision_measured_faster(
     """The LSTM grid trains in fp32 wherever it runs; the Transformer pair in what the bf16 probe measures faster
     (``auto``), in fp32 when the probe gives no answer, and in GRID_TRANSFORMER_PRECISION when that is set."""
     fake, calls = _probing_python(tmp_path)
-    cases = [({"PROBE": "bf16 2.31"}, "bf16", "the Transformer pair trains in bf16 (bf16 steps measured 2.31x"),
-             ({"PROBE": "fp32 0.70"}, "fp32", "the Transformer pair trains in fp32 (bf16 steps measured 0.70x"),
+    cases = [({"PROBE": "bf16 2.31"}, "bf16",
+              "the Transformer pair trains in bf16 (bf16 measured at 2.31x fp32's speed here)"),
+             ({"PROBE": "fp32 0.70"}, "fp32",
+              "the Transformer pair trains in fp32 (bf16 measured at 0.70x fp32's speed here)"),
              ({"PROBE": ""}, "fp32", "the bf16 probe gave no answer (nothing); the Transformer pair trains in fp32"),
              ({"PROBE": "fp32 0.70", "GRID_TRANSFORMER_PRECISION": "bf16"}, "bf16", None)]
     for env_vars, expected, says in cases:
