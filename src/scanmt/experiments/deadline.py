@@ -166,8 +166,8 @@ def expected_seconds(steps: Sequence[str], updates_done: int, own: Sequence[Step
     another precision's.
     """
     if any(h.cpu_timed for h in grid):
-        counts = lambda h: h.cpu_timed or h.cpu_recorded  # noqa: E731
-        own, grid = [h for h in own if counts(h)], [h for h in grid if counts(h)]
+        own = [h for h in own if h.cpu_timed or h.cpu_recorded]
+        grid = [h for h in grid if h.cpu_timed or h.cpu_recorded]
     for source, history in (("system", own), ("grid", grid)):
         updates = planned if source == "system" else planned or bound
         parts = [_step_seconds(step, updates_done, history, updates) for step in steps]
