@@ -82,7 +82,9 @@ LSTM=(experiments/kftt.yaml --preset configs/kftt-lstm.yaml --data kftt --out "$
 # an hour, but on the AMD EPYC of the twenty-ninth session a bf16 update took 0.63 s at one thread and 0.39 s at
 # two: a pair side by side needs 16,000 x 0.65 s = 2.9 h, and one run alone 1.7 h, which a new machine's 22 minutes
 # of shared work leave room for (docs/kftt.md, "Twenty-ninth session"). A finished run is packed into the archive
-# and outlives its machine; a half-trained one does not.
+# and outlives its machine; a half-trained one does not. On a processor without bf16 (the Zen 3 EPYC of the
+# thirty-first session) a run alone takes 1.43 s per update in fp32, about 6.4 h: it finishes only on a machine
+# that outlives several sessions.
 CPUS=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)  # nproc alone counts OMP_NUM_THREADS=1, exported above
 transformer() {
   local precision=${GRID_TRANSFORMER_PRECISION:-auto}
