@@ -28,6 +28,8 @@ PLACED = {
     "scanmt.allocator": "base",
     # bounds on oneDNN's per-shape caches (environment variables only)
     "scanmt.shape_caches": "base",
+    # running nn.LSTM over a padded batch (torch only): the LSTM encoder and the fertility predictor share it
+    "scanmt.packed_lstm": "base",
     # replacing a folder as a whole (an archive's pack): imports only scanmt.errors
     "scanmt.folder_swap": "base",
     "scanmt.config": "base",

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import torch
 from torch import nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from scanmt.data.vocab import PAD_ID
+from scanmt.packed_lstm import run_lstm
 
 
 class FertilityPredictor(nn.Module):
@@ -27,9 +27,7 @@ class FertilityPredictor(nn.Module):
     def forward(self, src: torch.Tensor, src_len: torch.Tensor) -> torch.Tensor:
         """``src [B, S]`` -> logits ``[B, S, F_max + 1]``."""
         x = self.dropout(self.emb(src))
-        packed = pack_padded_sequence(x, src_len.cpu(), batch_first=True, enforce_sorted=False)
-        h, _ = self.rnn(packed)
-        h, _ = pad_packed_sequence(h, batch_first=True, total_length=src.size(1))
+        h, _ = run_lstm(self.rnn, x, src_len)
         return self.out(self.dropout(h))
 
     def expected(self, src: torch.Tensor, src_len: torch.Tensor) -> torch.Tensor:
