@@ -9,8 +9,8 @@
 #   PYTHONPATH=$PWD/src bash scripts/continue-kftt.sh            # rerun to continue; finished steps are skipped
 # GRID (default /work/runs/kftt): the grid folder; LONGER (default GRID-longer): where the copies train;
 # SEED: the seed continued [the lowest one both systems finished with a checkpoint: a run restored from an archive
-# has none, so on a new machine the seeds trained there]; PYTHON as in grid-kftt.sh. The grid's own runs are only
-# read.
+# has none, so on a new machine the seeds trained there; with none, the script says so and exits 0]; PYTHON as in
+# grid-kftt.sh. The grid's own runs are only read.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GRID=${GRID:-/work/runs/kftt}
@@ -33,7 +33,13 @@ if [[ -z ${SEED:-} ]]; then
       best=$s
     fi
   done
-  SEED=${best:-1}
+  if [[ -z ${best:-} ]]; then  # every finished seed was restored from an archive (or none finished yet)
+    echo "continue-kftt: skipped: no seed of both softmax and csparsemax finished training on this machine with its" \
+      "last.pt (runs restored from an archive keep no checkpoint); the measurement's result from an earlier machine" \
+      "is in docs/kftt.md ('Twenty-seventh session'); set SEED to continue a seed anyway"
+    exit 0
+  fi
+  SEED=$best
 fi
 
 # copy SYSTEM: the grid run's training files into $LONGER/SYSTEM (once, atomically: a copy in .tmp, then renamed),

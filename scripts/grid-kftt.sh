@@ -97,8 +97,8 @@ transformer() {
 # (the LSTM pair's seeds 1-2, the Transformer pair's seed 1) with it; their figures stay in docs/experiments-kftt.*.
 run "${LSTM[@]}" --systems softmax csparsemax --seeds 3 --stress-k 1 2 3
 # The epoch measurement (docs/kftt.md): seed 1 of both (on a new machine the lowest seed trained there, since
-# restored runs have no checkpoints) continued to 24,000 updates in copies ($OUT-longer); the
-# grid goes on if it fails
+# restored runs have no checkpoints; with none, it says so in one line and skips) continued to 24,000 updates in
+# copies ($OUT-longer); the grid goes on if it fails
 GRID=$OUT PYTHON=$PYTHON bash scripts/continue-kftt.sh || echo "continue-kftt failed: see $OUT-longer/*.out"
 transformer --seeds 3 --stress-k 1 2 3
 # four systems at one seed: three trainings and softmax-covpenalty's decoding. Two workers would leave a core idle

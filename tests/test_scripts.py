@@ -28,11 +28,12 @@ def test_python_script_compiles(script: Path, tmp_path: Path) -> None:
 
 
 def test_continue_kftt_refuses_an_unfinished_run(tmp_path: Path) -> None:
-    """Continuing a grid run that has not finished names the run and stops before anything trains."""
+    """Continuing a grid run that has not finished names the run and stops before anything trains (a seed asked
+    for by name: by default only finished seeds are continued)."""
     grid = tmp_path / "kftt"
     for system in ("softmax", "csparsemax"):
         (grid / "runs" / system / "seed1").mkdir(parents=True)
-    env = dict(os.environ, GRID=str(grid), PYTHON="/bin/false")
+    env = dict(os.environ, GRID=str(grid), PYTHON="/bin/false", SEED="1")
     done = subprocess.run(["bash", str(SCRIPTS / "continue-kftt.sh")], capture_output=True, text=True, env=env)
     assert done.returncode == 1
     assert "softmax failed" in done.stderr and "csparsemax failed" in done.stderr
@@ -55,6 +56,11 @@ def test_continue_kftt_continues_the_lowest_seed_with_a_checkpoint(tmp_path: Pat
                 (run / name).write_text(name)
     env = dict(os.environ, GRID=str(grid), PYTHON="/bin/false")
     done = subprocess.run(["bash", str(SCRIPTS / "continue-kftt.sh")], capture_output=True, text=True, env=env)
+    # no seed with a checkpoint: one line says so, nothing is copied or trained, and a queue goes on without "failed"
+    assert done.returncode == 0 and done.stdout.startswith("continue-kftt: skipped: no seed of both"), done.stdout
+    assert not (tmp_path / "kftt-longer").exists()
+    done = subprocess.run(["bash", str(SCRIPTS / "continue-kftt.sh")], capture_output=True, text=True,
+                          env=dict(env, SEED="1"))  # a seed asked for by name must have its checkpoint
     assert done.returncode == 1 and "continue softmax and csparsemax seed 1 to" in done.stdout
     out = (tmp_path / "kftt-longer" / "softmax.out").read_text()
     assert f"{grid}/runs/softmax/seed1 has no last.pt (restored from an archive" in out
@@ -289,7 +295,8 @@ def test_grid_kftt_runs_its_grids_in_order_and_never_beside_another_queue(tmp_pa
     assert all("--stress-k 1 2 3" in line for line in runs[:2]) and "--stress-k" not in runs[2]
     assert lines[-1].startswith("-m scanmt experiment archive ") and lines[-1].endswith(
         f"--to {tmp_path}/archive/kftt --runs-only")  # no alignments: data, 20 MB, out of git
-    assert "continue-kftt failed" in done.stdout  # no finished run to continue: the queue goes on
+    assert "continue-kftt: skipped: no seed" in done.stdout  # no finished run to continue: the queue goes on
+    assert "continue-kftt failed" not in done.stdout
 
     # softmax seeds 1-2 restored (trained, no checkpoint), seed 3 trained here, seed 4 still training: the other
     # systems run at seed 3, all six of them (softmax and csparsemax are done there)
